@@ -1,0 +1,49 @@
+/**
+ * The states of a supervised toolset and the snapshot a status subscriber sees. The Supervisor
+ * decides which transitions are valid; this module only names and describes them.
+ */
+import * as Schema from "effect/Schema"
+import type * as LifecycleError from "./LifecycleError.ts"
+
+export const State = Schema.Literals(["Stopped", "Starting", "Ready", "Degraded", "Restarting", "Failed"])
+
+export type State = typeof State.Type
+
+/** Stopped and Failed need an outside action (start, restart) to leave. */
+export const isTerminal = (state: State): boolean => state === "Stopped" || state === "Failed"
+
+/** Ready and Degraded serve requests; Degraded means a health probe is failing. */
+export const isUsable = (state: State): boolean => state === "Ready" || state === "Degraded"
+
+/** The last error, in the short form that travels with a snapshot. */
+export const ErrorSummary = Schema.Struct({
+  tag: Schema.String,
+  message: Schema.String
+})
+
+/** What a status subscriber sees of one toolset at one moment. */
+export class StatusSnapshot extends Schema.Class<StatusSnapshot>("StatusSnapshot")({
+  name: Schema.String,
+  kind: Schema.String,
+  state: State,
+  /** When the toolset entered `state`, in epoch milliseconds of the Effect `Clock`. */
+  since: Schema.Number,
+  lastError: Schema.optionalKey(ErrorSummary),
+  /** Reconnects performed since the toolset was last started from Stopped or Failed. */
+  restarts: Schema.Int,
+  /** Position in the current restart episode; back to 0 once Ready has lasted `reset_after`. */
+  attempt: Schema.Int,
+  /** The process backing the session, when it is local. */
+  pid: Schema.optionalKey(Schema.Int),
+  toolCount: Schema.optionalKey(Schema.Int)
+}) {}
+
+/** One state change, as the `events` stream delivers it. */
+export class Transition extends Schema.Class<Transition>("Transition")({
+  from: State,
+  snapshot: StatusSnapshot
+}) {}
+
+/** The error fields of a snapshot, set or cleared. */
+export const errorFields = (error: LifecycleError.LifecycleError | undefined) =>
+  error === undefined ? {} : { lastError: { tag: error._tag, message: error.message } }

@@ -1,0 +1,606 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { TestClock } from "effect/testing"
+import * as LifecycleError from "../src/LifecycleError.ts"
+import type * as Policy from "../src/Policy.ts"
+import * as Supervisor from "../src/Supervisor.ts"
+import { auth, crash, elapse, fail, inState, ok, policy, refused, scripted, type Step, until } from "./fakes.ts"
+
+const make = (steps: ReadonlyArray<Step>, p: Policy.Policy = policy()) => {
+  const script = scripted(...steps)
+  return Effect.map(Supervisor.make({ name: "fake", kind: "test", connector: script.connector, policy: p }), (s) => ({
+    supervisor: s,
+    script
+  }))
+}
+
+/** Collects the next `n` transitions as "From→To" strings; subscribe before acting. */
+const record = <A>(supervisor: Supervisor.Supervisor<A>, n: number) =>
+  supervisor.events.pipe(
+    Stream.take(n),
+    Stream.map((t) => `${t.from}→${t.snapshot.state}`),
+    Stream.runCollect,
+    Effect.forkChild({ startImmediately: true })
+  )
+
+const crashSession = (session: { readonly ended: Deferred.Deferred<void, LifecycleError.LifecycleError> }) =>
+  Deferred.fail(session.ended, crash())
+
+describe("Supervisor", () => {
+  describe("start", () => {
+    it.effect("start goes Stopped → Starting → Ready and reports the session's pid and tools", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([])
+        const seen = yield* record(supervisor, 2)
+        yield* supervisor.start
+        assert.deepStrictEqual(yield* Fiber.join(seen), ["Stopped→Starting", "Starting→Ready"])
+        const state = yield* supervisor.state
+        assert.strictEqual(state.state, "Ready")
+        assert.strictEqual(state.pid, 1001)
+        assert.strictEqual(state.toolCount, 3)
+      }))
+
+    it.effect("start is idempotent: two starts, one connect", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* Effect.all([supervisor.start, supervisor.start], { concurrency: "unbounded" })
+        yield* supervisor.start
+        assert.strictEqual(script.connects(), 1)
+      }))
+
+    it.effect("a failed first start returns the typed error and leaves the toolset Stopped, not Failed", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([fail(refused())])
+        const error = yield* Effect.flip(supervisor.start)
+        assert.strictEqual(error._tag, "ServerUnavailable")
+        const state = yield* supervisor.state
+        assert.strictEqual(state.state, "Stopped")
+        assert.strictEqual(state.lastError?.tag, "ServerUnavailable")
+        yield* supervisor.start
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("a start within the startup timeout succeeds", () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const { supervisor } = yield* make([{ _tag: "gate", gate }], policy({ startup_timeout: "10s" }))
+        const started = yield* Effect.forkChild(supervisor.start, { startImmediately: true })
+        yield* TestClock.adjust("9 seconds")
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(started)
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+      }))
+  })
+
+  describe("startup timeout", () => {
+    const hanging = Effect.gen(function* () {
+      const gate = yield* Deferred.make<void>()
+      const made = yield* make([{ _tag: "gate", gate }], policy({ startup_timeout: "5s" }))
+      return { ...made, gate }
+    })
+
+    it.effect("a connect that hangs past startup_timeout fails with InitTimeout and leaves Stopped", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* hanging
+        const started = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+        yield* TestClock.adjust("5 seconds")
+        const error = yield* Fiber.join(started)
+        assert.strictEqual(error._tag, "InitTimeout")
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+        assert.strictEqual(script.connects(), 1)
+      }))
+
+    it.effect("a later start adopts the late connect instead of opening a second one", () =>
+      Effect.gen(function* () {
+        const { supervisor, script, gate } = yield* hanging
+        const first = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+        yield* TestClock.adjust("5 seconds")
+        assert.strictEqual((yield* Fiber.join(first))._tag, "InitTimeout")
+        const second = yield* Effect.forkChild(supervisor.start, { startImmediately: true })
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(second)
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        assert.strictEqual(script.connects(), 1)
+      }))
+
+    it.effect("a late connect that completes while Stopped is adopted at once by the next start", () =>
+      Effect.gen(function* () {
+        const { supervisor, script, gate } = yield* hanging
+        const first = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+        yield* TestClock.adjust("5 seconds")
+        yield* Fiber.join(first)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Effect.yieldNow
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+        yield* supervisor.start
+        assert.strictEqual(script.connects(), 1)
+        assert.isFalse(script.last().closed)
+      }))
+
+    it.effect("stop closes a late connect", () =>
+      Effect.gen(function* () {
+        const { supervisor, script, gate } = yield* hanging
+        const first = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+        yield* TestClock.adjust("5 seconds")
+        yield* Fiber.join(first)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Effect.yieldNow
+        yield* supervisor.stop
+        assert.isTrue(script.last().closed)
+        yield* supervisor.start
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("stop while a connect is in flight interrupts it; nothing is left open", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* hanging
+        const first = yield* Effect.forkChild(Effect.exit(supervisor.start), { startImmediately: true })
+        yield* Effect.yieldNow
+        yield* supervisor.stop
+        const exit = yield* Fiber.join(first)
+        assert.isTrue(Exit.isFailure(exit))
+        assert.strictEqual(script.sessions.length, 0)
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+      }))
+  })
+
+  describe("restart policy", () => {
+    it.effect("a crash goes to Restarting and reconnects after `initial`, not before", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        const seen = yield* record(supervisor, 2)
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Restarting")
+        yield* TestClock.adjust("999 millis")
+        assert.strictEqual(script.connects(), 1)
+        yield* TestClock.adjust("1 millis")
+        yield* inState(supervisor, "Ready")
+        assert.deepStrictEqual(yield* Fiber.join(seen), ["Ready→Restarting", "Restarting→Ready"])
+        assert.strictEqual(script.connects(), 2)
+        assert.isTrue(script.sessions[0]!.closed)
+        const state = yield* supervisor.state
+        assert.strictEqual(state.restarts, 1)
+        assert.strictEqual(state.attempt, 1)
+      }))
+
+    it.effect("reconnects follow the policy's delays: 1s, 2s, 4s", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([ok, fail(refused()), fail(refused()), ok])
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Restarting")
+        const timeline: Array<number> = []
+        for (const step of [1000, 2000, 4000]) {
+          yield* TestClock.adjust(step - 1)
+          timeline.push(script.connects())
+          yield* TestClock.adjust(1)
+          yield* Effect.yieldNow
+          timeline.push(script.connects())
+        }
+        assert.deepStrictEqual(timeline, [1, 2, 2, 3, 3, 4])
+        yield* inState(supervisor, "Ready")
+      }))
+
+    it.effect("the budget exhausted ends Failed with the last error", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make(
+          [ok, fail(refused()), fail(refused()), fail(crash("third"))],
+          policy({ max_restarts: 3 })
+        )
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* elapse(60)
+        const failed = yield* inState(supervisor, "Failed")
+        assert.strictEqual(script.connects(), 4)
+        assert.deepStrictEqual(failed.lastError, { tag: "ServerCrashed", message: "third" })
+        assert.strictEqual(failed.restarts, 3)
+      }))
+
+    it.effect("a server that crashes right after every start backs off and ends Failed (flap guard)", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ max_restarts: 3 }))
+        yield* supervisor.start
+        for (const backoff of ["1 second", "2 seconds", "4 seconds"] as const) {
+          yield* crashSession(script.last())
+          yield* inState(supervisor, "Restarting")
+          yield* TestClock.adjust(backoff)
+          yield* inState(supervisor, "Ready")
+        }
+        yield* crashSession(script.last())
+        const failed = yield* inState(supervisor, "Failed")
+        assert.strictEqual(script.connects(), 4)
+        assert.strictEqual(failed.restarts, 3)
+      }))
+
+    it.effect("the budget and the backoff step reset once Ready has lasted reset_after", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ max_restarts: 1, backoff: { reset_after: "30s" } }))
+        yield* supervisor.start
+        for (let i = 0; i < 3; i++) {
+          yield* crashSession(script.last())
+          yield* inState(supervisor, "Restarting")
+          yield* TestClock.adjust("1 second")
+          const ready = yield* inState(supervisor, "Ready")
+          assert.strictEqual(ready.attempt, 1)
+          yield* TestClock.adjust("30 seconds")
+          yield* until(supervisor, (s) => s.attempt === 0)
+        }
+        assert.strictEqual(script.connects(), 4)
+        assert.strictEqual((yield* supervisor.state).restarts, 3)
+      }))
+
+    it.effect("restart: never — a crash goes to Failed with no reconnect", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ restart: "never" }))
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        const failed = yield* inState(supervisor, "Failed")
+        yield* elapse(60)
+        assert.strictEqual(script.connects(), 1)
+        assert.strictEqual(failed.lastError?.tag, "ServerCrashed")
+      }))
+
+    it.effect("on_failure + clean close → Failed, no reconnect", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        yield* Deferred.succeed(script.last().ended, undefined)
+        const failed = yield* inState(supervisor, "Failed")
+        yield* elapse(60)
+        assert.strictEqual(script.connects(), 1)
+        assert.isUndefined(failed.lastError)
+      }))
+
+    it.effect("always + clean close → reconnect", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ restart: "always" }))
+        yield* supervisor.start
+        yield* Deferred.succeed(script.last().ended, undefined)
+        yield* inState(supervisor, "Restarting")
+        yield* TestClock.adjust("1 second")
+        yield* inState(supervisor, "Ready")
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("always still honours the budget of failed reconnects", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make(
+          [ok, fail(refused()), fail(refused())],
+          policy({ restart: "always", max_restarts: 2 })
+        )
+        yield* supervisor.start
+        yield* Deferred.succeed(script.last().ended, undefined)
+        yield* elapse(60)
+        yield* inState(supervisor, "Failed")
+        assert.strictEqual(script.connects(), 3)
+      }))
+
+    it.effect("a permanent error on the session goes to Failed at once without burning the budget", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        yield* Deferred.fail(script.last().ended, auth())
+        const failed = yield* inState(supervisor, "Failed")
+        yield* elapse(60)
+        assert.strictEqual(script.connects(), 1)
+        assert.strictEqual(failed.lastError?.tag, "AuthRequired")
+        assert.strictEqual(failed.attempt, 0)
+      }))
+
+    it.effect("a permanent error on a reconnect goes to Failed after exactly two connects", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([ok, fail(auth())])
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* elapse(60)
+        const failed = yield* inState(supervisor, "Failed")
+        assert.strictEqual(script.connects(), 2)
+        assert.strictEqual(failed.lastError?.tag, "AuthRequired")
+      }))
+
+    it.effect("a reconnect that hangs past startup_timeout counts as a failed attempt", () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const { supervisor, script } = yield* make([ok, { _tag: "gate", gate }], policy({ startup_timeout: "5s" }))
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* TestClock.adjust("1 second")
+        yield* TestClock.adjust("5 seconds")
+        const restarting = yield* until(supervisor, (s) => s.lastError?.tag === "InitTimeout")
+        assert.strictEqual(restarting.state, "Restarting")
+        yield* TestClock.adjust("2 seconds")
+        yield* inState(supervisor, "Ready")
+        assert.strictEqual(script.connects(), 3)
+      }))
+  })
+
+  describe("restart (forced)", () => {
+    it.effect("on a Ready toolset it reconnects at once and resolves when Ready", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        const seen = yield* record(supervisor, 2)
+        yield* supervisor.restart
+        assert.deepStrictEqual(yield* Fiber.join(seen), ["Ready→Restarting", "Restarting→Ready"])
+        assert.strictEqual(script.connects(), 2)
+        assert.isTrue(script.sessions[0]!.closed)
+      }))
+
+    it.effect("it bypasses the policy: restart works under restart: never", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ restart: "never" }))
+        yield* supervisor.start
+        yield* supervisor.restart
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("on Stopped or Failed it starts afresh", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ restart: "never" }))
+        yield* supervisor.restart
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Failed")
+        yield* supervisor.restart
+        const state = yield* supervisor.state
+        assert.strictEqual(state.state, "Ready")
+        assert.strictEqual(state.restarts, 0)
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("a start on a Failed toolset recovers it, and a later restart succeeds", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ restart: "never" }))
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Failed")
+        yield* supervisor.start
+        yield* supervisor.restart
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        assert.strictEqual(script.connects(), 3)
+      }))
+
+    it.effect("concurrent restarts share one reconnect", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        yield* Effect.all([supervisor.restart, supervisor.restart, supervisor.restart], { concurrency: "unbounded" })
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("it cuts a backoff wait short", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Restarting")
+        yield* supervisor.restart
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("it resolves promptly with the error when the budget runs out meanwhile", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make(
+          [ok, fail(refused()), fail(refused()), fail(refused())],
+          policy({ max_restarts: 2 })
+        )
+        yield* supervisor.start
+        const restarted = yield* Effect.forkChild(Effect.flip(supervisor.restart), { startImmediately: true })
+        yield* elapse(5)
+        const error = yield* Fiber.join(restarted)
+        assert.strictEqual(error._tag, "ServerUnavailable")
+        assert.strictEqual((yield* supervisor.state).state, "Failed")
+      }))
+
+    it.effect("stop wakes a waiting restart at once with NotStarted", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([ok, fail(refused())])
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Restarting")
+        const waiting = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+        yield* supervisor.stop
+        assert.strictEqual((yield* Fiber.join(waiting))._tag, "NotStarted")
+      }))
+  })
+
+  describe("stop", () => {
+    it.effect("stop before start, and twice, is fine", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([])
+        yield* supervisor.stop
+        yield* supervisor.stop
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+      }))
+
+    it.effect("stop closes the session, concurrent stops all return, and start works again", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        yield* Effect.all([supervisor.stop, supervisor.stop, supervisor.stop, supervisor.stop], {
+          concurrency: "unbounded"
+        })
+        assert.isTrue(script.last().closed)
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+        yield* supervisor.start
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        assert.strictEqual(script.connects(), 2)
+      }))
+
+    it.effect("stop interrupts a backoff wait at once", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ backoff: { initial: "1h", max: "1h" } }))
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Restarting")
+        yield* supervisor.stop
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+        yield* TestClock.adjust("2 hours")
+        assert.strictEqual(script.connects(), 1)
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+      }))
+  })
+
+  describe("use", () => {
+    it.effect("on Ready it runs the request on the session", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([])
+        yield* supervisor.start
+        assert.strictEqual(yield* supervisor.use((s) => Effect.succeed(s.id)), 1)
+      }))
+
+    it.effect("while Starting it waits for Ready", () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const { supervisor } = yield* make([{ _tag: "gate", gate }])
+        yield* Effect.forkChild(supervisor.start, { startImmediately: true })
+        yield* inState(supervisor, "Starting")
+        const request = yield* Effect.forkChild(supervisor.use((s) => Effect.succeed(s.id)), { startImmediately: true })
+        yield* Deferred.succeed(gate, undefined)
+        assert.strictEqual(yield* Fiber.join(request), 1)
+      }))
+
+    it.effect("on a terminal state it fails at once with NotStarted carrying the last error", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([fail(refused())])
+        const before = yield* Effect.flip(supervisor.use(() => Effect.void))
+        assert.strictEqual(before._tag, "NotStarted")
+        yield* Effect.flip(supervisor.start)
+        const after = yield* Effect.flip(supervisor.use(() => Effect.void))
+        assert.strictEqual(after._tag, "NotStarted")
+        assert.instanceOf(after.cause, LifecycleError.ServerUnavailable)
+      }))
+
+    it.effect("a request in flight when the session dies fails at once with ServerCrashed", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        const request = yield* Effect.forkChild(supervisor.use(() => Effect.never), { startImmediately: true })
+        yield* crashSession(script.last())
+        const error = yield* Effect.flip(Fiber.join(request))
+        assert.strictEqual(error._tag, "ServerCrashed")
+      }))
+
+    it.effect("a request past call_timeout fails with CallTimeout and the session stays up", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ call_timeout: "2s" }))
+        yield* supervisor.start
+        const request = yield* Effect.forkChild(Effect.flip(supervisor.use(() => Effect.never)), {
+          startImmediately: true
+        })
+        yield* TestClock.adjust("2 seconds")
+        const error = yield* Fiber.join(request)
+        assert.strictEqual(error._tag, "CallTimeout")
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        assert.isFalse(script.last().closed)
+      }))
+
+    it.effect("the request's own typed error passes through", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([])
+        yield* supervisor.start
+        const error = yield* Effect.flip(supervisor.use(() => Effect.fail("bad arguments" as const)))
+        assert.strictEqual(error, "bad arguments")
+      }))
+  })
+
+  describe("health", () => {
+    const healthy = policy({ health: { interval: "10s", timeout: "2s", failures: 3 } })
+
+    it.effect("a failed probe marks Degraded; requests are still served; a passing probe returns to Ready", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], healthy)
+        yield* supervisor.start
+        script.last().probe = Exit.fail(crash("probe"))
+        yield* TestClock.adjust("10 seconds")
+        yield* inState(supervisor, "Degraded")
+        assert.strictEqual(yield* supervisor.use((s) => Effect.succeed(s.id)), 1)
+        script.last().probe = Exit.void
+        yield* TestClock.adjust("10 seconds")
+        yield* inState(supervisor, "Ready")
+        assert.strictEqual(script.connects(), 1)
+      }))
+
+    it.effect("a probe that does not answer within health.timeout counts as failed", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], healthy)
+        yield* supervisor.start
+        script.last().probe = "hang"
+        yield* TestClock.adjust("10 seconds")
+        yield* TestClock.adjust("2 seconds")
+        const degraded = yield* inState(supervisor, "Degraded")
+        assert.strictEqual(degraded.lastError?.tag, "CallTimeout")
+      }))
+
+    it.effect("health.failures consecutive failures force a restart that counts as one", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], healthy)
+        yield* supervisor.start
+        const seen = yield* record(supervisor, 3)
+        script.last().probe = Exit.fail(crash("probe"))
+        for (let i = 0; i < 3; i++) yield* TestClock.adjust("10 seconds")
+        yield* inState(supervisor, "Ready")
+        assert.deepStrictEqual(yield* Fiber.join(seen), ["Ready→Degraded", "Degraded→Restarting", "Restarting→Ready"])
+        assert.strictEqual(script.connects(), 2)
+        assert.isTrue(script.sessions[0]!.closed)
+        assert.strictEqual((yield* supervisor.state).restarts, 1)
+      }))
+
+    it.effect("without health settings no probe runs", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        script.last().probe = Exit.fail(crash("probe"))
+        yield* TestClock.adjust("1 hour")
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+      }))
+  })
+
+  describe("status streams and teardown", () => {
+    it.effect("transitions reach every subscriber in order", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        const a = yield* record(supervisor, 4)
+        const b = yield* record(supervisor, 4)
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        yield* TestClock.adjust("1 second")
+        const expected = ["Stopped→Starting", "Starting→Ready", "Ready→Restarting", "Restarting→Ready"]
+        assert.deepStrictEqual(yield* Fiber.join(a), expected)
+        assert.deepStrictEqual(yield* Fiber.join(b), expected)
+      }))
+
+    it.effect("a late subscriber to changes first sees the current state", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([])
+        yield* supervisor.start
+        const first = yield* supervisor.changes.pipe(Stream.take(1), Stream.runCollect)
+        assert.strictEqual(first[0]?.state, "Ready")
+      }))
+
+    it.effect("closing the supervisor's scope closes the session and answers waiting callers", () =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const script = scripted(ok, fail(refused()))
+        const supervisor = yield* Supervisor.make({ name: "fake", kind: "test", connector: script.connector }).pipe(
+          Scope.provide(scope)
+        )
+        yield* supervisor.start
+        const request = yield* Effect.forkChild(Effect.flip(supervisor.use(() => Effect.never)), {
+          startImmediately: true
+        })
+        yield* Scope.close(scope, Exit.void)
+        assert.isTrue(script.last().closed)
+        assert.strictEqual((yield* Fiber.join(request))._tag, "NotStarted")
+        assert.strictEqual((yield* Effect.flip(supervisor.start))._tag, "NotStarted")
+      }))
+  })
+})
