@@ -1,0 +1,260 @@
+/**
+ * The one place that runs a server as a child process, for MCP stdio and LSP alike. The process
+ * leads its own process group, so closing it reaches every descendant (an `npx` or `uvx` wrapper's
+ * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
+ * whole group — and returns only when no process of the group is left.
+ */
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import type * as NodeStream from "node:stream"
+import { StringDecoder } from "node:string_decoder"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Classify from "./Classify.ts"
+import * as LifecycleError from "./LifecycleError.ts"
+
+export interface Spec {
+  readonly command: string
+  readonly args?: ReadonlyArray<string>
+  /** Added to (and overriding) the parent's environment. */
+  readonly env?: Readonly<Record<string, string>>
+  readonly cwd?: string
+  /** How many stderr lines to keep for error messages (default 50). */
+  readonly stderrLines?: number
+  /** How long to wait after ending stdin, then after SIGTERM (defaults 2 s each). */
+  readonly grace?: { readonly stdin?: Duration.Input; readonly term?: Duration.Input }
+}
+
+export interface Exited {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+}
+
+export interface ServerProcess {
+  readonly pid: number
+  readonly stdin: NodeStream.Writable
+  readonly stdout: NodeStream.Readable
+  /** The last lines the process wrote to stderr, oldest first. */
+  readonly stderrTail: () => ReadonlyArray<string>
+  /**
+   * Marks the handshake as done. Before it, any exit means the server never came up
+   * (`ServerUnavailable`); after it, an exit other than a clean code 0 is a crash.
+   */
+  readonly established: Effect.Effect<void>
+  /** Completes when the process exits: success only for a clean exit after `established`. */
+  readonly exited: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
+  /** Runs `effect`, failing it at once if the process exits first (a handshake must not hang on a dead server). */
+  readonly whileRunning: <A, E, R>(
+    effect: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed, R>
+}
+
+/** Spawns the server in the current scope; closing the scope ends its whole process group. */
+export const spawn = (
+  toolset: string,
+  spec: Spec
+): Effect.Effect<ServerProcess, LifecycleError.ServerUnavailable, Scope.Scope> =>
+  Effect.gen(function* () {
+    const exit = yield* Deferred.make<Exited>()
+    const tail = makeTail(spec.stderrLines ?? 50)
+    const child = yield* Effect.acquireRelease(start(toolset, spec, exit, tail), (child) =>
+      close(child, Deferred.await(exit), spec.grace)
+    )
+    let isEstablished = false
+    const commandLine = [spec.command, ...(spec.args ?? [])].join(" ")
+    const exited = Deferred.await(exit).pipe(
+      Effect.flatMap((info): Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed> => {
+        const stderr = tail.lines()
+        const how = info.signal === null ? `code ${info.code}` : `signal ${info.signal}`
+        const last = stderr.length === 0 ? "" : `: ${stderr.at(-1)}`
+        if (!isEstablished) {
+          return Effect.fail(
+            new LifecycleError.ServerUnavailable({
+              toolset,
+              message: LifecycleError.redact(`${toolset}: "${commandLine}" exited (${how}) before it was ready${last}`),
+              exitCode: info.code,
+              signal: info.signal,
+              stderr
+            })
+          )
+        }
+        if (info.code === 0) return Effect.void
+        return Effect.fail(
+          new LifecycleError.ServerCrashed({
+            toolset,
+            message: LifecycleError.redact(`${toolset}: server exited unexpectedly (${how})${last}`),
+            exitCode: info.code,
+            signal: info.signal,
+            stderr
+          })
+        )
+      })
+    )
+    const pid = child.pid
+    if (pid === undefined) return yield* Effect.die(new Error("spawned process has no pid"))
+    return {
+      pid,
+      stdin: child.stdin,
+      stdout: child.stdout,
+      stderrTail: tail.lines,
+      established: Effect.sync(() => {
+        isEstablished = true
+      }),
+      exited,
+      whileRunning: (effect) =>
+        Effect.raceFirst(
+          effect,
+          Effect.flatMap(exited, () =>
+            Effect.fail(
+              new LifecycleError.ServerCrashed({ toolset, message: `${toolset}: server exited`, exitCode: 0, signal: null })
+            )
+          )
+        )
+    } satisfies ServerProcess
+  })
+
+type Child = NodeChildProcess.ChildProcessWithoutNullStreams
+
+const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tail: Tail) =>
+  Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
+    const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
+      cwd: spec.cwd,
+      env: { ...process.env, ...spec.env },
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    const decoder = new StringDecoder("utf8")
+    child.stderr.on("data", (chunk: Buffer) => tail.push(decoder.write(chunk)))
+    // A server that dies while we write to it must not take the host down with EPIPE.
+    child.stdin.on("error", () => {})
+    child.on("exit", (code, signal) => Deferred.doneUnsafe(exit, Effect.succeed({ code, signal })))
+    child.once("spawn", () => resume(Effect.succeed(child)))
+    child.once("error", (cause) => {
+      // After a successful spawn, errors come from kill/stdio; the exit event reports the outcome.
+      if (child.pid !== undefined) return
+      const classified = Classify.classify(toolset, cause)
+      resume(
+        Effect.fail(
+          new LifecycleError.ServerUnavailable({
+            toolset,
+            message: `${toolset}: cannot run "${spec.command}": ${classified.message}`,
+            cause
+          })
+        )
+      )
+    })
+  })
+
+/** Ends stdin, then SIGTERM, then SIGKILL to the group; returns once no member is left. */
+const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grace"]) =>
+  Effect.gen(function* () {
+    const pgid = child.pid
+    if (pgid === undefined) return
+    const stdinGrace = Duration.fromInputUnsafe(grace?.stdin ?? "2 seconds")
+    const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
+    child.stdin.end()
+    yield* Effect.raceFirst(awaitExit, wallSleep(Duration.toMillis(stdinGrace)))
+    if (!groupAlive(pgid)) return
+    signalGroup(pgid, "SIGTERM")
+    if (yield* awaitGroupGone(pgid, termGrace)) return
+    signalGroup(pgid, "SIGKILL")
+    yield* awaitGroupGone(pgid, Duration.seconds(5))
+  })
+
+/**
+ * Grace periods are about real processes, so they run on wall-clock timers even when the
+ * surrounding program runs on a TestClock.
+ */
+const wallSleep = (millis: number) =>
+  Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), millis)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
+const signalGroup = (pgid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-pgid, signal)
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+const awaitGroupGone = (pgid: number, within: Duration.Duration) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + Duration.toMillis(within)
+    while (groupAlive(pgid)) {
+      if (Date.now() >= deadline) return false
+      yield* wallSleep(20)
+    }
+    return true
+  })
+
+/**
+ * True while any live (non-zombie) process belongs to the group. On Linux /proc is read, because
+ * `kill(-pgid, 0)` also succeeds for zombies that a container's init never reaps.
+ */
+export const groupAlive = (pgid: number): boolean => {
+  if (process.platform !== "linux") {
+    try {
+      process.kill(-pgid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+  for (const entry of NodeFs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = readStat(Number(entry))
+    if (stat !== undefined && stat.pgrp === pgid && stat.state !== "Z") return true
+  }
+  return false
+}
+
+/** True while the process exists and is not a zombie. */
+export const isAlive = (pid: number): boolean => {
+  if (process.platform !== "linux") {
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+  const stat = readStat(pid)
+  return stat !== undefined && stat.state !== "Z"
+}
+
+const readStat = (pid: number): { readonly state: string; readonly pgrp: number } | undefined => {
+  try {
+    const text = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The command name may contain spaces and parentheses: fields start after the last ")".
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+    return { state: fields[0] ?? "", pgrp: Number(fields[2]) }
+  } catch {
+    return undefined
+  }
+}
+
+interface Tail {
+  readonly push: (text: string) => void
+  readonly lines: () => ReadonlyArray<string>
+}
+
+/** A ring of the last `size` complete lines, plus the line being written. */
+const makeTail = (size: number): Tail => {
+  const lines: Array<string> = []
+  let partial = ""
+  return {
+    push: (text) => {
+      const parts = (partial + text).split(/\r?\n/)
+      partial = parts.pop() ?? ""
+      for (const line of parts) {
+        lines.push(line)
+        if (lines.length > size) lines.shift()
+      }
+    },
+    lines: () => (partial === "" ? [...lines] : [...lines, partial].slice(-size))
+  }
+}

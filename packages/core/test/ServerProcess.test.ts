@@ -1,0 +1,202 @@
+import * as NodeOs from "node:os"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import * as ServerProcess from "../src/ServerProcess.ts"
+
+const node = process.execPath
+
+/** Short grace periods keep the tests quick; the ladder is the same. */
+const grace = { stdin: "300 millis", term: "300 millis" } as const
+
+/** Reads stdout until `count` lines have arrived. */
+const readLines = (proc: ServerProcess.ServerProcess, count: number) =>
+  Effect.callback<ReadonlyArray<string>>((resume) => {
+    let text = ""
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString("utf8")
+      const lines = text.split("\n").filter((l) => l !== "")
+      if (lines.length >= count) {
+        proc.stdout.off("data", onData)
+        resume(Effect.succeed(lines))
+      }
+    }
+    proc.stdout.on("data", onData)
+  })
+
+/** Spawns in a fresh scope the test closes itself, returning the process and how long close took. */
+const spawned = (spec: ServerProcess.Spec) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const proc = yield* ServerProcess.spawn("test", { grace, ...spec }).pipe(Scope.provide(scope))
+    const close = Effect.gen(function* () {
+      const started = Date.now()
+      yield* Scope.close(scope, Exit.void)
+      return Date.now() - started
+    })
+    return { proc, close }
+  })
+
+describe("ServerProcess", () => {
+  it.live("a server that exits on stdin EOF is closed by ending stdin, quickly", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "process.stdin.resume(); process.stdin.on('end', () => process.exit(0))"]
+      })
+      assert.isTrue(ServerProcess.isAlive(proc.pid))
+      const took = yield* close
+      assert.isFalse(ServerProcess.isAlive(proc.pid))
+      assert.isBelow(took, 300)
+    }))
+
+  it.live("a process that ignores stdin EOF and SIGTERM is killed with SIGKILL", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('up')"]
+      })
+      yield* readLines(proc, 1)
+      const took = yield* close
+      assert.isFalse(ServerProcess.isAlive(proc.pid))
+      assert.isFalse(ServerProcess.groupAlive(proc.pid))
+      assert.isAtLeast(took, 550)
+    }))
+
+  it.live("no process of the group survives close: a grandchild that ignores SIGTERM is killed too", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: "bash",
+        args: ["-c", "trap '' TERM; sleep 1000 & echo $!; wait"]
+      })
+      const [grandchild] = yield* readLines(proc, 1)
+      const pid = Number(grandchild)
+      assert.isTrue(ServerProcess.isAlive(pid))
+      yield* close
+      assert.isFalse(ServerProcess.isAlive(pid))
+      assert.isFalse(ServerProcess.isAlive(proc.pid))
+      assert.isFalse(ServerProcess.groupAlive(proc.pid))
+    }))
+
+  it.live("a grandchild left behind after its parent exited is killed on close", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: "bash",
+        args: ["-c", "sleep 1000 & echo $!; exit 0"]
+      })
+      const [grandchild] = yield* readLines(proc, 1)
+      yield* proc.established
+      yield* proc.exited
+      assert.isTrue(ServerProcess.isAlive(Number(grandchild)))
+      yield* close
+      assert.isFalse(ServerProcess.isAlive(Number(grandchild)))
+    }))
+
+  it.live("a missing binary fails to spawn with ServerUnavailable (ENOENT)", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        Effect.scoped(ServerProcess.spawn("test", { command: "toolvisor-no-such-binary-xyz" }))
+      )
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      assert.include(error.message, "toolvisor-no-such-binary-xyz")
+      assert.include(error.message, "ENOENT")
+      assert.strictEqual(error.toolset, "test")
+    }))
+
+  it.live("an env-wrapped missing binary exits at once: ServerUnavailable with the stderr tail, not Ready", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({ command: "env", args: ["toolvisor-no-such-binary-xyz"] })
+      const error = yield* Effect.flip(proc.whileRunning(Effect.never))
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      assert.strictEqual(error.exitCode, 127)
+      assert.match(error.stderr?.join("\n") ?? "", /toolvisor-no-such-binary-xyz/)
+      assert.include(error.message, "before it was ready")
+      yield* close
+    }))
+
+  it.live("a later unexpected exit is ServerCrashed with the exit code", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "process.stdin.once('data', () => { console.error('fatal: out of cheese'); process.exit(3) })"]
+      })
+      yield* proc.established
+      proc.stdin.write("go\n")
+      const error = yield* Effect.flip(proc.exited)
+      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.strictEqual(error.exitCode, 3)
+      assert.include(error.message, "out of cheese")
+      yield* close
+    }))
+
+  it.live("a crash by signal reports the signal", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({ command: node, args: ["-e", "setInterval(() => {}, 1000)"] })
+      yield* proc.established
+      process.kill(proc.pid, "SIGKILL")
+      const error = yield* Effect.flip(proc.exited)
+      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.strictEqual(error.signal, "SIGKILL")
+      yield* close
+    }))
+
+  it.live("a clean exit after the handshake completes `exited` successfully", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "process.stdin.once('data', () => process.exit(0))"]
+      })
+      yield* proc.established
+      proc.stdin.write("bye\n")
+      yield* proc.exited
+      yield* close
+    }))
+
+  it.live("stderr keeps only the last lines", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "for (let i = 1; i <= 120; i++) console.error('line ' + i); process.exit(1)"],
+        stderrLines: 50
+      })
+      const error = yield* Effect.flip(proc.exited)
+      assert.strictEqual(error.stderr?.length, 50)
+      assert.strictEqual(error.stderr?.[0], "line 71")
+      assert.strictEqual(error.stderr?.[49], "line 120")
+      yield* close
+    }))
+
+  it.live("args, env and cwd reach the process, and its pid is exposed", () =>
+    Effect.gen(function* () {
+      const cwd = NodeOs.tmpdir()
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "console.log(process.argv[1]); console.log(process.env.TOOLVISOR_TEST); console.log(process.cwd()); console.log(process.pid)", "an arg"],
+        env: { TOOLVISOR_TEST: "from-env" },
+        cwd
+      })
+      const lines = yield* readLines(proc, 4)
+      assert.deepStrictEqual(lines, ["an arg", "from-env", cwd, String(proc.pid)])
+      yield* close
+    }))
+
+  it.live("messages are redacted: a token on the command line does not leak", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "process.exit(2)", "--token=s3cr3t-value"]
+      })
+      const error = yield* Effect.flip(proc.exited)
+      assert.notInclude(error.message, "s3cr3t-value")
+      yield* close
+    }))
+
+  it.live("writing to a dead server does not crash the host", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({ command: node, args: ["-e", "process.exit(0)"] })
+      yield* Effect.flip(proc.exited)
+      proc.stdin.write("anyone there?\n")
+      yield* close
+    }))
+})
