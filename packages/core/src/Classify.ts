@@ -138,7 +138,11 @@ const headerOf = (e: unknown, name: string): string | undefined => {
     const value: unknown = headers.get(name)
     return Predicate.isString(value) ? value : undefined
   }
-  return Predicate.hasProperty(headers, name) && Predicate.isString(headers[name]) ? headers[name] : undefined
+  if (!Predicate.isObject(headers)) return undefined
+  // Header names are case-insensitive: a plain record may spell it `WWW-Authenticate`.
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name)
+  const value = key === undefined ? undefined : headers[key]
+  return Predicate.isString(value) ? value : undefined
 }
 
 const hasAny = (text: string, needles: ReadonlyArray<string>): boolean => needles.some((n) => text.includes(n))

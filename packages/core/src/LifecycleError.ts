@@ -110,7 +110,8 @@ export const isPermanent = (error: LifecycleError): boolean => permanent[error._
 export const isTransient = (error: LifecycleError): boolean => !permanent[error._tag]
 
 const secrets: ReadonlyArray<readonly [RegExp, string]> = [
-  [/\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 ***"],
+  // A credential (token68), not an auth-param such as the `realm="..."` of a `WWW-Authenticate` challenge.
+  [/\b(bearer|basic)\s+(?![A-Za-z0-9_-]+\s*=\s*[^\s=,])[A-Za-z0-9._~+/=-]+/gi, "$1 ***"],
   [/\b(authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi, "$1$2***"],
   [
     /\b([a-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|apikey|access[_-]?key)[a-z0-9_-]*)(["']?\s*[:=]\s*["']?)[^\s"'&,}]+/gi,

@@ -206,7 +206,9 @@ export const jitter = (policy: Policy, nominal: Duration.Duration, r: number): D
 /** The delay before reconnect `attempt`, with jitter drawn from Effect's `Random` (seed it in tests). */
 export const delay = (policy: Policy, attempt: number): Effect.Effect<Duration.Duration> => {
   const nominal = nominalDelay(policy, attempt)
-  return policy.backoff.jitter > 0 ? Effect.map(Random.next, (r) => jitter(policy, nominal, r)) : Effect.succeed(nominal)
+  return policy.backoff.jitter > 0
+    ? Effect.map(Random.next, (r) => jitter(policy, nominal, r))
+    : Effect.succeed(nominal)
 }
 
 /**

@@ -108,7 +108,12 @@ export const spawn = (
           effect,
           Effect.flatMap(exited, () =>
             Effect.fail(
-              new LifecycleError.ServerCrashed({ toolset, message: `${toolset}: server exited`, exitCode: 0, signal: null })
+              new LifecycleError.ServerCrashed({
+                toolset,
+                message: `${toolset}: server exited`,
+                exitCode: 0,
+                signal: null
+              })
             )
           )
         )

@@ -177,7 +177,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     const settle = (state: "Stopped" | "Failed", error: LifecycleError.LifecycleError | undefined, reason: string) =>
       publish(state === "Stopped" ? { state, attempt: 0 } : { state }, error).pipe(
         Effect.andThen(settleWaiters(Exit.fail(error ?? notStarted(reason)))),
-        Effect.andThen(state === "Failed" ? Effect.logWarning(`${name}: failed`, error?.message ?? reason) : Effect.void)
+        Effect.andThen(
+          state === "Failed" ? Effect.logWarning(`${name}: failed`, error?.message ?? reason) : Effect.void
+        )
       )
 
     const classify = (cause: unknown) => Classify.classify(name, cause)
@@ -233,7 +235,10 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
           policy.startupTimeout === undefined
             ? undefined
             : yield* spawn(
-                Effect.sleep(policy.startupTimeout).pipe(Effect.andThen(post({ _tag: "StartupTimeout", id })), Effect.asVoid)
+                Effect.sleep(policy.startupTimeout).pipe(
+                  Effect.andThen(post({ _tag: "StartupTimeout", id })),
+                  Effect.asVoid
+                )
               )
       })
 
@@ -263,13 +268,19 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         const id = from.id
         const closed = yield* Deferred.make<never, LifecycleError.ServerCrashed | LifecycleError.NotStarted>()
         const watchers: Array<Fiber.Fiber<unknown, unknown>> = [
-          yield* spawn(session.ended.pipe(Effect.exit, Effect.flatMap((exit) => post({ _tag: "Ended", id, exit })))),
+          yield* spawn(
+            session.ended.pipe(
+              Effect.exit,
+              Effect.flatMap((exit) => post({ _tag: "Ended", id, exit }))
+            )
+          ),
           yield* spawn(
             Effect.sleep(policy.backoff.resetAfter).pipe(Effect.andThen(post({ _tag: "Stable", id })), Effect.asVoid)
           )
         ]
         const probe = session.probe
-        if (policy.health !== undefined && probe !== undefined) watchers.push(yield* spawn(probeLoop(id, probe, policy.health)))
+        if (policy.health !== undefined && probe !== undefined)
+          watchers.push(yield* spawn(probeLoop(id, probe, policy.health)))
         live = { id, session, scope: from.scope, closed, watchers }
         probeFailures = 0
         yield* publish({ state: "Ready" }, undefined)
@@ -313,7 +324,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         yield* publish({ state: "Restarting" }, error ?? lastError)
         const id = ++nextId
         const wait = yield* Policy.delay(policy, status.attempt)
-        const fiber = yield* spawn(Effect.sleep(wait).pipe(Effect.andThen(post({ _tag: "BackoffElapsed", id })), Effect.asVoid))
+        const fiber = yield* spawn(
+          Effect.sleep(wait).pipe(Effect.andThen(post({ _tag: "BackoffElapsed", id })), Effect.asVoid)
+        )
         backoffTimer = { id, fiber }
       })
 

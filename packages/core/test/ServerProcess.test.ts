@@ -49,7 +49,8 @@ describe("ServerProcess", () => {
       const took = yield* close
       assert.isFalse(ServerProcess.isAlive(proc.pid))
       assert.isBelow(took, 300)
-    }))
+    })
+  )
 
   it.live("a process that ignores stdin EOF and SIGTERM is killed with SIGKILL", () =>
     Effect.gen(function* () {
@@ -62,7 +63,8 @@ describe("ServerProcess", () => {
       assert.isFalse(ServerProcess.isAlive(proc.pid))
       assert.isFalse(ServerProcess.groupAlive(proc.pid))
       assert.isAtLeast(took, 550)
-    }))
+    })
+  )
 
   it.live("no process of the group survives close: a grandchild that ignores SIGTERM is killed too", () =>
     Effect.gen(function* () {
@@ -77,7 +79,8 @@ describe("ServerProcess", () => {
       assert.isFalse(ServerProcess.isAlive(pid))
       assert.isFalse(ServerProcess.isAlive(proc.pid))
       assert.isFalse(ServerProcess.groupAlive(proc.pid))
-    }))
+    })
+  )
 
   it.live("a grandchild left behind after its parent exited is killed on close", () =>
     Effect.gen(function* () {
@@ -91,7 +94,8 @@ describe("ServerProcess", () => {
       assert.isTrue(ServerProcess.isAlive(Number(grandchild)))
       yield* close
       assert.isFalse(ServerProcess.isAlive(Number(grandchild)))
-    }))
+    })
+  )
 
   it.live("a missing binary fails to spawn with ServerUnavailable (ENOENT)", () =>
     Effect.gen(function* () {
@@ -102,7 +106,8 @@ describe("ServerProcess", () => {
       assert.include(error.message, "toolvisor-no-such-binary-xyz")
       assert.include(error.message, "ENOENT")
       assert.strictEqual(error.toolset, "test")
-    }))
+    })
+  )
 
   it.live("an env-wrapped missing binary exits at once: ServerUnavailable with the stderr tail, not Ready", () =>
     Effect.gen(function* () {
@@ -113,7 +118,8 @@ describe("ServerProcess", () => {
       assert.match(error.stderr?.join("\n") ?? "", /toolvisor-no-such-binary-xyz/)
       assert.include(error.message, "before it was ready")
       yield* close
-    }))
+    })
+  )
 
   it.live("a later unexpected exit is ServerCrashed with the exit code", () =>
     Effect.gen(function* () {
@@ -128,7 +134,8 @@ describe("ServerProcess", () => {
       assert.strictEqual(error.exitCode, 3)
       assert.include(error.message, "out of cheese")
       yield* close
-    }))
+    })
+  )
 
   it.live("a crash by signal reports the signal", () =>
     Effect.gen(function* () {
@@ -139,7 +146,8 @@ describe("ServerProcess", () => {
       assert.strictEqual(error._tag, "ServerCrashed")
       assert.strictEqual(error.signal, "SIGKILL")
       yield* close
-    }))
+    })
+  )
 
   it.live("a clean exit after the handshake completes `exited` successfully", () =>
     Effect.gen(function* () {
@@ -151,7 +159,8 @@ describe("ServerProcess", () => {
       proc.stdin.write("bye\n")
       yield* proc.exited
       yield* close
-    }))
+    })
+  )
 
   it.live("stderr keeps only the last lines", () =>
     Effect.gen(function* () {
@@ -165,21 +174,27 @@ describe("ServerProcess", () => {
       assert.strictEqual(error.stderr?.[0], "line 71")
       assert.strictEqual(error.stderr?.[49], "line 120")
       yield* close
-    }))
+    })
+  )
 
   it.live("args, env and cwd reach the process, and its pid is exposed", () =>
     Effect.gen(function* () {
       const cwd = NodeOs.tmpdir()
       const { proc, close } = yield* spawned({
         command: node,
-        args: ["-e", "console.log(process.argv[1]); console.log(process.env.TOOLVISOR_TEST); console.log(process.cwd()); console.log(process.pid)", "an arg"],
+        args: [
+          "-e",
+          "console.log(process.argv[1]); console.log(process.env.TOOLVISOR_TEST); console.log(process.cwd()); console.log(process.pid)",
+          "an arg"
+        ],
         env: { TOOLVISOR_TEST: "from-env" },
         cwd
       })
       const lines = yield* readLines(proc, 4)
       assert.deepStrictEqual(lines, ["an arg", "from-env", cwd, String(proc.pid)])
       yield* close
-    }))
+    })
+  )
 
   it.live("messages are redacted: a token on the command line does not leak", () =>
     Effect.gen(function* () {
@@ -190,7 +205,8 @@ describe("ServerProcess", () => {
       const error = yield* Effect.flip(proc.exited)
       assert.notInclude(error.message, "s3cr3t-value")
       yield* close
-    }))
+    })
+  )
 
   it.live("writing to a dead server does not crash the host", () =>
     Effect.gen(function* () {
@@ -198,5 +214,6 @@ describe("ServerProcess", () => {
       yield* Effect.flip(proc.exited)
       proc.stdin.write("anyone there?\n")
       yield* close
-    }))
+    })
+  )
 })

@@ -9,7 +9,7 @@ import { TestClock } from "effect/testing"
 import * as LifecycleError from "../src/LifecycleError.ts"
 import type * as Policy from "../src/Policy.ts"
 import * as Supervisor from "../src/Supervisor.ts"
-import { auth, crash, elapse, fail, inState, ok, policy, refused, scripted, type Step, until } from "./fakes.ts"
+import { auth, crash, elapse, fail, inState, ok, policy, refused, type Step, scripted, until } from "./fakes.ts"
 
 const make = (steps: ReadonlyArray<Step>, p: Policy.Policy = policy()) => {
   const script = scripted(...steps)
@@ -43,7 +43,8 @@ describe("Supervisor", () => {
         assert.strictEqual(state.state, "Ready")
         assert.strictEqual(state.pid, 1001)
         assert.strictEqual(state.toolCount, 3)
-      }))
+      })
+    )
 
     it.effect("start is idempotent: two starts, one connect", () =>
       Effect.gen(function* () {
@@ -51,7 +52,8 @@ describe("Supervisor", () => {
         yield* Effect.all([supervisor.start, supervisor.start], { concurrency: "unbounded" })
         yield* supervisor.start
         assert.strictEqual(script.connects(), 1)
-      }))
+      })
+    )
 
     it.effect("a failed first start returns the typed error and leaves the toolset Stopped, not Failed", () =>
       Effect.gen(function* () {
@@ -64,7 +66,8 @@ describe("Supervisor", () => {
         yield* supervisor.start
         assert.strictEqual((yield* supervisor.state).state, "Ready")
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("a start within the startup timeout succeeds", () =>
       Effect.gen(function* () {
@@ -75,7 +78,8 @@ describe("Supervisor", () => {
         yield* Deferred.succeed(gate, undefined)
         yield* Fiber.join(started)
         assert.strictEqual((yield* supervisor.state).state, "Ready")
-      }))
+      })
+    )
   })
 
   describe("startup timeout", () => {
@@ -94,7 +98,8 @@ describe("Supervisor", () => {
         assert.strictEqual(error._tag, "InitTimeout")
         assert.strictEqual((yield* supervisor.state).state, "Stopped")
         assert.strictEqual(script.connects(), 1)
-      }))
+      })
+    )
 
     it.effect("a later start adopts the late connect instead of opening a second one", () =>
       Effect.gen(function* () {
@@ -107,7 +112,8 @@ describe("Supervisor", () => {
         yield* Fiber.join(second)
         assert.strictEqual((yield* supervisor.state).state, "Ready")
         assert.strictEqual(script.connects(), 1)
-      }))
+      })
+    )
 
     it.effect("a late connect that completes while Stopped is adopted at once by the next start", () =>
       Effect.gen(function* () {
@@ -121,7 +127,8 @@ describe("Supervisor", () => {
         yield* supervisor.start
         assert.strictEqual(script.connects(), 1)
         assert.isFalse(script.last().closed)
-      }))
+      })
+    )
 
     it.effect("stop closes a late connect", () =>
       Effect.gen(function* () {
@@ -135,7 +142,8 @@ describe("Supervisor", () => {
         assert.isTrue(script.last().closed)
         yield* supervisor.start
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("stop while a connect is in flight interrupts it; nothing is left open", () =>
       Effect.gen(function* () {
@@ -147,7 +155,8 @@ describe("Supervisor", () => {
         assert.isTrue(Exit.isFailure(exit))
         assert.strictEqual(script.sessions.length, 0)
         assert.strictEqual((yield* supervisor.state).state, "Stopped")
-      }))
+      })
+    )
   })
 
   describe("restart policy", () => {
@@ -168,7 +177,8 @@ describe("Supervisor", () => {
         const state = yield* supervisor.state
         assert.strictEqual(state.restarts, 1)
         assert.strictEqual(state.attempt, 1)
-      }))
+      })
+    )
 
     it.effect("reconnects follow the policy's delays: 1s, 2s, 4s", () =>
       Effect.gen(function* () {
@@ -186,7 +196,8 @@ describe("Supervisor", () => {
         }
         assert.deepStrictEqual(timeline, [1, 2, 2, 3, 3, 4])
         yield* inState(supervisor, "Ready")
-      }))
+      })
+    )
 
     it.effect("the budget exhausted ends Failed with the last error", () =>
       Effect.gen(function* () {
@@ -201,7 +212,8 @@ describe("Supervisor", () => {
         assert.strictEqual(script.connects(), 4)
         assert.deepStrictEqual(failed.lastError, { tag: "ServerCrashed", message: "third" })
         assert.strictEqual(failed.restarts, 3)
-      }))
+      })
+    )
 
     it.effect("a server that crashes right after every start backs off and ends Failed (flap guard)", () =>
       Effect.gen(function* () {
@@ -217,7 +229,8 @@ describe("Supervisor", () => {
         const failed = yield* inState(supervisor, "Failed")
         assert.strictEqual(script.connects(), 4)
         assert.strictEqual(failed.restarts, 3)
-      }))
+      })
+    )
 
     it.effect("the budget and the backoff step reset once Ready has lasted reset_after", () =>
       Effect.gen(function* () {
@@ -234,7 +247,8 @@ describe("Supervisor", () => {
         }
         assert.strictEqual(script.connects(), 4)
         assert.strictEqual((yield* supervisor.state).restarts, 3)
-      }))
+      })
+    )
 
     it.effect("restart: never — a crash goes to Failed with no reconnect", () =>
       Effect.gen(function* () {
@@ -245,7 +259,8 @@ describe("Supervisor", () => {
         yield* elapse(60)
         assert.strictEqual(script.connects(), 1)
         assert.strictEqual(failed.lastError?.tag, "ServerCrashed")
-      }))
+      })
+    )
 
     it.effect("on_failure + clean close → Failed, no reconnect", () =>
       Effect.gen(function* () {
@@ -256,7 +271,8 @@ describe("Supervisor", () => {
         yield* elapse(60)
         assert.strictEqual(script.connects(), 1)
         assert.isUndefined(failed.lastError)
-      }))
+      })
+    )
 
     it.effect("always + clean close → reconnect", () =>
       Effect.gen(function* () {
@@ -267,7 +283,8 @@ describe("Supervisor", () => {
         yield* TestClock.adjust("1 second")
         yield* inState(supervisor, "Ready")
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("always still honours the budget of failed reconnects", () =>
       Effect.gen(function* () {
@@ -280,7 +297,8 @@ describe("Supervisor", () => {
         yield* elapse(60)
         yield* inState(supervisor, "Failed")
         assert.strictEqual(script.connects(), 3)
-      }))
+      })
+    )
 
     it.effect("a permanent error on the session goes to Failed at once without burning the budget", () =>
       Effect.gen(function* () {
@@ -292,7 +310,8 @@ describe("Supervisor", () => {
         assert.strictEqual(script.connects(), 1)
         assert.strictEqual(failed.lastError?.tag, "AuthRequired")
         assert.strictEqual(failed.attempt, 0)
-      }))
+      })
+    )
 
     it.effect("a permanent error on a reconnect goes to Failed after exactly two connects", () =>
       Effect.gen(function* () {
@@ -303,7 +322,8 @@ describe("Supervisor", () => {
         const failed = yield* inState(supervisor, "Failed")
         assert.strictEqual(script.connects(), 2)
         assert.strictEqual(failed.lastError?.tag, "AuthRequired")
-      }))
+      })
+    )
 
     it.effect("a reconnect that hangs past startup_timeout counts as a failed attempt", () =>
       Effect.gen(function* () {
@@ -318,7 +338,8 @@ describe("Supervisor", () => {
         yield* TestClock.adjust("2 seconds")
         yield* inState(supervisor, "Ready")
         assert.strictEqual(script.connects(), 3)
-      }))
+      })
+    )
   })
 
   describe("restart (forced)", () => {
@@ -331,7 +352,8 @@ describe("Supervisor", () => {
         assert.deepStrictEqual(yield* Fiber.join(seen), ["Ready→Restarting", "Restarting→Ready"])
         assert.strictEqual(script.connects(), 2)
         assert.isTrue(script.sessions[0]!.closed)
-      }))
+      })
+    )
 
     it.effect("it bypasses the policy: restart works under restart: never", () =>
       Effect.gen(function* () {
@@ -340,7 +362,8 @@ describe("Supervisor", () => {
         yield* supervisor.restart
         assert.strictEqual((yield* supervisor.state).state, "Ready")
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("on Stopped or Failed it starts afresh", () =>
       Effect.gen(function* () {
@@ -354,7 +377,8 @@ describe("Supervisor", () => {
         assert.strictEqual(state.state, "Ready")
         assert.strictEqual(state.restarts, 0)
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("a start on a Failed toolset recovers it, and a later restart succeeds", () =>
       Effect.gen(function* () {
@@ -366,7 +390,8 @@ describe("Supervisor", () => {
         yield* supervisor.restart
         assert.strictEqual((yield* supervisor.state).state, "Ready")
         assert.strictEqual(script.connects(), 3)
-      }))
+      })
+    )
 
     it.effect("concurrent restarts share one reconnect", () =>
       Effect.gen(function* () {
@@ -374,7 +399,8 @@ describe("Supervisor", () => {
         yield* supervisor.start
         yield* Effect.all([supervisor.restart, supervisor.restart, supervisor.restart], { concurrency: "unbounded" })
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("it cuts a backoff wait short", () =>
       Effect.gen(function* () {
@@ -384,7 +410,8 @@ describe("Supervisor", () => {
         yield* inState(supervisor, "Restarting")
         yield* supervisor.restart
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("it resolves promptly with the error when the budget runs out meanwhile", () =>
       Effect.gen(function* () {
@@ -398,7 +425,8 @@ describe("Supervisor", () => {
         const error = yield* Fiber.join(restarted)
         assert.strictEqual(error._tag, "ServerUnavailable")
         assert.strictEqual((yield* supervisor.state).state, "Failed")
-      }))
+      })
+    )
 
     it.effect("stop wakes a waiting restart at once with NotStarted", () =>
       Effect.gen(function* () {
@@ -409,7 +437,8 @@ describe("Supervisor", () => {
         const waiting = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
         yield* supervisor.stop
         assert.strictEqual((yield* Fiber.join(waiting))._tag, "NotStarted")
-      }))
+      })
+    )
   })
 
   describe("stop", () => {
@@ -419,7 +448,8 @@ describe("Supervisor", () => {
         yield* supervisor.stop
         yield* supervisor.stop
         assert.strictEqual((yield* supervisor.state).state, "Stopped")
-      }))
+      })
+    )
 
     it.effect("stop closes the session, concurrent stops all return, and start works again", () =>
       Effect.gen(function* () {
@@ -433,7 +463,8 @@ describe("Supervisor", () => {
         yield* supervisor.start
         assert.strictEqual((yield* supervisor.state).state, "Ready")
         assert.strictEqual(script.connects(), 2)
-      }))
+      })
+    )
 
     it.effect("stop interrupts a backoff wait at once", () =>
       Effect.gen(function* () {
@@ -446,7 +477,8 @@ describe("Supervisor", () => {
         yield* TestClock.adjust("2 hours")
         assert.strictEqual(script.connects(), 1)
         assert.strictEqual((yield* supervisor.state).state, "Stopped")
-      }))
+      })
+    )
   })
 
   describe("use", () => {
@@ -455,7 +487,8 @@ describe("Supervisor", () => {
         const { supervisor } = yield* make([])
         yield* supervisor.start
         assert.strictEqual(yield* supervisor.use((s) => Effect.succeed(s.id)), 1)
-      }))
+      })
+    )
 
     it.effect("while Starting it waits for Ready", () =>
       Effect.gen(function* () {
@@ -463,10 +496,14 @@ describe("Supervisor", () => {
         const { supervisor } = yield* make([{ _tag: "gate", gate }])
         yield* Effect.forkChild(supervisor.start, { startImmediately: true })
         yield* inState(supervisor, "Starting")
-        const request = yield* Effect.forkChild(supervisor.use((s) => Effect.succeed(s.id)), { startImmediately: true })
+        const request = yield* Effect.forkChild(
+          supervisor.use((s) => Effect.succeed(s.id)),
+          { startImmediately: true }
+        )
         yield* Deferred.succeed(gate, undefined)
         assert.strictEqual(yield* Fiber.join(request), 1)
-      }))
+      })
+    )
 
     it.effect("on a terminal state it fails at once with NotStarted carrying the last error", () =>
       Effect.gen(function* () {
@@ -477,17 +514,22 @@ describe("Supervisor", () => {
         const after = yield* Effect.flip(supervisor.use(() => Effect.void))
         assert.strictEqual(after._tag, "NotStarted")
         assert.instanceOf(after.cause, LifecycleError.ServerUnavailable)
-      }))
+      })
+    )
 
     it.effect("a request in flight when the session dies fails at once with ServerCrashed", () =>
       Effect.gen(function* () {
         const { supervisor, script } = yield* make([])
         yield* supervisor.start
-        const request = yield* Effect.forkChild(supervisor.use(() => Effect.never), { startImmediately: true })
+        const request = yield* Effect.forkChild(
+          supervisor.use(() => Effect.never),
+          { startImmediately: true }
+        )
         yield* crashSession(script.last())
         const error = yield* Effect.flip(Fiber.join(request))
         assert.strictEqual(error._tag, "ServerCrashed")
-      }))
+      })
+    )
 
     it.effect("a request past call_timeout fails with CallTimeout and the session stays up", () =>
       Effect.gen(function* () {
@@ -501,7 +543,8 @@ describe("Supervisor", () => {
         assert.strictEqual(error._tag, "CallTimeout")
         assert.strictEqual((yield* supervisor.state).state, "Ready")
         assert.isFalse(script.last().closed)
-      }))
+      })
+    )
 
     it.effect("the request's own typed error passes through", () =>
       Effect.gen(function* () {
@@ -509,7 +552,8 @@ describe("Supervisor", () => {
         yield* supervisor.start
         const error = yield* Effect.flip(supervisor.use(() => Effect.fail("bad arguments" as const)))
         assert.strictEqual(error, "bad arguments")
-      }))
+      })
+    )
   })
 
   describe("health", () => {
@@ -527,7 +571,8 @@ describe("Supervisor", () => {
         yield* TestClock.adjust("10 seconds")
         yield* inState(supervisor, "Ready")
         assert.strictEqual(script.connects(), 1)
-      }))
+      })
+    )
 
     it.effect("a probe that does not answer within health.timeout counts as failed", () =>
       Effect.gen(function* () {
@@ -538,7 +583,8 @@ describe("Supervisor", () => {
         yield* TestClock.adjust("2 seconds")
         const degraded = yield* inState(supervisor, "Degraded")
         assert.strictEqual(degraded.lastError?.tag, "CallTimeout")
-      }))
+      })
+    )
 
     it.effect("health.failures consecutive failures force a restart that counts as one", () =>
       Effect.gen(function* () {
@@ -552,7 +598,8 @@ describe("Supervisor", () => {
         assert.strictEqual(script.connects(), 2)
         assert.isTrue(script.sessions[0]!.closed)
         assert.strictEqual((yield* supervisor.state).restarts, 1)
-      }))
+      })
+    )
 
     it.effect("without health settings no probe runs", () =>
       Effect.gen(function* () {
@@ -561,7 +608,8 @@ describe("Supervisor", () => {
         script.last().probe = Exit.fail(crash("probe"))
         yield* TestClock.adjust("1 hour")
         assert.strictEqual((yield* supervisor.state).state, "Ready")
-      }))
+      })
+    )
   })
 
   describe("status streams and teardown", () => {
@@ -576,7 +624,8 @@ describe("Supervisor", () => {
         const expected = ["Stopped→Starting", "Starting→Ready", "Ready→Restarting", "Restarting→Ready"]
         assert.deepStrictEqual(yield* Fiber.join(a), expected)
         assert.deepStrictEqual(yield* Fiber.join(b), expected)
-      }))
+      })
+    )
 
     it.effect("a late subscriber to changes first sees the current state", () =>
       Effect.gen(function* () {
@@ -584,7 +633,8 @@ describe("Supervisor", () => {
         yield* supervisor.start
         const first = yield* supervisor.changes.pipe(Stream.take(1), Stream.runCollect)
         assert.strictEqual(first[0]?.state, "Ready")
-      }))
+      })
+    )
 
     it.effect("closing the supervisor's scope closes the session and answers waiting callers", () =>
       Effect.gen(function* () {
@@ -601,6 +651,7 @@ describe("Supervisor", () => {
         assert.isTrue(script.last().closed)
         assert.strictEqual((yield* Fiber.join(request))._tag, "NotStarted")
         assert.strictEqual((yield* Effect.flip(supervisor.start))._tag, "NotStarted")
-      }))
+      })
+    )
   })
 })

@@ -94,11 +94,7 @@ export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
 
 /** Waits, without sleeping, until the supervisor's snapshot satisfies `p`. */
 export const until = <A>(supervisor: Supervisor.Supervisor<A>, p: (s: State.StatusSnapshot) => boolean) =>
-  supervisor.changes.pipe(
-    Stream.filter(p),
-    Stream.runHead,
-    Effect.map(Option.getOrThrow)
-  )
+  supervisor.changes.pipe(Stream.filter(p), Stream.runHead, Effect.map(Option.getOrThrow))
 
 export const inState = <A>(supervisor: Supervisor.Supervisor<A>, state: State.State) =>
   until(supervisor, (s) => s.state === state)
