@@ -139,7 +139,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
 
     const publish = (
       patch: Partial<Pick<State.StatusSnapshot, "state" | "restarts" | "attempt">>,
-      error: LifecycleError.LifecycleError | undefined = lastError
+      error: LifecycleError.LifecycleError | undefined
     ) =>
       Effect.gen(function* () {
         lastError = error
@@ -178,7 +178,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       publish(state === "Stopped" ? { state, attempt: 0 } : { state }, error).pipe(
         Effect.andThen(settleWaiters(Exit.fail(error ?? notStarted(reason)))),
         Effect.andThen(
-          state === "Failed" ? Effect.logWarning(`${name}: failed`, error?.message ?? reason) : Effect.void
+          state === "Failed" ? Effect.logWarning(`${name} failed: ${error?.message ?? reason}`) : Effect.void
         )
       )
 
@@ -331,7 +331,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       })
 
     /** One reconnect of the episode: it counts against the budget whether or not it succeeds. */
-    const reconnect = (error: LifecycleError.LifecycleError | undefined = lastError) =>
+    const reconnect = (error: LifecycleError.LifecycleError | undefined) =>
       Effect.gen(function* () {
         yield* interrupt(backoffTimer?.fiber)
         backoffTimer = undefined
@@ -377,11 +377,11 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
             ? crashed(Exit.isSuccess(message.exit) ? undefined : classify(causeOf(message.exit)))
             : Effect.void
         case "BackoffElapsed":
-          return backoffTimer?.id === message.id ? reconnect() : Effect.void
+          return backoffTimer?.id === message.id ? reconnect(lastError) : Effect.void
         case "Probed":
           return live?.id === message.id ? onProbed(message.exit) : Effect.void
         case "Stable":
-          return live?.id === message.id && status.attempt !== 0 ? publish({ attempt: 0 }) : Effect.void
+          return live?.id === message.id && status.attempt !== 0 ? publish({ attempt: 0 }, lastError) : Effect.void
       }
     }
 
@@ -403,12 +403,12 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
             return
           case "Restarting":
             // Share a connect in flight; cut a backoff wait short.
-            return connecting === undefined ? yield* reconnect() : undefined
+            return connecting === undefined ? yield* reconnect(lastError) : undefined
           case "Ready":
           case "Degraded": {
             yield* sessionEnded(notStarted("restarted while the request was in flight"))
             yield* publish({ state: "Restarting", attempt: 0 }, undefined)
-            return yield* reconnect()
+            return yield* reconnect(lastError)
           }
         }
       })
@@ -475,7 +475,13 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     // ---- the actor ---------------------------------------------------------------------------
 
     const actor = yield* Queue.take(mailbox).pipe(
-      Effect.flatMap((message) => Effect.uninterruptible(handle(message))),
+      Effect.flatMap((message) =>
+        handle(message).pipe(
+          // A defect in a handler is a bug, but it must not kill the actor and leave callers hanging.
+          Effect.catchDefect((defect) => Effect.logError(`${name}: supervisor bug handling ${message._tag}`, defect)),
+          Effect.uninterruptible
+        )
+      ),
       Effect.forever,
       Effect.forkScoped({ startImmediately: true })
     )

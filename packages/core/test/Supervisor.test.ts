@@ -180,6 +180,23 @@ describe("Supervisor", () => {
       })
     )
 
+    it.effect("Ready after a reconnect clears the last error, and stop clears it too", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        yield* crashSession(script.last())
+        const restarting = yield* inState(supervisor, "Restarting")
+        assert.strictEqual(restarting.lastError?.tag, "ServerCrashed")
+        yield* TestClock.adjust("1 second")
+        const ready = yield* inState(supervisor, "Ready")
+        assert.isUndefined(ready.lastError)
+        yield* crashSession(script.last())
+        yield* inState(supervisor, "Restarting")
+        yield* supervisor.stop
+        assert.isUndefined((yield* supervisor.state).lastError)
+      })
+    )
+
     it.effect("reconnects follow the policy's delays: 1s, 2s, 4s", () =>
       Effect.gen(function* () {
         const { supervisor, script } = yield* make([ok, fail(refused()), fail(refused()), ok])
