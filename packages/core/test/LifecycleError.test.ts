@@ -244,6 +244,7 @@ describe("LifecycleError", () => {
         "HTTP 404: session not found",
         "https://mcp.example.com:8443/sse returned 502",
         "the tokenizer ran out of memory",
+        "the basic configuration failed, bearer of bad news",
         ""
       ]
       for (const text of texts) assert.strictEqual(LifecycleError.redact(text), text)
