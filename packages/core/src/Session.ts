@@ -5,6 +5,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import type * as LifecycleError from "./LifecycleError.ts"
 
 /** A live connection to a server. `handle` is what requests run on (an MCP client, an LSP connection). */
@@ -19,7 +20,13 @@ export interface Session<A> {
   readonly probe?: Effect.Effect<void, LifecycleError.LifecycleError>
   /** The local process behind the session, if there is one. */
   readonly pid?: number
+  /** The server's name and version, as its handshake reported them. */
+  readonly server?: { readonly name: string; readonly version: string }
+  /** Usage instructions the server gave at handshake. */
+  readonly instructions?: string
   readonly toolCount?: number
+  /** Later tool counts, when the server's tool list changes during the session. */
+  readonly toolCountChanges?: Stream.Stream<number>
 }
 
 /**

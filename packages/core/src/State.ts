@@ -35,7 +35,9 @@ export class StatusSnapshot extends Schema.Class<StatusSnapshot>("StatusSnapshot
   attempt: Schema.Int,
   /** The process backing the session, when it is local. */
   pid: Schema.optionalKey(Schema.Int),
-  toolCount: Schema.optionalKey(Schema.Int)
+  toolCount: Schema.optionalKey(Schema.Int),
+  server: Schema.optionalKey(Schema.Struct({ name: Schema.String, version: Schema.String })),
+  instructions: Schema.optionalKey(Schema.String)
 }) {}
 
 /** One state change, as the `events` stream delivers it. */

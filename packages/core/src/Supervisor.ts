@@ -73,6 +73,7 @@ type Message<A> =
   | { readonly _tag: "BackoffElapsed"; readonly id: number }
   | { readonly _tag: "Probed"; readonly id: number; readonly exit: Exit.Exit<void, LifecycleError.LifecycleError> }
   | { readonly _tag: "Stable"; readonly id: number }
+  | { readonly _tag: "ToolCount"; readonly id: number; readonly count: number }
 
 /** A connect in flight, or finished but not yet taken by a start (a late connect after a timeout). */
 interface Connecting<A> {
@@ -129,6 +130,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     let startupTimer: Fiber.Fiber<void> | undefined
     let backoffTimer: { readonly id: number; readonly fiber: Fiber.Fiber<void> } | undefined
     let probeFailures = 0
+    let toolCount: number | undefined
 
     const post = (message: Message<A>) => Queue.offer(mailbox, message)
 
@@ -155,7 +157,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
           attempt: patch.attempt ?? status.attempt,
           ...State.errorFields(error),
           ...(session?.pid === undefined ? {} : { pid: session.pid }),
-          ...(session?.toolCount === undefined ? {} : { toolCount: session.toolCount })
+          ...(current === undefined || toolCount === undefined ? {} : { toolCount }),
+          ...(session?.server === undefined ? {} : { server: session.server }),
+          ...(session?.instructions === undefined ? {} : { instructions: session.instructions })
         })
         const from = status.state
         status = next
@@ -278,11 +282,16 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
             Effect.sleep(policy.backoff.resetAfter).pipe(Effect.andThen(post({ _tag: "Stable", id })), Effect.asVoid)
           )
         ]
+        const counts = session.toolCountChanges
+        if (counts !== undefined) {
+          watchers.push(yield* spawn(Stream.runForEach(counts, (count) => post({ _tag: "ToolCount", id, count }))))
+        }
         const probe = session.probe
         if (policy.health !== undefined && probe !== undefined)
           watchers.push(yield* spawn(probeLoop(id, probe, policy.health)))
         live = { id, session, scope: from.scope, closed, watchers }
         probeFailures = 0
+        toolCount = session.toolCount
         yield* publish({ state: "Ready" }, undefined)
         yield* settleWaiters(Exit.void)
       })
@@ -382,6 +391,10 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
           return live?.id === message.id ? onProbed(message.exit) : Effect.void
         case "Stable":
           return live?.id === message.id && status.attempt !== 0 ? publish({ attempt: 0 }, lastError) : Effect.void
+        case "ToolCount":
+          if (live?.id !== message.id || toolCount === message.count) return Effect.void
+          toolCount = message.count
+          return publish({}, lastError)
       }
     }
 

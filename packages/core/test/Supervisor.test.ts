@@ -3,6 +3,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { TestClock } from "effect/testing"
@@ -43,6 +44,23 @@ describe("Supervisor", () => {
         assert.strictEqual(state.state, "Ready")
         assert.strictEqual(state.pid, 1001)
         assert.strictEqual(state.toolCount, 3)
+      })
+    )
+
+    it.effect("the snapshot carries the server's identity and instructions, and follows its tool count", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        const ready = yield* supervisor.state
+        assert.deepStrictEqual(ready.server, { name: "fake-server", version: "1.2.3" })
+        assert.strictEqual(ready.instructions, "Use the fake tools wisely.")
+        yield* Queue.offer(script.last().toolCounts, 5)
+        const changed = yield* until(supervisor, (s) => s.toolCount === 5)
+        assert.strictEqual(changed.state, "Ready")
+        yield* supervisor.stop
+        const stopped = yield* supervisor.state
+        assert.isUndefined(stopped.toolCount)
+        assert.isUndefined(stopped.server)
       })
     )
 

@@ -6,6 +6,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { TestClock } from "effect/testing"
 import * as LifecycleError from "../src/LifecycleError.ts"
@@ -16,6 +17,8 @@ import type * as Supervisor from "../src/Supervisor.ts"
 
 export interface FakeSession {
   readonly id: number
+  /** Tool counts the session reports after its start. */
+  readonly toolCounts: Queue.Queue<number>
   readonly ended: Deferred.Deferred<void, LifecycleError.LifecycleError>
   /** Set when the session's scope was closed. */
   closed: boolean
@@ -55,7 +58,8 @@ export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
       id: sessions.length + 1,
       ended: yield* Deferred.make<void, LifecycleError.LifecycleError>(),
       closed: false,
-      probe: Exit.void
+      probe: Exit.void,
+      toolCounts: yield* Queue.unbounded<number>()
     }
     sessions.push(session)
     yield* Effect.addFinalizer(() => Effect.sync(() => (session.closed = true)))
@@ -65,7 +69,10 @@ export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
       ended: Deferred.await(session.ended),
       probe,
       pid: 1000 + session.id,
-      toolCount: 3
+      server: { name: "fake-server", version: "1.2.3" },
+      instructions: "Use the fake tools wisely.",
+      toolCount: 3,
+      toolCountChanges: Stream.fromQueue(session.toolCounts)
     } satisfies Session.Session<FakeSession>
   })
   const connect = Effect.suspend(() => {

@@ -1,0 +1,81 @@
+/**
+ * What every toolset offers an agent, whatever its transport: a supervised lifecycle, a tool
+ * listing that says when it is incomplete, and tool calls with typed errors. Tools and results
+ * take MCP's shape, which LSP toolsets adopt too, so one catalog can serve both.
+ */
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+import type * as LifecycleError from "./LifecycleError.ts"
+import type * as State from "./State.ts"
+
+export interface ToolAnnotations {
+  readonly title?: string | undefined
+  readonly readOnlyHint?: boolean | undefined
+  readonly destructiveHint?: boolean | undefined
+  readonly idempotentHint?: boolean | undefined
+  readonly openWorldHint?: boolean | undefined
+}
+
+export interface Tool {
+  readonly name: string
+  readonly title?: string | undefined
+  readonly description?: string | undefined
+  /** A JSON Schema object for the arguments. */
+  readonly inputSchema: { readonly [key: string]: unknown }
+  readonly outputSchema?: { readonly [key: string]: unknown } | undefined
+  readonly annotations?: ToolAnnotations | undefined
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
+}
+
+/** A tool's answer. `isError: true` is a result the agent should read, not a failure of the call. */
+export interface ToolResult {
+  readonly content: ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
+  readonly structuredContent?: { readonly [key: string]: unknown } | undefined
+  readonly isError?: boolean | undefined
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
+}
+
+/**
+ * A listing that knows whether it is whole. A toolset that is not Ready reports `complete: false`
+ * with the reason, so a caller never mistakes "not started" for "has no tools".
+ */
+export type Listing<A> =
+  | { readonly complete: true; readonly items: ReadonlyArray<A> }
+  | { readonly complete: false; readonly items: ReadonlyArray<A>; readonly reason: LifecycleError.NotStarted }
+
+/** The toolset has no tool of that name. */
+export class ToolNotFound extends Schema.TaggedError<ToolNotFound>()("ToolNotFound", {
+  toolset: Schema.String,
+  tool: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The server answered the call with a protocol error (bad arguments, internal error); the session is fine. */
+export class ToolCallFailed extends Schema.TaggedError<ToolCallFailed>()("ToolCallFailed", {
+  toolset: Schema.String,
+  tool: Schema.String,
+  message: Schema.String,
+  /** The JSON-RPC error code, e.g. -32602 for invalid params. */
+  code: Schema.optionalKey(Schema.Number),
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+export type ToolError = ToolNotFound | ToolCallFailed
+
+export interface Toolset {
+  readonly name: string
+  readonly kind: string
+  readonly start: Effect.Effect<void, LifecycleError.LifecycleError>
+  readonly stop: Effect.Effect<void>
+  readonly restart: Effect.Effect<void, LifecycleError.LifecycleError>
+  readonly state: Effect.Effect<State.StatusSnapshot>
+  readonly changes: Stream.Stream<State.StatusSnapshot>
+  readonly events: Stream.Stream<State.Transition>
+  /** The tools of the live session; incomplete (never empty-as-if-whole) while not Ready. */
+  readonly tools: Effect.Effect<Listing<Tool>, LifecycleError.LifecycleError>
+  readonly callTool: (
+    name: string,
+    args: { readonly [key: string]: unknown }
+  ) => Effect.Effect<ToolResult, ToolError | LifecycleError.LifecycleError>
+}
