@@ -103,24 +103,32 @@ export const spawn = (
         isEstablished = true
       }),
       exited,
-      whileRunning: (effect) =>
-        Effect.raceFirst(
-          effect,
-          Effect.flatMap(exited, () =>
-            Effect.fail(
-              new LifecycleError.ServerCrashed({
-                toolset,
-                message: `${toolset}: server exited`,
-                exitCode: 0,
-                signal: null
-              })
-            )
+      whileRunning: (effect) => {
+        const exitFailure = Effect.flatMap(exited, () =>
+          Effect.fail(
+            new LifecycleError.ServerCrashed({
+              toolset,
+              message: `${toolset}: server exited`,
+              exitCode: 0,
+              signal: null
+            })
           )
         )
+        // A dying server closes its pipes a moment before its exit is reported; when the effect
+        // fails on the closed pipe, the exit (with its code and stderr) is the better answer.
+        return Effect.raceFirst(effect, exitFailure).pipe(
+          Effect.catch((error) =>
+            Effect.raceFirst(exitFailure, wallSleep(exitReportGrace).pipe(Effect.andThen(Effect.fail(error))))
+          )
+        )
+      }
     } satisfies ServerProcess
   })
 
 type Child = NodeChildProcess.ChildProcessWithoutNullStreams
+
+/** How long a failure on a closed pipe waits for the exit that usually follows it. */
+const exitReportGrace = 500
 
 const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tail: Tail) =>
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {

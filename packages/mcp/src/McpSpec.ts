@@ -1,0 +1,56 @@
+/**
+ * How to reach an MCP server: a local command over stdio, or a URL over streamable HTTP or SSE.
+ * A Schema, so config files decode into it with errors that name the field; remote URLs must be
+ * absolute http(s) URLs.
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+
+const Env = Schema.Record(Schema.String, Schema.String)
+
+export class Stdio extends Schema.TaggedClass<Stdio>()("stdio", {
+  command: Schema.NonEmptyString,
+  args: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([]))),
+  env: Schema.optionalKey(Env),
+  cwd: Schema.optionalKey(Schema.String)
+}) {}
+
+const isHttpUrl = (text: string): boolean => {
+  try {
+    const url = new URL(text)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+export const Url = Schema.String.pipe(
+  Schema.check(Schema.makeFilter(isHttpUrl, { message: "Expected an absolute http:// or https:// URL" }))
+)
+
+const remote = {
+  url: Url,
+  /** Sent with every request (e.g. `Authorization`); never shown in errors, logs or status. */
+  headers: Schema.optionalKey(Env)
+}
+
+export class Http extends Schema.TaggedClass<Http>()("http", remote) {}
+
+export class Sse extends Schema.TaggedClass<Sse>()("sse", remote) {}
+
+export const McpSpec = Schema.Union([Stdio, Http, Sse])
+
+export type McpSpec = typeof McpSpec.Type
+
+/** The status kind of a spec: `mcp-stdio`, `mcp-http` or `mcp-sse`. */
+export const kind = (spec: McpSpec): string => `mcp-${spec._tag}`
+
+/** Remote sessions: servers close idle streams, and a dead peer is not always reported. */
+export const isRemote = (spec: McpSpec): spec is Http | Sse => spec._tag !== "stdio"
+
+/** A description safe to log: the command or the URL's origin and path, never headers or query. */
+export const describe = (spec: McpSpec): string => {
+  if (spec._tag === "stdio") return `${spec.command} ${spec.args.join(" ")}`.trim()
+  const url = new URL(spec.url)
+  return `${url.origin}${url.pathname}`
+}

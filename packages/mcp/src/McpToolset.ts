@@ -1,0 +1,218 @@
+/**
+ * An MCP server as a supervised toolset: a Supervisor over `McpConnector`, with tool and prompt
+ * listings that say when they are incomplete, and tool calls that are never run twice behind
+ * the caller's back. A call is sent again only when it provably never reached a live session
+ * (the server rejected the session id, or refused the connection), or when the tool declares
+ * itself read-only or idempotent.
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
+import { Classify, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as McpConnector from "./McpConnector.ts"
+import * as McpSpec from "./McpSpec.ts"
+
+export interface Options {
+  readonly name: string
+  readonly spec: McpSpec.McpSpec
+  readonly policy?: Policy.Policy
+  readonly clientInfo?: { readonly name: string; readonly version: string }
+  readonly listChangedDebounce?: Duration.Input
+}
+
+export interface McpToolset extends Toolset.Toolset {
+  readonly supervisor: Supervisor.Supervisor<McpConnector.McpSession>
+  readonly prompts: Effect.Effect<Toolset.Listing<Prompt>, LifecycleError.LifecycleError>
+  readonly getPrompt: (
+    name: string,
+    args?: { readonly [key: string]: string }
+  ) => Effect.Effect<GetPromptResult, Toolset.ToolCallFailed | LifecycleError.LifecycleError>
+}
+
+/** Probes for remote sessions, whose death the SDK transports may never report. */
+const remoteHealth: Policy.Health = { interval: Duration.seconds(15), timeout: Duration.seconds(5), failures: 2 }
+
+/**
+ * Remote servers close idle streams cleanly, so a clean close reconnects (unless the user chose
+ * `never`), and a health probe runs unless the user set one.
+ */
+export const effectivePolicy = (spec: McpSpec.McpSpec, policy: Policy.Policy): Policy.Policy =>
+  McpSpec.isRemote(spec)
+    ? {
+        ...policy,
+        restart: policy.restart === "on_failure" ? "always" : policy.restart,
+        health: policy.health ?? remoteHealth
+      }
+    : policy
+
+/** JSON-RPC codes that describe the connection, not the request: those stay lifecycle errors. */
+const connectionCodes = new Set([-32000, -32001])
+
+/** OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them. */
+export const stripNulls = (args: { readonly [key: string]: unknown }): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+
+export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { name, spec } = options
+    const policy = effectivePolicy(spec, options.policy ?? Policy.defaults)
+    const supervisor = yield* Supervisor.make({
+      name,
+      kind: McpSpec.kind(spec),
+      policy,
+      connector: McpConnector.make({
+        name,
+        spec,
+        ...(options.clientInfo === undefined ? {} : { clientInfo: options.clientInfo }),
+        ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce })
+      })
+    })
+
+    const incomplete = (reason: LifecycleError.NotStarted) => ({ complete: false as const, items: [], reason })
+
+    /** A listing of the live session, or an incomplete one at once when the toolset is not usable. */
+    const listing = <A>(
+      read: (session: McpConnector.McpSession) => Effect.Effect<ReadonlyArray<A>, LifecycleError.LifecycleError>
+    ): Effect.Effect<Toolset.Listing<A>, LifecycleError.LifecycleError> =>
+      Effect.gen(function* () {
+        const status = yield* supervisor.state
+        if (!State.isUsable(status.state)) {
+          return incomplete(
+            new LifecycleError.NotStarted({ toolset: name, message: `${name}: not ready (${status.state})` })
+          )
+        }
+        const items = yield* supervisor.use(read)
+        return { complete: true as const, items }
+      }).pipe(Effect.catchTag("NotStarted", (reason) => Effect.succeed(incomplete(reason))))
+
+    /**
+     * The server's answer to the request is the caller's business; anything else is a lifecycle
+     * failure. The SDK's "Not connected" means the transport closed before the request was sent:
+     * it provably never reached the server, so it is handled as a lost session.
+     */
+    const callFailure = (tool: string, cause: unknown): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
+      cause instanceof Error && cause.message === "Not connected"
+        ? new LifecycleError.SessionMissing({
+            toolset: name,
+            message: `${name}: the session closed before "${tool}" was sent`,
+            cause
+          })
+        : cause instanceof McpError && !connectionCodes.has(cause.code)
+          ? new Toolset.ToolCallFailed({
+              toolset: name,
+              tool,
+              message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
+              code: cause.code,
+              cause
+            })
+          : Classify.classify(name, cause)
+
+    const send = (session: McpConnector.McpSession, tool: string, args: { readonly [key: string]: unknown }) =>
+      Effect.gen(function* () {
+        // Only a current listing may veto a call: a stale one would miss a tool just added.
+        const known = yield* session.tools.current
+        const found = known?.find((t) => t.name === tool)
+        if (known !== undefined && found === undefined) {
+          const names = known.map((t) => t.name)
+          return yield* new Toolset.ToolNotFound({
+            toolset: name,
+            tool,
+            message: `${name}: no tool named "${tool}" (it has ${names.length}: ${names.slice(0, 20).join(", ")}${names.length > 20 ? ", …" : ""})`
+          })
+        }
+        const result = yield* Effect.tryPromise({
+          try: (signal) =>
+            session.client.callTool({ name: tool, arguments: stripNulls(args) }, undefined, {
+              signal,
+              timeout: McpConnector.noSdkTimeout
+            }),
+          catch: (cause) => callFailure(tool, cause)
+        })
+        return { result: toToolResult(result), found }
+      })
+
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }) =>
+      Effect.gen(function* () {
+        let used: McpConnector.McpSession | undefined
+        let annotations: Toolset.ToolAnnotations | undefined
+        const attempt = supervisor.use((session) => {
+          used = session
+          return send(session, tool, args).pipe(
+            Effect.map(({ result, found }) => {
+              annotations = found?.annotations
+              return result
+            })
+          )
+        })
+        /** Reconnects only if the session that failed is still the live one; a later one is used as is. */
+        const reconnect = supervisor
+          .use((current) => Effect.succeed(current))
+          .pipe(Effect.flatMap((current) => (current === used ? supervisor.restart : Effect.void)))
+        return yield* attempt.pipe(
+          Effect.catchTags({
+            SessionMissing: () => reconnect.pipe(Effect.andThen(attempt)),
+            ServerUnavailable: (error) =>
+              McpSpec.isRemote(spec) ? reconnect.pipe(Effect.andThen(attempt)) : Effect.fail(error),
+            ServerCrashed: (error) => retryIfSafe(error),
+            TransportError: (error) => retryIfSafe(error)
+          })
+        )
+        function retryIfSafe(error: LifecycleError.ServerCrashed | LifecycleError.TransportError) {
+          const safe = annotations?.readOnlyHint === true || annotations?.idempotentHint === true
+          return safe ? supervisor.awaitReady.pipe(Effect.andThen(attempt)) : Effect.fail(error)
+        }
+      }).pipe(withCallTimeout(policy, name))
+
+    return {
+      name,
+      kind: McpSpec.kind(spec),
+      supervisor,
+      start: supervisor.start,
+      stop: supervisor.stop,
+      restart: supervisor.restart,
+      state: supervisor.state,
+      changes: supervisor.changes,
+      events: supervisor.events,
+      tools: listing((session) => session.tools.get),
+      prompts: listing((session) => session.prompts.get),
+      callTool,
+      getPrompt: (prompt, args = {}) =>
+        supervisor.use((session) =>
+          Effect.tryPromise({
+            try: (signal) =>
+              session.client.getPrompt(
+                { name: prompt, arguments: { ...args } },
+                { signal, timeout: McpConnector.noSdkTimeout }
+              ),
+            catch: (cause) => callFailure(prompt, cause)
+          })
+        )
+    } satisfies McpToolset
+  })
+
+/** Servers of the 2024-10-07 protocol answer `{ toolResult }`; it becomes one text item. */
+const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): Toolset.ToolResult =>
+  "toolResult" in result
+    ? { content: [{ type: "text", text: JSON.stringify(result.toolResult) }] }
+    : { ...result, content: result.content }
+
+/** One deadline for the whole call, retries included. */
+const withCallTimeout =
+  (policy: Policy.Policy, name: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | LifecycleError.CallTimeout, R> => {
+    const timeout = policy.callTimeout
+    if (timeout === undefined) return effect
+    return Effect.timeoutOrElse(effect, {
+      duration: timeout,
+      orElse: () =>
+        Effect.fail(
+          new LifecycleError.CallTimeout({
+            toolset: name,
+            message: `${name}: tool call did not complete within ${Duration.format(timeout)}`,
+            afterMillis: Duration.toMillis(timeout)
+          })
+        )
+    })
+  }

@@ -1,0 +1,271 @@
+import * as NodeFs from "node:fs"
+import { assert, describe, it } from "@effect/vitest"
+import { ServerProcess } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Scope from "effect/Scope"
+import * as McpSpec from "../src/McpSpec.ts"
+import * as McpToolset from "../src/McpToolset.ts"
+import { everythingStdio, fastPolicy, fixture, inState, tempFile, textOf, until } from "./helpers.ts"
+
+/** A toolset in its own scope, so a test can close it and then check what is left. */
+const open = (options: McpToolset.Options) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const toolset = yield* McpToolset.make(options).pipe(Scope.provide(scope))
+    return { toolset, close: Scope.close(scope, Exit.void) }
+  })
+
+describe("McpToolset over stdio", () => {
+  it.live("a real third-party server reaches Ready, lists its tools, answers a call; stop leaves no process", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "everything", spec: everythingStdio(), policy: fastPolicy() })
+      yield* toolset.start
+      const status = yield* toolset.state
+      assert.strictEqual(status.state, "Ready")
+      assert.strictEqual(status.kind, "mcp-stdio")
+      assert.isNumber(status.pid)
+      assert.isAtLeast(status.toolCount ?? 0, 10)
+      assert.isString(status.server?.name)
+      const listing = yield* toolset.tools
+      assert.isTrue(listing.complete)
+      assert.include(
+        listing.items.map((t) => t.name),
+        "echo"
+      )
+      const result = yield* toolset.callTool("echo", { message: "hello" })
+      assert.include(textOf(result), "hello")
+      const pid = status.pid ?? 0
+      yield* toolset.stop
+      assert.isFalse(ServerProcess.isAlive(pid))
+      assert.isFalse(ServerProcess.groupAlive(pid))
+      assert.strictEqual((yield* toolset.state).state, "Stopped")
+      yield* close
+    })
+  )
+
+  it.live("results pass through untouched: isError is a result, structuredContent and _meta survive", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const failed = yield* toolset.callTool("fail", {})
+      assert.isTrue(failed.isError)
+      assert.strictEqual(textOf(failed), "it went wrong")
+      const structured = yield* toolset.callTool("structured", {})
+      assert.deepStrictEqual(structured.structuredContent, { sum: 3 })
+      assert.deepStrictEqual(structured._meta, { trace: "abc" })
+      const status = yield* toolset.state
+      assert.strictEqual(status.instructions, "Fixture tools for tests.")
+      assert.deepStrictEqual(status.server, { name: "fixture-server", version: "1.0.0" })
+      yield* close
+    })
+  )
+
+  it.live("null-valued arguments are stripped before the call", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const result = yield* toolset.callTool("args", { a: "x", b: null })
+      assert.strictEqual(textOf(result), '["a"]')
+      yield* close
+    })
+  )
+
+  it.live("an unknown tool is ToolNotFound naming the tools there are; bad arguments are ToolCallFailed", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const missing = yield* Effect.flip(toolset.callTool("nope", {}))
+      assert.strictEqual(missing._tag, "ToolNotFound")
+      assert.include(missing.message, "echo")
+      const bad = yield* toolset.callTool("echo", { message: 42 }).pipe(Effect.exit)
+      // The SDK server answers schema violations as an isError result; either way the session stays up.
+      if (Exit.isSuccess(bad)) assert.isTrue(bad.value.isError)
+      else assert.strictEqual(Exit.isFailure(bad), true)
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("SIGKILL while idle: Restarting, then Ready again after the backoff; a later call succeeds", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const before = yield* toolset.state
+      const killedAt = Date.now()
+      process.kill(before.pid ?? 0, "SIGKILL")
+      const restarting = yield* inState(toolset, "Restarting")
+      assert.strictEqual(restarting.lastError?.tag, "ServerCrashed")
+      const ready = yield* until(toolset, (s) => s.state === "Ready" && s.restarts === 1)
+      assert.isAtLeast(Date.now() - killedAt, 100)
+      assert.notStrictEqual(ready.pid, before.pid)
+      assert.strictEqual(ready.restarts, 1)
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "back" })), "back")
+      yield* close
+    })
+  )
+
+  it.live("a call in flight during SIGKILL fails at once with a crash error, and is not run again", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid ?? 0
+      const call = yield* Effect.forkChild(Effect.flip(toolset.callTool("sleep", { ms: 10_000 })), {
+        startImmediately: true
+      })
+      yield* Effect.sleep("200 millis")
+      const killedAt = Date.now()
+      process.kill(pid, "SIGKILL")
+      const error = yield* Fiber.join(call)
+      assert.isBelow(Date.now() - killedAt, 2_000)
+      assert.include(["ServerCrashed", "TransportError"], error._tag)
+      yield* until(toolset, (s) => s.state === "Ready" && s.restarts === 1)
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "ok" })), "ok")
+      yield* close
+    })
+  )
+
+  it.live("a missing binary fails to start with ServerUnavailable and stays Stopped", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "missing",
+        spec: McpSpec.Stdio.make({ command: "toolvisor-no-such-server", args: [] }),
+        policy: fastPolicy()
+      })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      assert.include(error.message, "toolvisor-no-such-server")
+      assert.strictEqual((yield* toolset.state).state, "Stopped")
+      yield* close
+    })
+  )
+
+  it.live("an env-wrapped missing binary exits at once: ServerUnavailable with its stderr, not Ready", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "wrapped",
+        spec: McpSpec.Stdio.make({ command: "env", args: ["-C", "/tmp", "toolvisor-no-such-server"] }),
+        policy: fastPolicy()
+      })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      if (error._tag === "ServerUnavailable") {
+        assert.strictEqual(error.exitCode, 127)
+        assert.match(error.stderr?.join("\n") ?? "", /toolvisor-no-such-server/)
+      }
+      assert.strictEqual((yield* toolset.state).state, "Stopped")
+      yield* close
+    })
+  )
+
+  it.live("a server that never answers initialize fails with InitTimeout; stop leaves no process", () =>
+    Effect.gen(function* () {
+      const pidFile = tempFile("hang.pid")
+      const { toolset, close } = yield* open({
+        name: "hang",
+        spec: fixture({ FIXTURE_MODE: "hang", FIXTURE_PID_FILE: pidFile }),
+        policy: fastPolicy({ startup_timeout: "1s" })
+      })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "InitTimeout")
+      const pid = Number(NodeFs.readFileSync(pidFile, "utf8"))
+      assert.isTrue(ServerProcess.isAlive(pid))
+      yield* toolset.stop
+      assert.isFalse(ServerProcess.isAlive(pid))
+      yield* close
+    })
+  )
+
+  it.live("lines on stdout that are not JSON-RPC are skipped; the session works", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "noisy",
+        spec: fixture({ FIXTURE_MODE: "noisy" }),
+        policy: fastPolicy()
+      })
+      yield* toolset.start
+      assert.strictEqual(textOf(yield* toolset.callTool("noise", {})), "after noise")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "clean" })), "clean")
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a toolset that is not Ready reports an incomplete listing, not an empty one", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      const listing = yield* toolset.tools
+      assert.isFalse(listing.complete)
+      if (!listing.complete) assert.strictEqual(listing.reason._tag, "NotStarted")
+      yield* close
+    })
+  )
+
+  it.live("closing the scope ends the server process", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid ?? 0
+      yield* close
+      assert.isFalse(ServerProcess.isAlive(pid))
+    })
+  )
+})
+
+describe("tool list cache", () => {
+  it.live("list_changed refreshes the cached tools and the status tool count", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const before = (yield* toolset.state).toolCount ?? 0
+      yield* toolset.callTool("add_tool", {})
+      yield* until(toolset, (s) => s.toolCount === before + 1)
+      const listing = yield* toolset.tools
+      assert.include(
+        listing.items.map((t) => t.name),
+        "dynamic_1"
+      )
+      assert.strictEqual(textOf(yield* toolset.callTool("dynamic_1", {})), "dynamic_1")
+      yield* close
+    })
+  )
+
+  it.live("a burst of list_changed notifications causes one refetch", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture(),
+        policy: fastPolicy(),
+        listChangedDebounce: "100 millis"
+      })
+      yield* toolset.start
+      const before = Number(textOf(yield* toolset.callTool("stats", {})))
+      yield* toolset.callTool("burst", { count: 25 })
+      yield* Effect.sleep("600 millis")
+      const after = Number(textOf(yield* toolset.callTool("stats", {})))
+      assert.strictEqual(after - before, 1)
+      yield* close
+    })
+  )
+
+  it.live("an invalidation that lands while a listing is in flight is not lost", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture({ FIXTURE_LIST_DELAY_MS: "400" }),
+        policy: fastPolicy()
+      })
+      yield* toolset.start
+      yield* toolset.callTool("add_tool", {})
+      // The refetch for dynamic_1 is now in flight (answered 400 ms late); dynamic_2 lands meanwhile.
+      yield* Effect.sleep("150 millis")
+      yield* toolset.callTool("add_tool", {})
+      const listing = yield* toolset.tools
+      const names = listing.items.map((t) => t.name)
+      assert.include(names, "dynamic_1")
+      assert.include(names, "dynamic_2")
+      yield* close
+    })
+  )
+})
