@@ -170,10 +170,13 @@ const remote = (
     }
     return {
       transport,
+      // The SDK closes the client when a request fails; give the handshake's own error (refused,
+      // 401, …) a moment to arrive before reporting the bare close.
       guard: (effect) =>
         Effect.raceFirst(
           effect,
           Deferred.await(closed).pipe(
+            Effect.andThen(Effect.sleep("500 millis")),
             Effect.andThen(
               Effect.fail(
                 new LifecycleError.TransportError({

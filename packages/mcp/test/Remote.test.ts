@@ -1,0 +1,169 @@
+import * as NodeHttp from "node:http"
+import { assert, describe, it } from "@effect/vitest"
+import { ServerProcess } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as McpSpec from "../src/McpSpec.ts"
+import * as McpToolset from "../src/McpToolset.ts"
+import { awaitListening, everythingBin, fastPolicy, freePort, textOf, until } from "./helpers.ts"
+
+/** `server-everything` in a remote mode on a loopback port, in a scope the test closes. */
+const everythingRemote = (mode: "streamableHttp" | "sse", port: number) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    yield* ServerProcess.spawn("everything", {
+      command: process.execPath,
+      args: [everythingBin, mode],
+      env: { PORT: String(port) }
+    }).pipe(Scope.provide(scope))
+    yield* awaitListening(port)
+    return { stop: Scope.close(scope, Exit.void) }
+  })
+
+const open = (options: McpToolset.Options) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const toolset = yield* McpToolset.make(options).pipe(Scope.provide(scope))
+    return { toolset, close: Scope.close(scope, Exit.void) }
+  })
+
+/** A server that answers every request with 401 and an OAuth challenge, counting requests. */
+const unauthorized = Effect.acquireRelease(
+  Effect.callback<{ readonly port: number; readonly requests: () => number; readonly server: NodeHttp.Server }>(
+    (resume) => {
+      let requests = 0
+      const server = NodeHttp.createServer((req, res) => {
+        requests += 1
+        req.resume()
+        res.writeHead(401, {
+          "WWW-Authenticate": 'Bearer realm="mcp", error="invalid_token", error_description="The token expired"',
+          "Content-Type": "application/json"
+        })
+        res.end(JSON.stringify({ error: "invalid_token" }))
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        const port = typeof address === "object" && address !== null ? address.port : 0
+        resume(Effect.succeed({ port, requests: () => requests, server }))
+      })
+    }
+  ),
+  ({ server }) =>
+    Effect.callback<void>((resume) => {
+      server.close(() => resume(Effect.void))
+    })
+)
+
+describe("McpToolset over the network", () => {
+  for (const [mode, tag, path] of [
+    ["streamableHttp", "http", "/mcp"],
+    ["sse", "sse", "/sse"]
+  ] as const) {
+    it.live(`a real server over ${tag} reaches Ready, lists tools and answers a call`, () =>
+      Effect.gen(function* () {
+        const port = yield* freePort
+        const server = yield* everythingRemote(mode, port)
+        const spec =
+          tag === "http"
+            ? McpSpec.Http.make({ url: `http://127.0.0.1:${port}${path}` })
+            : McpSpec.Sse.make({ url: `http://127.0.0.1:${port}${path}` })
+        const { toolset, close } = yield* open({ name: `everything-${tag}`, spec, policy: fastPolicy() })
+        yield* toolset.start
+        const status = yield* toolset.state
+        assert.strictEqual(status.kind, `mcp-${tag}`)
+        assert.isUndefined(status.pid)
+        assert.isAtLeast(status.toolCount ?? 0, 10)
+        const listing = yield* toolset.tools
+        assert.isTrue(listing.complete)
+        assert.include(textOf(yield* toolset.callTool("echo", { message: "over the wire" })), "over the wire")
+        yield* close
+        yield* server.stop
+      })
+    )
+  }
+
+  it.live(
+    "a server restarted on the same port: the old session is rejected, the toolset reconnects, the call succeeds",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* freePort
+        const first = yield* everythingRemote("streamableHttp", port)
+        const { toolset, close } = yield* open({
+          name: "restarting",
+          spec: McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }),
+          policy: fastPolicy()
+        })
+        yield* toolset.start
+        assert.include(textOf(yield* toolset.callTool("echo", { message: "before" })), "before")
+        yield* first.stop
+        const second = yield* everythingRemote("streamableHttp", port)
+        const result = yield* toolset.callTool("echo", { message: "after" })
+        assert.include(textOf(result), "after")
+        const status = yield* until(toolset, (s) => s.state === "Ready")
+        assert.isAtLeast(status.restarts, 1)
+        yield* close
+        yield* second.stop
+      })
+  )
+
+  it.live("HTTP 401 with invalid_token is AuthRequired, permanent: no retry storm", () =>
+    Effect.gen(function* () {
+      const server = yield* unauthorized
+      const { toolset, close } = yield* open({
+        name: "auth",
+        spec: McpSpec.Http.make({ url: `http://127.0.0.1:${server.port}/mcp` }),
+        policy: fastPolicy()
+      })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "AuthRequired")
+      const restarted = yield* Effect.flip(toolset.restart)
+      assert.strictEqual(restarted._tag, "AuthRequired")
+      yield* Effect.sleep("500 millis")
+      assert.isAtMost(server.requests(), 4)
+      yield* close
+    })
+  )
+
+  it.live("header values never appear in errors or status", () =>
+    Effect.gen(function* () {
+      const port = yield* freePort
+      const { toolset, close } = yield* open({
+        name: "secret",
+        spec: McpSpec.Http.make({
+          url: `http://127.0.0.1:${port}/mcp`,
+          headers: { Authorization: "Bearer s3cr3t-token-value", "X-Api-Key": "k3y-value" }
+        }),
+        policy: fastPolicy()
+      })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      const status = yield* toolset.state
+      for (const text of [error.message, JSON.stringify(status)]) {
+        assert.notInclude(text, "s3cr3t-token-value")
+        assert.notInclude(text, "k3y-value")
+      }
+      yield* close
+    })
+  )
+
+  it("remote URLs are validated when a spec is decoded", () => {
+    const decode = Schema.decodeUnknownExit(McpSpec.McpSpec)
+    for (const url of ["ftp://example.com/mcp", "not a url", "/relative/mcp"]) {
+      const exit = decode({ _tag: "http", url })
+      assert.isTrue(Exit.isFailure(exit), url)
+    }
+    assert.isTrue(Exit.isSuccess(decode({ _tag: "sse", url: "https://example.com/sse" })))
+  })
+
+  it("remote sessions reconnect on a clean close and get a health probe unless the user chose otherwise", () => {
+    const http = McpSpec.Http.make({ url: "http://127.0.0.1:1/mcp" })
+    const resilient = McpToolset.effectivePolicy(http, fastPolicy())
+    assert.strictEqual(resilient.restart, "always")
+    assert.isDefined(resilient.health)
+    assert.strictEqual(McpToolset.effectivePolicy(http, fastPolicy({ restart: "never" })).restart, "never")
+    const stdio = McpSpec.Stdio.make({ command: "x", args: [] })
+    assert.strictEqual(McpToolset.effectivePolicy(stdio, fastPolicy()).restart, "on_failure")
+  })
+})
