@@ -109,60 +109,60 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             })
           : Classify.classify(name, cause)
 
-    const send = (session: McpConnector.McpSession, tool: string, args: { readonly [key: string]: unknown }) =>
+    /** Only a current listing may veto a call: a stale one would miss a tool just added. */
+    const lookup = (session: McpConnector.McpSession, tool: string) =>
       Effect.gen(function* () {
-        // Only a current listing may veto a call: a stale one would miss a tool just added.
         const known = yield* session.tools.current
         const found = known?.find((t) => t.name === tool)
-        if (known !== undefined && found === undefined) {
-          const names = known.map((t) => t.name)
-          return yield* new Toolset.ToolNotFound({
-            toolset: name,
-            tool,
-            message: `${name}: no tool named "${tool}" (it has ${names.length}: ${names.slice(0, 20).join(", ")}${names.length > 20 ? ", …" : ""})`
-          })
-        }
-        const result = yield* Effect.tryPromise({
-          try: (signal) =>
-            session.client.callTool({ name: tool, arguments: stripNulls(args) }, undefined, {
-              signal,
-              timeout: McpConnector.noSdkTimeout
-            }),
-          catch: (cause) => callFailure(tool, cause)
+        if (known === undefined || found !== undefined) return found
+        const names = known.map((t) => t.name)
+        const shown = `${names.slice(0, 20).join(", ")}${names.length > 20 ? ", …" : ""}`
+        return yield* new Toolset.ToolNotFound({
+          toolset: name,
+          tool,
+          message: `${name}: no tool named "${tool}" (it has ${names.length}: ${shown})`
         })
-        return { result: toToolResult(result), found }
       })
+
+    const invoke = (session: McpConnector.McpSession, tool: string, args: { readonly [key: string]: unknown }) =>
+      Effect.tryPromise({
+        try: (signal) =>
+          session.client.callTool({ name: tool, arguments: stripNulls(args) }, undefined, {
+            signal,
+            timeout: McpConnector.noSdkTimeout
+          }),
+        catch: (cause) => callFailure(tool, cause)
+      }).pipe(Effect.map(toToolResult))
 
     const callTool = (tool: string, args: { readonly [key: string]: unknown }) =>
       Effect.gen(function* () {
         let used: McpConnector.McpSession | undefined
-        let annotations: Toolset.ToolAnnotations | undefined
-        const attempt = supervisor.use((session) => {
-          used = session
-          return send(session, tool, args).pipe(
-            Effect.map(({ result, found }) => {
-              annotations = found?.annotations
-              return result
-            })
-          )
-        })
-        /** Reconnects only if the session that failed is still the live one; a later one is used as is. */
-        const reconnect = supervisor
-          .use((current) => Effect.succeed(current))
-          .pipe(Effect.flatMap((current) => (current === used ? supervisor.restart : Effect.void)))
-        return yield* attempt.pipe(
-          Effect.catchTags({
-            SessionMissing: () => reconnect.pipe(Effect.andThen(attempt)),
-            ServerUnavailable: (error) =>
-              McpSpec.isRemote(spec) ? reconnect.pipe(Effect.andThen(attempt)) : Effect.fail(error),
-            ServerCrashed: (error) => retryIfSafe(error),
-            TransportError: (error) => retryIfSafe(error)
+        let safeToResend = false
+        const attempt = supervisor.use((session) =>
+          Effect.gen(function* () {
+            used = session
+            const found = yield* lookup(session, tool)
+            safeToResend = found?.annotations?.readOnlyHint === true || found?.annotations?.idempotentHint === true
+            return yield* invoke(session, tool, args)
           })
         )
-        function retryIfSafe(error: LifecycleError.ServerCrashed | LifecycleError.TransportError) {
-          const safe = annotations?.readOnlyHint === true || annotations?.idempotentHint === true
-          return safe ? supervisor.awaitReady.pipe(Effect.andThen(attempt)) : Effect.fail(error)
-        }
+        /** Reconnects only if the session that failed is still the live one; a newer one is used as is. */
+        const resend = supervisor
+          .use((current) => Effect.succeed(current))
+          .pipe(
+            Effect.flatMap((current) => (current === used ? supervisor.restart : Effect.void)),
+            Effect.andThen(attempt)
+          )
+        const unknownFate = (error: LifecycleError.ServerCrashed | LifecycleError.TransportError) =>
+          safeToResend ? resend : Effect.fail(error)
+        return yield* attempt.pipe(
+          Effect.catchTags({
+            SessionMissing: () => resend,
+            ServerUnavailable: (error) => (McpSpec.isRemote(spec) ? resend : Effect.fail(error)),
+            ServerCrashed: unknownFate,
+            TransportError: unknownFate
+          })
+        )
       }).pipe(withCallTimeout(policy, name))
 
     return {

@@ -126,6 +126,39 @@ describe("McpToolset over stdio", () => {
     })
   )
 
+  it.live("a read-only call in flight during a crash is sent once more after the reconnect", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid ?? 0
+      const call = yield* Effect.forkChild(toolset.callTool("slow_read", { ms: 1_000 }), { startImmediately: true })
+      yield* Effect.sleep("200 millis")
+      process.kill(pid, "SIGKILL")
+      assert.strictEqual(textOf(yield* Fiber.join(call)), "read after 1000")
+      assert.notStrictEqual((yield* toolset.state).pid, pid)
+      yield* close
+    })
+  )
+
+  it.live("prompts are listed and fetched like tools", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      const before = yield* toolset.prompts
+      assert.isFalse(before.complete)
+      yield* toolset.start
+      const listing = yield* toolset.prompts
+      assert.isTrue(listing.complete)
+      assert.deepStrictEqual(
+        listing.items.map((p) => p.name),
+        ["greet"]
+      )
+      const prompt = yield* toolset.getPrompt("greet", { who: "Ada" })
+      const content = prompt.messages[0]?.content
+      assert.strictEqual(content?.type === "text" ? content.text : "", "Hello, Ada")
+      yield* close
+    })
+  )
+
   it.live("a missing binary fails to start with ServerUnavailable and stays Stopped", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({

@@ -108,6 +108,24 @@ describe("McpToolset over the network", () => {
       })
   )
 
+  it.live("a remote server that dies is noticed by the health probe, though the SDK reports nothing", () =>
+    Effect.gen(function* () {
+      const port = yield* freePort
+      const server = yield* everythingRemote("streamableHttp", port)
+      const { toolset, close } = yield* open({
+        name: "probed",
+        spec: McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }),
+        policy: fastPolicy({ health: { interval: "300ms", timeout: "1s", failures: 2 } })
+      })
+      yield* toolset.start
+      yield* server.stop
+      const noticed = yield* until(toolset, (s) => s.state !== "Ready")
+      assert.include(["Degraded", "Restarting", "Failed"], noticed.state)
+      yield* until(toolset, (s) => s.state === "Restarting" || s.state === "Failed")
+      yield* close
+    })
+  )
+
   it.live("HTTP 401 with invalid_token is AuthRequired, permanent: no retry storm", () =>
     Effect.gen(function* () {
       const server = yield* unauthorized
