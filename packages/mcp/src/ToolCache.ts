@@ -41,40 +41,55 @@ export const make = <A, E>(fetch: Effect.Effect<A, E>): Effect.Effect<ToolCache<
     let inflight: { readonly generation: number; readonly result: Deferred.Deferred<A, E> } | undefined
     let fetches = 0
 
-    /** Runs one fetch in the cache's scope, so a reader that gives up does not cancel it for the others. */
-    const startFetch = Effect.gen(function* () {
-      const at = generation
-      const result = yield* Deferred.make<A, E>()
-      inflight = { generation: at, result }
-      fetches += 1
-      yield* fetch.pipe(
-        Effect.exit,
-        Effect.flatMap((exit) =>
-          Effect.suspend(() => {
-            if (inflight?.result === result) inflight = undefined
-            const fresh = Exit.isSuccess(exit) && generation === at
-            if (fresh) cached = { generation: at, value: exit.value }
-            return (fresh ? SubscriptionRef.set(latest, exit.value) : Effect.void).pipe(
-              Effect.andThen(Deferred.done(result, exit))
-            )
-          })
-        ),
-        Effect.forkIn(scope, { startImmediately: true })
-      )
-      return { generation: at, result }
-    })
+    /**
+     * Runs one fetch in the cache's scope, so a reader that gives up does not cancel it for the
+     * others. Nothing here waits, so it runs uninterrupted: `inflight` always gets its answer.
+     */
+    const startFetch = Effect.uninterruptible(
+      Effect.gen(function* () {
+        const at = generation
+        const result = yield* Deferred.make<A, E>()
+        inflight = { generation: at, result }
+        fetches += 1
+        const fiber = yield* fetch.pipe(
+          Effect.exit,
+          Effect.flatMap((exit) =>
+            Effect.suspend(() => {
+              if (inflight?.result === result) inflight = undefined
+              const fresh = Exit.isSuccess(exit) && generation === at
+              if (fresh) cached = { generation: at, value: exit.value }
+              return (fresh ? SubscriptionRef.set(latest, exit.value) : Effect.void).pipe(
+                Effect.andThen(Deferred.done(result, exit))
+              )
+            })
+          ),
+          Effect.forkIn(scope, { startImmediately: true, uninterruptible: false })
+        )
+        // Interrupted (the scope closed, perhaps before the fetch could start): release the readers.
+        fiber.addObserver((exit) => {
+          if (inflight?.result === result) inflight = undefined
+          if (Exit.isFailure(exit)) Deferred.doneUnsafe(result, Effect.failCause(exit.cause))
+        })
+        return { generation: at, result }
+      })
+    )
 
-    const attempt: Effect.Effect<{ readonly value: A; readonly fresh: boolean }, E> = Effect.gen(function* () {
-      if (cached !== undefined && cached.generation === generation) return { value: cached.value, fresh: true }
-      const running = inflight !== undefined && inflight.generation === generation ? inflight : yield* startFetch
-      const value = yield* Deferred.await(running.result)
-      return { value, fresh: running.generation === generation }
-    })
+    /** One read; a result that raced an invalidation (success or failure) is not fresh. */
+    const attempt: Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly fresh: boolean }> = Effect.gen(
+      function* () {
+        if (cached !== undefined && cached.generation === generation) {
+          return { exit: Exit.succeed(cached.value), fresh: true }
+        }
+        const running = inflight !== undefined && inflight.generation === generation ? inflight : yield* startFetch
+        const exit = yield* Effect.exit(Deferred.await(running.result))
+        return { exit, fresh: running.generation === generation }
+      }
+    )
 
     const get = Effect.gen(function* () {
       let result = yield* attempt
       for (let race = 0; !result.fresh && race < maxRaces; race++) result = yield* attempt
-      return result.value
+      return yield* result.exit
     })
 
     const invalidateUnsafe = () => {

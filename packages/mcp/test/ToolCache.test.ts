@@ -3,6 +3,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { TestClock } from "effect/testing"
@@ -216,8 +217,50 @@ describe("ToolCache", () => {
       assert.strictEqual(server.interrupted(), 1)
       yield* TestClock.adjust("1 second")
       assert.isUndefined(yield* cache.current)
-      // The close does not release the waiting reader (it would wait forever): interrupt it so the test ends.
-      yield* Fiber.interrupt(reader)
+      const released = yield* Fiber.await(reader)
+      assert.isTrue(Exit.isFailure(released))
+    })
+  )
+
+  it.effect("closing the cache's scope releases a reader waiting on the fetch in flight", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const cache = yield* ToolCache.make(makeServer().list).pipe(Scope.provide(scope))
+      const reader = yield* forkGet(cache)
+      yield* TestClock.adjust("500 millis")
+      yield* Scope.close(scope, Exit.void)
+      const waited = yield* Fiber.await(reader).pipe(
+        Effect.timeoutOption("1 second"),
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(Option.isSome(yield* Fiber.join(waited)), "the reader hangs forever")
+    })
+  )
+
+  it.effect("a get after the cache's scope closed does not hang", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const cache = yield* ToolCache.make(makeServer().list).pipe(Scope.provide(scope))
+      yield* Scope.close(scope, Exit.void)
+      const waited = yield* Effect.exit(cache.get).pipe(
+        Effect.timeoutOption("1 second"),
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(Option.isSome(yield* Fiber.join(waited)), "the get hangs forever")
+    })
+  )
+
+  it.effect("a fetch that fails after an invalidation raced it is retried, like a raced success", () =>
+    Effect.gen(function* () {
+      const cache = yield* ToolCache.make(makeServer({ failing: [1] }).list)
+      const reader = yield* Effect.exit(cache.get).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* TestClock.adjust("500 millis")
+      yield* cache.invalidate
+      yield* TestClock.adjust("1500 millis")
+      assert.deepStrictEqual(yield* Fiber.join(reader), Exit.succeed("v2"))
+      assert.strictEqual(yield* cache.fetches, 2)
     })
   )
 })
