@@ -25,7 +25,10 @@ export interface Session<A> {
   /** Usage instructions the server gave at handshake. */
   readonly instructions?: string
   readonly toolCount?: number
-  /** Later tool counts, when the server's tool list changes during the session. */
+  /**
+   * The tool count each time the session's tool list is fetched anew during the session; every
+   * emission bumps the snapshot's `toolsVersion`, even when the count is unchanged.
+   */
   readonly toolCountChanges?: Stream.Stream<number>
 }
 

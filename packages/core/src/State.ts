@@ -36,6 +36,11 @@ export class StatusSnapshot extends Schema.Class<StatusSnapshot>("StatusSnapshot
   /** The process backing the session, when it is local. */
   pid: Schema.optionalKey(Schema.Int),
   toolCount: Schema.optionalKey(Schema.Int),
+  /**
+   * Bumped whenever the toolset's tool list may have changed (each Ready, each re-listing), so a
+   * catalog knows when to list again from the status stream alone.
+   */
+  toolsVersion: Schema.Int,
   server: Schema.optionalKey(Schema.Struct({ name: Schema.String, version: Schema.String })),
   instructions: Schema.optionalKey(Schema.String)
 }) {}

@@ -114,7 +114,8 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         state: "Stopped",
         since: yield* Clock.currentTimeMillis,
         restarts: 0,
-        attempt: 0
+        attempt: 0,
+        toolsVersion: 0
       }),
       live: undefined,
       error: undefined
@@ -131,6 +132,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     let backoffTimer: { readonly id: number; readonly fiber: Fiber.Fiber<void> } | undefined
     let probeFailures = 0
     let toolCount: number | undefined
+    let toolsVersion = 0
 
     const post = (message: Message<A>) => Queue.offer(mailbox, message)
 
@@ -158,6 +160,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
           ...State.errorFields(error),
           ...(session?.pid === undefined ? {} : { pid: session.pid }),
           ...(current === undefined || toolCount === undefined ? {} : { toolCount }),
+          toolsVersion,
           ...(session?.server === undefined ? {} : { server: session.server }),
           ...(session?.instructions === undefined ? {} : { instructions: session.instructions })
         })
@@ -292,6 +295,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         live = { id, session, scope: from.scope, closed, watchers }
         probeFailures = 0
         toolCount = session.toolCount
+        toolsVersion += 1
         yield* publish({ state: "Ready" }, undefined)
         yield* settleWaiters(Exit.void)
       })
@@ -392,8 +396,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         case "Stable":
           return live?.id === message.id && status.attempt !== 0 ? publish({ attempt: 0 }, lastError) : Effect.void
         case "ToolCount":
-          if (live?.id !== message.id || toolCount === message.count) return Effect.void
+          if (live?.id !== message.id) return Effect.void
           toolCount = message.count
+          toolsVersion += 1
           return publish({}, lastError)
       }
     }

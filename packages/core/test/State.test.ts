@@ -13,6 +13,7 @@ const full = new State.StatusSnapshot({
   lastError: { tag: "ServerCrashed", message: "gopls: server crashed: exit 2" },
   restarts: 3,
   attempt: 1,
+  toolsVersion: 2,
   pid: 4242,
   toolCount: 7
 })
@@ -54,6 +55,7 @@ describe("State", () => {
         lastError: { tag: "ServerCrashed", message: "gopls: server crashed: exit 2" },
         restarts: 3,
         attempt: 1,
+        toolsVersion: 2,
         pid: 4242,
         toolCount: 7
       })
@@ -69,7 +71,8 @@ describe("State", () => {
         state: "Stopped",
         since: 0,
         restarts: 0,
-        attempt: 0
+        attempt: 0,
+        toolsVersion: 0
       })
       assert.strictEqual(decoded.state, "Stopped")
       assert.isUndefined(decoded.lastError)
@@ -77,11 +80,19 @@ describe("State", () => {
       assert.isUndefined(decoded.toolCount)
       assert.isFalse("lastError" in decoded)
       const encoded = Schema.encodeSync(State.StatusSnapshot)(decoded)
-      assert.deepStrictEqual(Object.keys(encoded).sort(), ["attempt", "kind", "name", "restarts", "since", "state"])
+      assert.deepStrictEqual(Object.keys(encoded).sort(), [
+        "attempt",
+        "kind",
+        "name",
+        "restarts",
+        "since",
+        "state",
+        "toolsVersion"
+      ])
     })
 
     it("decoding rejects a bad state, a fractional restart count and a missing name", () => {
-      const base = { name: "fs", kind: "mcp", state: "Ready", since: 0, restarts: 0, attempt: 0 }
+      const base = { name: "fs", kind: "mcp", state: "Ready", since: 0, restarts: 0, attempt: 0, toolsVersion: 0 }
       const decode = Schema.decodeUnknownSync(State.StatusSnapshot)
       assert.doesNotThrow(() => decode(base))
       assert.throws(() => decode({ ...base, state: "Exploded" }))
@@ -122,6 +133,7 @@ describe("State", () => {
         since: 5,
         restarts: 5,
         attempt: 5,
+        toolsVersion: 0,
         ...State.errorFields(error)
       })
       assert.deepStrictEqual(Schema.encodeSync(State.StatusSnapshot)(snapshot).lastError, {

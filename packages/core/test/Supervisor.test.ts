@@ -57,6 +57,9 @@ describe("Supervisor", () => {
         yield* Queue.offer(script.last().toolCounts, 5)
         const changed = yield* until(supervisor, (s) => s.toolCount === 5)
         assert.strictEqual(changed.state, "Ready")
+        assert.isAbove(changed.toolsVersion, ready.toolsVersion)
+        yield* Queue.offer(script.last().toolCounts, 5)
+        yield* until(supervisor, (s) => s.toolsVersion > changed.toolsVersion)
         yield* supervisor.stop
         const stopped = yield* supervisor.state
         assert.isUndefined(stopped.toolCount)
