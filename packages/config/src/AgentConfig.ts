@@ -1,0 +1,360 @@
+/**
+ * The two config formats Toolvisor reads, as Schemas, and the resolved model the runtime builds
+ * toolsets from. The input Schemas follow docker-agent's agent YAML (so existing files load) and
+ * the `mcpServers` JSON of Claude Desktop, Cursor and `.mcp.json`; the JSON Schema for editors is
+ * generated from the same definitions, so the two can never disagree.
+ */
+import { Policy } from "@toolvisor/core"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
+
+// ---------------------------------------------------------------------------------------------
+// Durations and the lifecycle block
+// ---------------------------------------------------------------------------------------------
+
+const durationMessage = "Expected a duration like 500ms, 30s, 1m, 1h or a whole number of seconds"
+
+/** docker-agent reads a YAML number as seconds: `startup_timeout: 30` is 30 s. */
+const Seconds = Schema.Int.pipe(
+  Schema.check(Schema.isGreaterThanOrEqualTo(0, { message: durationMessage })),
+  Schema.decodeTo(
+    Schema.Duration,
+    SchemaTransformation.transform({ decode: Duration.seconds, encode: Duration.toSeconds })
+  )
+)
+
+/** A duration as core's `DurationString` (`500ms`, `30s`, `1m`, `1h`, `0`) or integer seconds. */
+export const DurationInput = Schema.Union([Policy.DurationString, Seconds]).annotate({
+  description: "A duration: 500ms, 30s, 1m, 1h, or a whole number of seconds",
+  message: durationMessage
+})
+
+const optionalDuration = Schema.optionalKey(DurationInput)
+
+/**
+ * Core's `lifecycle` block with every duration also accepting integer seconds. The decoded type is
+ * core's `Policy.Lifecycle`, so `Policy.fromLifecycle` resolves it unchanged.
+ */
+export const Lifecycle = Policy.Lifecycle.mapFields((fields) => ({
+  ...fields,
+  backoff: Schema.optionalKey(
+    fields.backoff.schema.mapFields((backoff) => ({
+      ...backoff,
+      initial: optionalDuration,
+      max: optionalDuration,
+      reset_after: optionalDuration
+    }))
+  ),
+  startup_timeout: optionalDuration,
+  call_timeout: optionalDuration,
+  health: Schema.optionalKey(
+    fields.health.schema.mapFields((health) => ({ ...health, interval: DurationInput, timeout: optionalDuration }))
+  )
+})).annotate({ identifier: "Lifecycle", description: "How a toolset is started, supervised and restarted" })
+
+// ---------------------------------------------------------------------------------------------
+// Shared field schemas
+// ---------------------------------------------------------------------------------------------
+
+/** YAML writes `PORT: 8080`; docker-agent reads any scalar into a string, and so do we. */
+const EnvValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pipe(
+  Schema.decodeTo(
+    Schema.String,
+    SchemaTransformation.transform<string, string | number | boolean>({ decode: String, encode: (text) => text })
+  )
+)
+
+const Env = Schema.Record(Schema.String, EnvValue).annotate({
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax being documented
+  description: "Environment variables for the server process; values may use ${VAR} and ${VAR:-default}"
+})
+
+const Headers = Schema.Record(Schema.String, Schema.String).annotate({
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax being documented
+  description: "HTTP headers sent with every request; values may use ${VAR}. Never shown in errors or status."
+})
+
+const Strings = Schema.Array(Schema.String)
+
+/** Fields docker-agent defines that Toolvisor does not use: accepted so existing files load, then ignored. */
+const ignored = Schema.optionalKey(
+  Schema.Unknown.annotate({ description: "docker-agent field, accepted for compatibility and ignored by Toolvisor" })
+)
+
+/** A field that belongs to another toolset type: present, it is an error that says where it belongs. */
+const onlyFor = (field: string, types: string) =>
+  Schema.optionalKey(Schema.Never.annotate({ message: `${field} can only be used with type ${types}` }))
+
+const common = {
+  name: Schema.optionalKey(
+    Schema.NonEmptyString.annotate({ description: "Display name; MCP tools are exposed as <name>_<tool>" })
+  ),
+  tools: Schema.optionalKey(Strings.annotate({ description: "Allow-list of exposed tool names (after the prefix)" })),
+  lifecycle: Schema.optionalKey(Lifecycle),
+  lazy: Schema.optionalKey(Schema.Boolean.annotate({ description: "Connect at first use instead of at start-up" })),
+  instruction: ignored,
+  toon: ignored,
+  model: ignored,
+  defer: ignored,
+  version: ignored
+}
+
+const processFields = {
+  command: Schema.optionalKey(Schema.NonEmptyString),
+  args: Schema.optionalKey(Strings),
+  env: Schema.optionalKey(Env),
+  working_dir: Schema.optionalKey(
+    Schema.String.annotate({ description: "Working directory, relative to the config file's directory" })
+  )
+}
+
+/** A remote MCP server. `streamable` and `streamable-http` both mean streamable HTTP. */
+export const Remote = Schema.Struct({
+  url: Schema.NonEmptyString,
+  transport_type: Schema.optionalKey(Schema.Literals(["sse", "streamable", "streamable-http"])),
+  headers: Schema.optionalKey(Headers),
+  oauth: ignored
+})
+
+const mcpSourceMessage = "either command, remote or ref must be set, but only one of those"
+
+interface McpSource {
+  readonly command?: string | undefined
+  readonly remote?: unknown
+  readonly ref?: string | undefined
+  readonly working_dir?: string | undefined
+}
+
+/** docker-agent's rules for an MCP source: exactly one of command, remote, ref; no working_dir when remote. */
+const checkMcpSource = Schema.makeFilter((entry: McpSource) => {
+  const sources = [entry.command, entry.remote, entry.ref].filter((source) => source !== undefined).length
+  return [
+    ...(sources === 1 ? [] : [mcpSourceMessage]),
+    ...(entry.remote !== undefined && entry.working_dir !== undefined
+      ? [{ path: ["working_dir"], issue: "working_dir cannot be used with a remote MCP server" }]
+      : [])
+  ]
+})
+
+const mcpFields = {
+  ...common,
+  ...processFields,
+  remote: Schema.optionalKey(Remote),
+  ref: Schema.optionalKey(
+    Schema.NonEmptyString.annotate({ description: "A name under top-level `mcps:`, or a docker: catalog ref" })
+  ),
+  config: ignored,
+  file_types: onlyFor("file_types", "'lsp'")
+}
+
+export const McpEntry = Schema.Struct({ type: Schema.Literal("mcp"), ...mcpFields })
+  .pipe(Schema.check(checkMcpSource))
+  .annotate({ identifier: "McpToolset", description: "An MCP server: a command (stdio), a remote URL or a ref" })
+
+export const LspEntry = Schema.Struct({
+  type: Schema.Literal("lsp"),
+  ...common,
+  ...processFields,
+  command: Schema.NonEmptyString,
+  file_types: Schema.optionalKey(
+    Strings.annotate({ description: "File extensions this server handles, e.g. .go; empty means all" })
+  ),
+  remote: onlyFor("remote", "'mcp'"),
+  ref: onlyFor("ref", "'mcp'")
+}).annotate({ identifier: "LspToolset", description: "A language server over stdio" })
+
+/** docker-agent toolset types Toolvisor does not run: loaded, reported as skipped. */
+export const skippedTypes = [
+  "todo",
+  "tasks",
+  "memory",
+  "think",
+  "shell",
+  "script",
+  "filesystem",
+  "fetch",
+  "api",
+  "a2a",
+  "user_prompt",
+  "openapi",
+  "model_picker",
+  "background_agents",
+  "rag"
+] as const
+
+/**
+ * One member per skipped type: the union picks a member by its literal `type`, so a bad `mcp` entry
+ * reports only its own problems. Their other fields belong to docker-agent and are not checked.
+ */
+const skippedEntries = skippedTypes.map((type) =>
+  Schema.StructWithRest(
+    Schema.Struct({ type: Schema.Literal(type), lifecycle: onlyFor("lifecycle", "'mcp' or 'lsp'") }),
+    [Schema.Record(Schema.String, Schema.Unknown)]
+  )
+)
+
+export const ToolsetEntry = Schema.Union([McpEntry, LspEntry, ...skippedEntries]).annotate({
+  message: `Expected a toolset with type one of: mcp, lsp, ${skippedTypes.join(", ")}`
+})
+export type ToolsetEntry = typeof ToolsetEntry.Type
+
+/** A reusable MCP definition under top-level `mcps:`; `type: mcp` is implied. */
+export const McpDefinition = Schema.Struct({ ...mcpFields, type: Schema.optionalKey(Schema.Literal("mcp")) })
+  .pipe(Schema.check(checkMcpSource))
+  .annotate({ identifier: "McpDefinition" })
+export type McpDefinition = typeof McpDefinition.Type
+
+export const Agent = Schema.Struct({
+  toolsets: Schema.optionalKey(Schema.Array(ToolsetEntry)),
+  model: ignored,
+  description: ignored,
+  instruction: ignored,
+  welcome_message: ignored,
+  sub_agents: ignored,
+  handoffs: ignored,
+  add_date: ignored,
+  add_environment_info: ignored,
+  add_prompt_files: ignored,
+  code_mode_tools: ignored,
+  max_iterations: ignored,
+  num_history_items: ignored,
+  commands: ignored,
+  structured_output: ignored,
+  skills: ignored,
+  hooks: ignored,
+  rag: ignored,
+  fallback: ignored
+}).annotate({ identifier: "Agent" })
+
+/** The docker-agent YAML format. Only `agents.*.toolsets` and `mcps` matter to Toolvisor. */
+export const AgentFile = Schema.Struct({
+  agents: Schema.Record(Schema.String, Agent),
+  mcps: Schema.optionalKey(Schema.Record(Schema.String, McpDefinition)),
+  version: ignored,
+  metadata: ignored,
+  models: ignored,
+  rag: ignored,
+  providers: ignored,
+  permissions: ignored
+}).annotate({ identifier: "AgentConfig", title: "Toolvisor / docker-agent agent config" })
+export type AgentFile = typeof AgentFile.Type
+
+// ---------------------------------------------------------------------------------------------
+// mcpServers JSON
+// ---------------------------------------------------------------------------------------------
+
+interface ServerSource {
+  readonly command?: string | undefined
+  readonly url?: string | undefined
+  readonly type?: string | undefined
+  readonly cwd?: string | undefined
+}
+
+const checkServerSource = Schema.makeFilter((server: ServerSource) => {
+  const remoteType = server.type !== undefined && server.type !== "stdio"
+  return [
+    ...((server.command === undefined) === (server.url === undefined)
+      ? ["either command or url must be set, but only one of those"]
+      : []),
+    ...(server.type === "stdio" && server.url !== undefined
+      ? [{ path: ["type"], issue: "type stdio needs a command, not a url" }]
+      : []),
+    ...(remoteType && server.command !== undefined
+      ? [{ path: ["type"], issue: `type ${server.type} needs a url, not a command` }]
+      : []),
+    ...(server.url !== undefined && server.cwd !== undefined
+      ? [{ path: ["cwd"], issue: "cwd cannot be used with a remote MCP server" }]
+      : [])
+  ]
+})
+
+/** One server of an `mcpServers` file; `lifecycle`, `tools` and `lazy` are Toolvisor extensions. */
+export const McpServer = Schema.Struct({
+  command: Schema.optionalKey(Schema.NonEmptyString),
+  args: Schema.optionalKey(Strings),
+  env: Schema.optionalKey(Env),
+  cwd: Schema.optionalKey(Schema.String),
+  url: Schema.optionalKey(Schema.NonEmptyString),
+  type: Schema.optionalKey(Schema.Literals(["stdio", "http", "sse", "streamable-http"])),
+  headers: Schema.optionalKey(Headers),
+  lifecycle: Schema.optionalKey(Lifecycle),
+  tools: Schema.optionalKey(Strings),
+  lazy: Schema.optionalKey(Schema.Boolean),
+  disabled: Schema.optionalKey(Schema.Boolean.annotate({ description: "A disabled server is skipped" })),
+  autoApprove: ignored,
+  alwaysAllow: ignored,
+  timeout: ignored,
+  description: ignored
+})
+  .pipe(Schema.check(checkServerSource))
+  .annotate({ identifier: "McpServer" })
+export type McpServer = typeof McpServer.Type
+
+/** Claude Desktop / Cursor / `.mcp.json`. Other top-level keys belong to the host app and are ignored. */
+export const McpServersFile = Schema.StructWithRest(
+  Schema.Struct({ mcpServers: Schema.Record(Schema.String, McpServer) }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+)
+export type McpServersFile = typeof McpServersFile.Type
+
+// ---------------------------------------------------------------------------------------------
+// The resolved model
+// ---------------------------------------------------------------------------------------------
+
+export type Transport =
+  | {
+      readonly _tag: "stdio"
+      readonly command: string
+      readonly args: ReadonlyArray<string>
+      readonly env: Readonly<Record<string, string>>
+      readonly cwd: string | undefined
+    }
+  | { readonly _tag: "http" | "sse"; readonly url: string; readonly headers: Readonly<Record<string, string>> }
+
+/** One toolset, ready to build: every reference resolved, every variable expanded, the policy computed. */
+export interface ToolsetConfig {
+  /** docker-agent's identity: `mcp/<name>` if named, else `mcp/ref/…`, `mcp/cmd/…`, `mcp/remote/…`, `lsp/cmd/…`. */
+  readonly identity: string
+  /** Hex SHA-256 of the entry's canonical JSON: equal definitions, equal signatures. */
+  readonly signature: string
+  /** Display name, unique in the config. */
+  readonly name: string
+  /** The YAML `name` when set: tools are exposed as `${prefix}_${tool}`. */
+  readonly prefix: string | undefined
+  readonly type: "mcp" | "lsp"
+  readonly transport: Transport
+  /** LSP only; empty means every file type. */
+  readonly fileTypes: ReadonlyArray<string>
+  /** Allow-list of exposed tool names; `undefined` exposes every tool. */
+  readonly tools: ReadonlyArray<string> | undefined
+  /** The block as decoded, for display and diff. */
+  readonly lifecycle: Policy.Lifecycle
+  /** Profile plus overrides. For remote MCP the MCP package still applies its remote defaults. */
+  readonly policy: Policy.Policy
+  readonly lazy: boolean
+  /** Every value that came from the environment: redact these wherever the toolset is shown. */
+  readonly secrets: ReadonlyArray<string>
+  /** Where it was declared, e.g. `agents.root.toolsets[2]` or `mcpServers.files`. */
+  readonly path: string
+}
+
+export interface AgentSpec {
+  readonly name: string
+  /** Identities, in config order. */
+  readonly toolsets: ReadonlyArray<string>
+}
+
+export interface Skipped {
+  readonly path: string
+  readonly type: string
+  readonly reason: string
+}
+
+export interface Config {
+  readonly source: string
+  readonly agents: ReadonlyArray<AgentSpec>
+  /** Each identity once, first-seen order; agents share a toolset by identity. */
+  readonly toolsets: ReadonlyArray<ToolsetConfig>
+  readonly skipped: ReadonlyArray<Skipped>
+}

@@ -1,0 +1,343 @@
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as ConfigLoader from "../src/ConfigLoader.ts"
+import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
+
+const fixture = (name: string) => NodePath.join(import.meta.dirname, "fixtures", name)
+
+const tempFile = (name: string, text: string): string => {
+  const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-config-"))
+  const path = NodePath.join(dir, name)
+  NodeFs.writeFileSync(path, text)
+  return path
+}
+
+describe("ConfigLoader: the docker-agent example (anchor §6)", () => {
+  it.effect("loads; filesystem, shell and the docker: ref are skipped; oauth is accepted", () =>
+    Effect.gen(function* () {
+      const config = yield* ConfigLoader.load(fixture("docker-agent.yaml"), { env: { GITHUB_TOKEN: "ghp_secret123" } })
+      assert.deepStrictEqual(config.agents, [
+        {
+          name: "root",
+          toolsets: ["mcp/fs", "mcp/notion", "mcp/ref/github", "lsp/cmd/gopls", "lsp/cmd/typescript-language-server"]
+        }
+      ])
+      assert.deepStrictEqual(
+        config.skipped.map((skip) => [skip.path, skip.type]),
+        [
+          ["agents.root.toolsets[0]", "filesystem"],
+          ["agents.root.toolsets[1]", "shell"],
+          ["agents.root.toolsets[4]", "mcp"]
+        ]
+      )
+      assert.include(config.skipped[2]?.reason, "docker:duckduckgo")
+
+      const fs = toolset(config, "mcp/fs")
+      assert.strictEqual(fs.name, "fs")
+      assert.strictEqual(fs.prefix, "fs")
+      assert.deepStrictEqual(fs.transport, {
+        _tag: "stdio",
+        command: "npx",
+        args: ["-y", "@modelcontextprotocol/server-filesystem", "."],
+        env: { NODE_OPTIONS: "--max-old-space-size=512" },
+        cwd: undefined
+      })
+      assert.deepStrictEqual(fs.tools, ["fs_read_file", "fs_list_directory"])
+      assert.strictEqual(fs.policy.maxRestarts, 10)
+      assert.strictEqual(Duration.toMillis(fs.policy.backoff.initial), 500)
+      assert.strictEqual(Duration.toMillis(fs.policy.backoff.max), 60_000)
+      assert.strictEqual(fs.policy.backoff.jitter, 0.2)
+
+      const notion = toolset(config, "mcp/notion")
+      assert.deepStrictEqual(notion.transport, { _tag: "http", url: "https://mcp.notion.com/mcp", headers: {} })
+      assert.strictEqual(notion.policy.restart, "always")
+
+      const github = toolset(config, "mcp/ref/github")
+      assert.strictEqual(github.name, "github")
+      assert.isUndefined(github.prefix)
+      assert.deepStrictEqual(github.transport, {
+        _tag: "http",
+        url: "https://api.githubcopilot.com/mcp",
+        headers: { Authorization: "Bearer ghp_secret123" }
+      })
+      assert.deepStrictEqual(github.secrets, ["ghp_secret123"])
+
+      const gopls = toolset(config, "lsp/cmd/gopls")
+      assert.strictEqual(gopls.type, "lsp")
+      assert.deepStrictEqual(gopls.fileTypes, [".go"])
+      assert.strictEqual(
+        gopls.transport._tag === "stdio" ? gopls.transport.cwd : undefined,
+        NodePath.join(import.meta.dirname, "fixtures", "backend")
+      )
+      assert.strictEqual(gopls.policy.restart, "never")
+      assert.isTrue(gopls.policy.required)
+      assert.strictEqual(gopls.name, "gopls")
+      assert.strictEqual(toolset(config, "lsp/cmd/typescript-language-server").name, "typescript-language-server")
+    })
+  )
+})
+
+describe("ConfigLoader: mcpServers JSON", () => {
+  it.effect("a .mcp.json becomes the agent `default`, each server named and prefixed by its key", () =>
+    Effect.gen(function* () {
+      const config = yield* ConfigLoader.load(fixture("mcp.json"), { env: { SEARCH_TOKEN: "tok-123456" } })
+      assert.deepStrictEqual(config.agents, [{ name: "default", toolsets: ["mcp/files", "mcp/search", "mcp/events"] }])
+      assert.deepStrictEqual(config.skipped, [{ path: "mcpServers.old", type: "mcp", reason: "disabled: true" }])
+      const files = toolset(config, "mcp/files")
+      assert.strictEqual(files.prefix, "files")
+      assert.deepStrictEqual(files.transport, {
+        _tag: "stdio",
+        command: "npx",
+        args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+        env: { LOG_LEVEL: "debug" },
+        cwd: NodePath.join(import.meta.dirname, "fixtures", "work")
+      })
+      const search = toolset(config, "mcp/search")
+      assert.deepStrictEqual(search.transport, {
+        _tag: "http",
+        url: "https://search.example.com/mcp",
+        headers: { Authorization: "Bearer tok-123456" }
+      })
+      assert.strictEqual(search.policy.restart, "never")
+      assert.strictEqual(Duration.toMillis(search.policy.startupTimeout ?? Duration.zero), 10_000)
+      assert.strictEqual(toolset(config, "mcp/events").transport._tag, "sse")
+    })
+  )
+
+  it.effect("a server must have exactly one of command and url", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        ConfigLoader.parse(JSON.stringify({ mcpServers: { a: {}, b: { command: "x", url: "https://x", cwd: "." } } }), {
+          source: ".mcp.json",
+          baseDir: "/"
+        })
+      )
+      assert.deepStrictEqual(
+        error.issues.map((issue) => issue.path),
+        ["mcpServers.a", "mcpServers.b", "mcpServers.b.cwd"]
+      )
+    })
+  )
+})
+
+describe("ConfigLoader: validation", () => {
+  it.effect("a config with five mistakes reports all five, each with its path", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        parse(`
+agents:
+  root:
+    toolsets:
+      - type: mcp
+        comand: npx
+      - type: lsp
+        file_types: [".go"]
+      - type: mcp
+        command: server
+        lifecycle:
+          profile: fragile
+          backoff: { jitter: 2 }
+      - type: mcp
+        command: other
+        remote: { url: "https://x.example.com/mcp" }
+`)
+      )
+      assert.deepStrictEqual(
+        error.issues.map((issue) => `${issue.path}: ${issue.message}`),
+        [
+          "agents.root.toolsets[0].comand: Unknown field `comand`; did you mean `command`?",
+          "agents.root.toolsets[1].command: Missing required field `command`",
+          'agents.root.toolsets[2].lifecycle.profile: Expected "resilient" | "strict" | "best-effort"',
+          "agents.root.toolsets[2].lifecycle.backoff.jitter: Expected a jitter between 0 and 1",
+          "agents.root.toolsets[3]: either command, remote or ref must be set, but only one of those"
+        ]
+      )
+      assert.include(error.message, "Invalid config <inline> (5 problems):")
+      assert.include(
+        error.message,
+        "\nagents.root.toolsets[2].lifecycle.backoff.jitter: Expected a jitter between 0 and 1"
+      )
+    })
+  )
+
+  it.effect("unknown fields get a did-you-mean when close, at every level", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(`
+agent:
+  root: {}
+agents:
+  root:
+    toolsets:
+      - type: mcp
+        command: x
+        lifecycle: { max_restart: 3, colour: red }
+`)
+      assert.deepStrictEqual(issues, [
+        { path: "agent", message: "Unknown field `agent`; did you mean `agents`?" },
+        {
+          path: "agents.root.toolsets[0].lifecycle.max_restart",
+          message: "Unknown field `max_restart`; did you mean `max_restarts`?"
+        },
+        { path: "agents.root.toolsets[0].lifecycle.colour", message: "Unknown field `colour`" }
+      ])
+    })
+  )
+
+  it.effect("fields of another toolset type say where they belong", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        agentYaml(`      - { type: mcp, command: x, file_types: [".go"] }
+      - { type: lsp, command: gopls, remote: { url: "https://x" } }
+      - { type: shell, lifecycle: { profile: strict } }
+      - { type: mcp, remote: { url: "https://x" }, working_dir: ./sub }
+      - { type: wasm }
+`)
+      )
+      assert.deepStrictEqual(
+        issues.map((issue) => `${issue.path}: ${issue.message}`),
+        [
+          "agents.root.toolsets[0].file_types: file_types can only be used with type 'lsp'",
+          "agents.root.toolsets[1].remote: remote can only be used with type 'mcp'",
+          "agents.root.toolsets[2].lifecycle: lifecycle can only be used with type 'mcp' or 'lsp'",
+          "agents.root.toolsets[3].working_dir: working_dir cannot be used with a remote MCP server",
+          `agents.root.toolsets[4]: Expected a toolset with type one of: mcp, lsp, todo, tasks, memory, think, shell, script, filesystem, fetch, api, a2a, user_prompt, openapi, model_picker, background_agents, rag`
+        ]
+      )
+    })
+  )
+
+  it.effect("a ref must name an mcps entry; docker: refs are skipped", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        `mcps:\n  github: { remote: { url: "https://x.example.com" } }\n` +
+          agentYaml(`      - { type: mcp, ref: gitlab }\n`)
+      )
+      assert.deepStrictEqual(issues, [
+        {
+          path: "agents.root.toolsets[0].ref",
+          message: 'No MCP definition named "gitlab" under mcps (defined: github)'
+        }
+      ])
+      const config = yield* parse(agentYaml(`      - { type: mcp, ref: "docker:context7" }\n`))
+      assert.deepStrictEqual(config.toolsets, [])
+      assert.strictEqual(config.skipped[0]?.path, "agents.root.toolsets[0]")
+    })
+  )
+
+  it.effect("a remote URL must be absolute http(s)", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(agentYaml(`      - { type: mcp, remote: { url: "ftp://x" } }\n`))
+      assert.deepStrictEqual(issues, [
+        { path: "agents.root.toolsets[0].remote.url", message: "Expected an absolute http:// or https:// URL" }
+      ])
+    })
+  )
+})
+
+describe("ConfigLoader: agents and sharing", () => {
+  const twoAgents = `
+agents:
+  root:
+    toolsets:
+      - { type: mcp, name: fs, command: fs-server }
+      - { type: lsp, command: gopls }
+  helper:
+    toolsets:
+      - { type: mcp, name: fs, command: fs-server }
+      - { type: mcp, command: /usr/bin/gopls }
+`
+
+  it.effect("two agents declaring the same toolset share one; display names are de-duplicated", () =>
+    Effect.gen(function* () {
+      const config = yield* parse(twoAgents)
+      assert.deepStrictEqual(
+        config.toolsets.map((entry) => [entry.identity, entry.name]),
+        [
+          ["mcp/fs", "fs"],
+          ["lsp/cmd/gopls", "gopls"],
+          ["mcp/cmd//usr/bin/gopls", "gopls-2"]
+        ]
+      )
+      assert.deepStrictEqual(config.agents[1], { name: "helper", toolsets: ["mcp/fs", "mcp/cmd//usr/bin/gopls"] })
+    })
+  )
+
+  it.effect("the same identity with a different definition is an error at both paths", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(`
+agents:
+  root:
+    toolsets: [{ type: mcp, name: fs, command: fs-server }]
+  helper:
+    toolsets: [{ type: mcp, name: fs, command: fs-server, args: ["--readonly"] }]
+`)
+      assert.deepStrictEqual(
+        issues.map((issue) => issue.path),
+        ["agents.root.toolsets[0]", "agents.helper.toolsets[0]"]
+      )
+      assert.include(issues[0]?.message, "mcp/fs is also declared at agents.helper.toolsets[0]")
+    })
+  )
+
+  it.effect("`agent` selects one agent and only its toolsets; an unknown agent lists the agents", () =>
+    Effect.gen(function* () {
+      const config = yield* parse(twoAgents, {}, "helper")
+      assert.deepStrictEqual(
+        config.agents.map((agent) => agent.name),
+        ["helper"]
+      )
+      assert.deepStrictEqual(
+        config.toolsets.map((entry) => entry.identity),
+        ["mcp/fs", "mcp/cmd//usr/bin/gopls"]
+      )
+      const error = yield* Effect.flip(parse(twoAgents, {}, "reviewer"))
+      assert.deepStrictEqual(error.issues, [
+        { path: "agents", message: 'No agent named "reviewer" (agents: root, helper)' }
+      ])
+    })
+  )
+})
+
+describe("ConfigLoader: files that cannot be read", () => {
+  it.effect("a missing file is one clear issue", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(ConfigLoader.load("/nonexistent/agent.yaml"))
+      assert.deepStrictEqual(error.issues, [{ path: "", message: "File not found: /nonexistent/agent.yaml" }])
+      assert.strictEqual(
+        error.message,
+        "Invalid config /nonexistent/agent.yaml (1 problem):\nFile not found: /nonexistent/agent.yaml"
+      )
+      assert.notInclude(error.message, "    at ")
+    })
+  )
+
+  it.effect("a file that is not YAML is one clear issue with its position", () =>
+    Effect.gen(function* () {
+      const path = tempFile("agent.yaml", "agents:\n  root: [unclosed\n")
+      const error = yield* Effect.flip(ConfigLoader.load(path))
+      assert.strictEqual(error.issues.length, 1)
+      assert.match(error.issues[0]?.message ?? "", /^Not valid YAML \(line \d+, column \d+\): /)
+    })
+  )
+
+  it.effect("prose parses as YAML but is not a config: one issue saying so", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(ConfigLoader.load(tempFile("notes.md", "Just some notes about agents.\n")))
+      assert.deepStrictEqual(error.issues, [
+        { path: "", message: "Expected a YAML or JSON mapping with agents: or mcpServers:, got a string" }
+      ])
+    })
+  )
+
+  it.effect("broken JSON is one issue", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(ConfigLoader.load(tempFile(".mcp.json", '{ "mcpServers": { ')))
+      assert.strictEqual(error.issues.length, 1)
+      assert.match(error.issues[0]?.message ?? "", /^Not valid JSON: /)
+    })
+  )
+})
