@@ -59,6 +59,15 @@ export interface Supervisor<A> {
    * restarting, fails at once when the toolset is terminal or when the session dies mid-request.
    */
   readonly use: <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>) => Effect.Effect<B, E | UseError, R>
+  /**
+   * Runs a request on the live session with neither a deadline nor a watch on the session's end,
+   * waiting for Ready (under `call_timeout`) only when the toolset is not usable. For transports
+   * whose requests already fail when the session closes and that enforce `call_timeout`
+   * themselves: the hot path then costs no fiber and no timer.
+   */
+  readonly useDirect: <B, E, R>(
+    f: (handle: A) => Effect.Effect<B, E, R>
+  ) => Effect.Effect<B, E | LifecycleError.NotStarted | LifecycleError.CallTimeout, R>
 }
 
 type Reply = Deferred.Deferred<void, LifecycleError.LifecycleError>
@@ -525,15 +534,25 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         return yield* Deferred.await(reply)
       })
 
-    const awaitUsable: Effect.Effect<Live<A>, LifecycleError.NotStarted> = SubscriptionRef.changes(view).pipe(
-      Stream.filter((v) => State.isUsable(v.status.state) || State.isTerminal(v.status.state)),
-      Stream.runHead,
-      Effect.flatMap((found) => {
-        const current = found._tag === "Some" ? found.value : undefined
-        if (current?.live !== undefined) return Effect.succeed(current.live)
-        if (current === undefined) return Effect.fail(notStarted("supervisor closed"))
-        return Effect.fail(notStarted(`not running (${current.status.state})`, current.error))
-      })
+    const settled = (current: View<A> | undefined): Effect.Effect<Live<A>, LifecycleError.NotStarted> => {
+      if (current?.live !== undefined) return Effect.succeed(current.live)
+      if (current === undefined) return Effect.fail(notStarted("supervisor closed"))
+      return Effect.fail(notStarted(`not running (${current.status.state})`, current.error))
+    }
+
+    const isSettled = (v: View<A>) => State.isUsable(v.status.state) || State.isTerminal(v.status.state)
+
+    /** The live session; reads the current view first, and subscribes only while starting or restarting. */
+    const awaitUsable: Effect.Effect<Live<A>, LifecycleError.NotStarted> = Effect.flatMap(
+      SubscriptionRef.get(view),
+      (now) =>
+        isSettled(now)
+          ? settled(now)
+          : SubscriptionRef.changes(view).pipe(
+              Stream.filter(isSettled),
+              Stream.runHead,
+              Effect.flatMap((found) => settled(found._tag === "Some" ? found.value : undefined))
+            )
     )
 
     const callTimeout = (timeout: Duration.Duration) =>
@@ -543,15 +562,28 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         afterMillis: Duration.toMillis(timeout)
       })
 
-    const use = <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | UseError, R> => {
-      const run = awaitUsable.pipe(
-        Effect.flatMap((current) => Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
-      )
+    const withCallTimeout = <B, E, R>(effect: Effect.Effect<B, E, R>) => {
       const timeout = policy.callTimeout
       return timeout === undefined
-        ? run
-        : run.pipe(Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(callTimeout(timeout)) }))
+        ? effect
+        : Effect.timeoutOrElse(effect, { duration: timeout, orElse: () => Effect.fail(callTimeout(timeout)) })
     }
+
+    const use = <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | UseError, R> =>
+      withCallTimeout(
+        awaitUsable.pipe(
+          Effect.flatMap((current) => Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
+        )
+      )
+
+    const useDirect = <B, E, R>(
+      f: (handle: A) => Effect.Effect<B, E, R>
+    ): Effect.Effect<B, E | LifecycleError.NotStarted | LifecycleError.CallTimeout, R> =>
+      Effect.flatMap(SubscriptionRef.get(view), (now) =>
+        now.live !== undefined
+          ? f(now.live.session.handle)
+          : Effect.flatMap(withCallTimeout(awaitUsable), (current) => f(current.session.handle))
+      )
 
     return {
       name,
@@ -566,7 +598,8 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       state: Effect.map(SubscriptionRef.get(view), (v) => v.status),
       changes: Stream.map(SubscriptionRef.changes(view), (v) => v.status),
       events: Stream.fromPubSub(hub),
-      use
+      use,
+      useDirect
     }
   })
 

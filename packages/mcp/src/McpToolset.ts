@@ -50,6 +50,9 @@ export const effectivePolicy = (spec: McpSpec.McpSpec, policy: Policy.Policy): P
 /** JSON-RPC codes that describe the connection, not the request: those stay lifecycle errors. */
 const connectionCodes = new Set([-32000, -32001])
 
+/** The SDK's code for a request that ran past its `timeout`. */
+const requestTimeout = -32001
+
 /** OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them. */
 export const stripNulls = (args: { readonly [key: string]: unknown }): Record<string, unknown> =>
   Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
@@ -99,71 +102,82 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             message: `${name}: the session closed before "${tool}" was sent`,
             cause
           })
-        : cause instanceof McpError && !connectionCodes.has(cause.code)
-          ? new Toolset.ToolCallFailed({
+        : cause instanceof McpError && cause.code === requestTimeout
+          ? new LifecycleError.CallTimeout({
               toolset: name,
-              tool,
-              message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
-              code: cause.code,
+              message: `${name}/${tool}: did not complete within ${sdkTimeout} ms`,
+              afterMillis: sdkTimeout,
               cause
             })
-          : Classify.classify(name, cause)
+          : cause instanceof McpError && !connectionCodes.has(cause.code)
+            ? new Toolset.ToolCallFailed({
+                toolset: name,
+                tool,
+                message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
+                code: cause.code,
+                cause
+              })
+            : Classify.classify(name, cause)
 
     /** Only a current listing may veto a call: a stale one would miss a tool just added. */
     const lookup = (session: McpConnector.McpSession, tool: string) =>
-      Effect.gen(function* () {
-        const known = yield* session.tools.current
+      Effect.flatMap(session.tools.current, (known) => {
         const found = known?.find((t) => t.name === tool)
-        if (known === undefined || found !== undefined) return found
+        if (known === undefined || found !== undefined) return Effect.succeed(found)
         const names = known.map((t) => t.name)
         const shown = `${names.slice(0, 20).join(", ")}${names.length > 20 ? ", …" : ""}`
-        return yield* new Toolset.ToolNotFound({
-          toolset: name,
-          tool,
-          message: `${name}: no tool named "${tool}" (it has ${names.length}: ${shown})`
-        })
+        return Effect.fail(
+          new Toolset.ToolNotFound({
+            toolset: name,
+            tool,
+            message: `${name}: no tool named "${tool}" (it has ${names.length}: ${shown})`
+          })
+        )
       })
+
+    /**
+     * The SDK enforces `call_timeout` with a plain timer (mapped to CallTimeout), and rejects a
+     * pending request as soon as its session closes, so a call needs no fiber of its own.
+     */
+    const sdkTimeout =
+      policy.callTimeout === undefined ? McpConnector.noSdkTimeout : Duration.toMillis(policy.callTimeout)
 
     const invoke = (session: McpConnector.McpSession, tool: string, args: { readonly [key: string]: unknown }) =>
       Effect.tryPromise({
         try: (signal) =>
           session.client.callTool({ name: tool, arguments: stripNulls(args) }, undefined, {
             signal,
-            timeout: McpConnector.noSdkTimeout
+            timeout: sdkTimeout
           }),
         catch: (cause) => callFailure(tool, cause)
       }).pipe(Effect.map(toToolResult))
 
-    const callTool = (tool: string, args: { readonly [key: string]: unknown }) =>
-      Effect.gen(function* () {
-        let used: McpConnector.McpSession | undefined
-        let safeToResend = false
-        const attempt = supervisor.use((session) =>
-          Effect.gen(function* () {
-            used = session
-            const found = yield* lookup(session, tool)
-            safeToResend = found?.annotations?.readOnlyHint === true || found?.annotations?.idempotentHint === true
-            return yield* invoke(session, tool, args)
-          })
-        )
-        /** Reconnects only if the session that failed is still the live one; a newer one is used as is. */
-        const resend = supervisor
-          .use((current) => Effect.succeed(current))
-          .pipe(
-            Effect.flatMap((current) => (current === used ? supervisor.restart : Effect.void)),
-            Effect.andThen(attempt)
-          )
-        const unknownFate = (error: LifecycleError.ServerCrashed | LifecycleError.TransportError) =>
-          safeToResend ? resend : Effect.fail(error)
-        return yield* attempt.pipe(
-          Effect.catchTags({
-            SessionMissing: () => resend,
-            ServerUnavailable: (error) => (McpSpec.isRemote(spec) ? resend : Effect.fail(error)),
-            ServerCrashed: unknownFate,
-            TransportError: unknownFate
-          })
-        )
-      }).pipe(withCallTimeout(policy, name))
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
+      let used: McpConnector.McpSession | undefined
+      let safeToResend = false
+      const attempt = supervisor.useDirect((session) => {
+        used = session
+        return Effect.flatMap(lookup(session, tool), (found) => {
+          safeToResend = found?.annotations?.readOnlyHint === true || found?.annotations?.idempotentHint === true
+          return invoke(session, tool, args)
+        })
+      })
+      /** Reconnects only if the session that failed is still the live one; a newer one is used as is. */
+      const resend = () =>
+        supervisor
+          .useDirect((current) => (current === used ? supervisor.restart : Effect.void))
+          .pipe(Effect.andThen(attempt), withCallTimeout(policy, name))
+      const unknownFate = (error: LifecycleError.ServerCrashed | LifecycleError.TransportError) =>
+        safeToResend ? resend() : Effect.fail(error)
+      return attempt.pipe(
+        Effect.catchTags({
+          SessionMissing: resend,
+          ServerUnavailable: (error) => (McpSpec.isRemote(spec) ? resend() : Effect.fail(error)),
+          ServerCrashed: unknownFate,
+          TransportError: unknownFate
+        })
+      )
+    }
 
     return {
       name,
