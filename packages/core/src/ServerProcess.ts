@@ -127,6 +127,9 @@ export const spawn = (
 
 type Child = NodeChildProcess.ChildProcessWithoutNullStreams
 
+/** How long an exit report waits for the last of stderr. */
+const stderrGrace = 200
+
 /** How long a failure on a closed pipe waits for the exit that usually follows it. */
 const exitReportGrace = 500
 
@@ -142,7 +145,19 @@ const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tai
     child.stderr.on("data", (chunk: Buffer) => tail.push(decoder.write(chunk)))
     // A server that dies while we write to it must not take the host down with EPIPE.
     child.stdin.on("error", () => {})
-    child.on("exit", (code, signal) => Deferred.doneUnsafe(exit, Effect.succeed({ code, signal })))
+    // "exit" can come before the last stderr bytes are read; wait (briefly: a grandchild may hold
+    // the pipe open) for stderr to end, so the reported tail says why the server died.
+    let stderrEnded = false
+    child.stderr.once("end", () => (stderrEnded = true))
+    child.on("exit", (code, signal) => {
+      const report = () => Deferred.doneUnsafe(exit, Effect.succeed({ code, signal }))
+      if (stderrEnded) return report()
+      const timer = setTimeout(report, stderrGrace)
+      child.stderr.once("end", () => {
+        clearTimeout(timer)
+        report()
+      })
+    })
     child.once("spawn", () => resume(Effect.succeed(child)))
     child.once("error", (cause) => {
       // After a successful spawn, errors come from kill/stdio; the exit event reports the outcome.
