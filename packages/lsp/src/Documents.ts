@@ -1,0 +1,133 @@
+/**
+ * The documents a session has open on the server. A file is opened on demand (`didOpen`, with
+ * the language id from its extension) and re-synced with `didChange` whenever it changed on
+ * disk since it was last sent, so answers are never about stale text. The state belongs to one
+ * session: a reconnected server knows no documents, and none are assumed.
+ */
+import * as NodeFs from "node:fs/promises"
+import { Classify, type LifecycleError } from "@toolvisor/core"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Semaphore from "effect/Semaphore"
+import type * as Rpc from "vscode-jsonrpc/node"
+import * as Protocol from "vscode-languageserver-protocol"
+import * as Paths from "./Paths.ts"
+
+/** A file argument the tool cannot use: missing, a directory, unreadable. A tool error, not a crash. */
+export class FileProblem extends Data.TaggedError("FileProblem")<{
+  readonly argument: string
+  readonly path: string
+  readonly message: string
+}> {}
+
+export interface Document {
+  readonly path: string
+  readonly uri: string
+  readonly languageId: string
+  readonly version: number
+  /** The text last sent; compared with the file on every use (cheaper than trusting mtimes). */
+  readonly text: string
+  /** The diagnostics sequence number when this version was sent. */
+  readonly sentAt: number
+}
+
+export interface Synced {
+  readonly document: Document
+  /** True when this call sent the text (opened or changed), so fresh diagnostics will follow. */
+  readonly sent: boolean
+}
+
+export interface Documents {
+  /** Opens `path` on the server, or re-syncs it if it changed on disk; `argument` names it in errors. */
+  readonly sync: (path: string, argument?: string) => Effect.Effect<Synced, FileProblem | LifecycleError.LifecycleError>
+  /** Re-syncs `path` if it is open (after we wrote it); a file never opened is left alone. */
+  readonly refresh: (path: string) => Effect.Effect<void, FileProblem | LifecycleError.LifecycleError>
+  readonly open: () => ReadonlyArray<Document>
+}
+
+export const make = Effect.fnUntraced(function* (options: {
+  readonly name: string
+  readonly connection: Rpc.MessageConnection
+  readonly sync: Protocol.ServerCapabilities["textDocumentSync"]
+  /** The diagnostics sequence number now, recorded with each version sent. */
+  readonly seq: () => number
+}) {
+  const { name, connection } = options
+  const documents = new Map<string, Document>()
+  // One sync at a time: two tools on one file must not both send version 1.
+  const lock = yield* Semaphore.make(1)
+  const changeKind =
+    typeof options.sync === "number" ? options.sync : (options.sync?.change ?? Protocol.TextDocumentSyncKind.None)
+
+  const notify = (send: () => Promise<void>) =>
+    Effect.tryPromise({
+      try: send,
+      catch: (cause) => Classify.classify(name, cause)
+    })
+
+  const read = (path: string, argument: string) =>
+    Effect.tryPromise({
+      // One read, no stat: this runs before every request, and a directory fails with EISDIR anyway.
+      try: () => NodeFs.readFile(path, "utf8"),
+      catch: (cause) =>
+        new FileProblem({
+          argument,
+          path,
+          message: `${argument}: cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
+        })
+    })
+
+  const send = (path: string, text: string, previous?: Document) =>
+    Effect.gen(function* () {
+      const document: Document = {
+        path,
+        uri: previous?.uri ?? Paths.toUri(path),
+        languageId: previous?.languageId ?? Paths.languageId(path),
+        version: (previous?.version ?? 0) + 1,
+        text,
+        sentAt: options.seq()
+      }
+      const textDocument = { uri: document.uri, version: document.version }
+      if (previous !== undefined && changeKind !== Protocol.TextDocumentSyncKind.None) {
+        yield* notify(() =>
+          connection.sendNotification(Protocol.DidChangeTextDocumentNotification.type, {
+            textDocument,
+            contentChanges: [{ text }]
+          })
+        )
+      } else {
+        // A server that takes no changes learns new text by a close and a fresh open.
+        if (previous !== undefined) {
+          yield* notify(() =>
+            connection.sendNotification(Protocol.DidCloseTextDocumentNotification.type, {
+              textDocument: { uri: document.uri }
+            })
+          )
+        }
+        yield* notify(() =>
+          connection.sendNotification(Protocol.DidOpenTextDocumentNotification.type, {
+            textDocument: { ...textDocument, languageId: document.languageId, text }
+          })
+        )
+      }
+      documents.set(path, document)
+      return document
+    })
+
+  const syncUnlocked = (path: string, argument: string) =>
+    Effect.gen(function* () {
+      const previous = documents.get(path)
+      const text = yield* read(path, argument)
+      if (previous !== undefined && previous.text === text) {
+        return { document: previous, sent: false }
+      }
+      return { document: yield* send(path, text, previous), sent: true }
+    })
+
+  return {
+    sync: (path, argument = "file") => lock.withPermits(1)(syncUnlocked(path, argument)),
+    refresh: (path) =>
+      lock.withPermits(1)(documents.has(path) ? Effect.asVoid(syncUnlocked(path, "file")) : Effect.void),
+    open: () => [...documents.values()]
+  } satisfies Documents
+})

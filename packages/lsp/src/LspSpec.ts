@@ -1,0 +1,46 @@
+/**
+ * How to run a language server: the command, its arguments and environment, the workspace root
+ * it serves (its working directory and `rootUri`), and the file types it is responsible for.
+ * A Schema, so config files decode into it with errors that name the field.
+ */
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+
+export class LspSpec extends Schema.Class<LspSpec>("LspSpec")({
+  command: Schema.NonEmptyString,
+  args: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([]))),
+  env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  /** The workspace root: the server's working directory, `rootUri` and only workspace folder. */
+  cwd: Schema.NonEmptyString,
+  /** Extensions this server handles, with or without the dot, any case; empty means every file. */
+  fileTypes: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([])))
+}) {}
+
+/** Builds a spec from already-decoded values, filling the defaults. */
+export const make = (fields: {
+  readonly command: string
+  readonly args?: ReadonlyArray<string>
+  readonly env?: Readonly<Record<string, string>>
+  readonly cwd: string
+  readonly fileTypes?: ReadonlyArray<string>
+}): LspSpec =>
+  Schema.decodeUnknownSync(LspSpec)({
+    command: fields.command,
+    args: fields.args ?? [],
+    cwd: fields.cwd,
+    fileTypes: fields.fileTypes ?? [],
+    ...(fields.env === undefined ? {} : { env: fields.env })
+  })
+
+const normalize = (extension: string): string => extension.replace(/^\./, "").toLowerCase()
+
+/** True when the server is responsible for `path`, by extension (case-insensitive, dot optional). */
+export const handles = (spec: Pick<LspSpec, "fileTypes">, path: string): boolean => {
+  if (spec.fileTypes.length === 0) return true
+  const extension = normalize(NodePath.extname(path))
+  return extension !== "" && spec.fileTypes.some((type) => normalize(type) === extension)
+}
+
+/** A description safe to log: the command line. */
+export const describe = (spec: LspSpec): string => `${spec.command} ${spec.args.join(" ")}`.trim()

@@ -1,0 +1,227 @@
+/**
+ * The catalogue of LSP tools: names, descriptions, argument schemas (Effect Schema, exported to
+ * JSON Schema for the agent), argument validation, and which server capability each tool needs.
+ * Positions are 1-based here, as people and agents count; the wire conversion is elsewhere.
+ */
+import type { Toolset } from "@toolvisor/core"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as Capabilities from "./Capabilities.ts"
+
+export interface Definition<S extends Schema.ConstraintDecoder<unknown>> {
+  readonly name: string
+  readonly description: string
+  /** The provider the tool needs; `undefined` for tools every server has. */
+  readonly provider: Capabilities.Provider | undefined
+  /** False for tools that write files (rename, format). */
+  readonly readOnly: boolean
+  readonly args: S
+}
+
+const File = Schema.NonEmptyString.annotate({
+  description: "Path of the file, absolute or relative to the workspace root"
+})
+const Line = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({ description: "1-based line number" })
+const Character = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
+  description: "1-based column (UTF-16 code units)"
+})
+
+export const FileArgs = Schema.Struct({ file: File })
+export const PositionArgs = Schema.Struct({ file: File, line: Line, character: Character })
+export const ReferencesArgs = Schema.Struct({
+  ...PositionArgs.fields,
+  include_declaration: Schema.optionalKey(Schema.Boolean).annotate({
+    description: "Include the declaration itself (default true)"
+  })
+})
+export const RangeArgs = Schema.Struct({
+  file: File,
+  start_line: Schema.optionalKey(Line),
+  end_line: Schema.optionalKey(Line)
+})
+export const CodeActionArgs = Schema.Struct({ file: File, start_line: Line, end_line: Schema.optionalKey(Line) })
+export const RenameArgs = Schema.Struct({
+  ...PositionArgs.fields,
+  new_name: Schema.NonEmptyString.annotate({ description: "The new name of the symbol" })
+})
+export const CallHierarchyArgs = Schema.Struct({
+  ...PositionArgs.fields,
+  direction: Schema.Literals(["incoming", "outgoing"]).annotate({ description: "Callers (incoming) or callees" })
+})
+export const TypeHierarchyArgs = Schema.Struct({
+  ...PositionArgs.fields,
+  direction: Schema.Literals(["supertypes", "subtypes"])
+})
+export const QueryArgs = Schema.Struct({
+  query: Schema.String.annotate({ description: "Symbol name or fragment to search for" })
+})
+export const NoArgs = Schema.Struct({})
+
+const define = <S extends Schema.ConstraintDecoder<unknown>>(definition: Definition<S>): Definition<S> => definition
+
+export const workspace = define({
+  name: "lsp_workspace",
+  description: "Language server info: name, version, capabilities, open documents. Start here.",
+  provider: undefined,
+  readOnly: true,
+  args: NoArgs
+})
+export const diagnostics = define({
+  name: "lsp_diagnostics",
+  description: "Errors and warnings of a file, fresh from the server. Call after every edit.",
+  provider: undefined,
+  readOnly: true,
+  args: FileArgs
+})
+export const hover = define({
+  name: "lsp_hover",
+  description: "Type and documentation of the symbol at a position.",
+  provider: "hoverProvider",
+  readOnly: true,
+  args: PositionArgs
+})
+export const definition = define({
+  name: "lsp_definition",
+  description: "Where the symbol at a position is defined.",
+  provider: "definitionProvider",
+  readOnly: true,
+  args: PositionArgs
+})
+export const references = define({
+  name: "lsp_references",
+  description: "Every use of the symbol at a position. Call before changing a symbol.",
+  provider: "referencesProvider",
+  readOnly: true,
+  args: ReferencesArgs
+})
+export const implementations = define({
+  name: "lsp_implementations",
+  description: "Implementations of the interface or abstract member at a position.",
+  provider: "implementationProvider",
+  readOnly: true,
+  args: PositionArgs
+})
+export const documentSymbols = define({
+  name: "lsp_document_symbols",
+  description: "Outline of a file: its classes, functions, variables, with lines.",
+  provider: "documentSymbolProvider",
+  readOnly: true,
+  args: FileArgs
+})
+export const workspaceSymbols = define({
+  name: "lsp_workspace_symbols",
+  description: "Find symbols by name across the workspace.",
+  provider: "workspaceSymbolProvider",
+  readOnly: true,
+  args: QueryArgs
+})
+export const codeActions = define({
+  name: "lsp_code_actions",
+  description: "Quick fixes and refactorings the server offers for a line range (listed, not applied).",
+  provider: "codeActionProvider",
+  readOnly: true,
+  args: CodeActionArgs
+})
+export const rename = define({
+  name: "lsp_rename",
+  description: "Rename the symbol at a position across the workspace; writes the files.",
+  provider: "renameProvider",
+  readOnly: false,
+  args: RenameArgs
+})
+export const format = define({
+  name: "lsp_format",
+  description: "Format a file with the server's formatter; writes the file.",
+  provider: "documentFormattingProvider",
+  readOnly: false,
+  args: FileArgs
+})
+export const callHierarchy = define({
+  name: "lsp_call_hierarchy",
+  description: "Callers (incoming) or callees (outgoing) of the function at a position.",
+  provider: "callHierarchyProvider",
+  readOnly: true,
+  args: CallHierarchyArgs
+})
+export const typeHierarchy = define({
+  name: "lsp_type_hierarchy",
+  description: "Supertypes or subtypes of the type at a position.",
+  provider: "typeHierarchyProvider",
+  readOnly: true,
+  args: TypeHierarchyArgs
+})
+export const signatureHelp = define({
+  name: "lsp_signature_help",
+  description: "Signatures of the call at a position, with the active parameter.",
+  provider: "signatureHelpProvider",
+  readOnly: true,
+  args: PositionArgs
+})
+export const inlayHints = define({
+  name: "lsp_inlay_hints",
+  description: "Inferred types and parameter names the server would show inline, for a line range.",
+  provider: "inlayHintProvider",
+  readOnly: true,
+  args: RangeArgs
+})
+
+/** Every tool, in catalogue order. */
+export const all = [
+  workspace,
+  diagnostics,
+  hover,
+  definition,
+  references,
+  implementations,
+  documentSymbols,
+  workspaceSymbols,
+  codeActions,
+  rename,
+  format,
+  callHierarchy,
+  typeHierarchy,
+  signatureHelp,
+  inlayHints
+] as const
+
+/** Tools that concern the whole workspace rather than one file: a router asks every server. */
+export const workspaceWide: ReadonlySet<string> = new Set([workspace.name, workspaceSymbols.name])
+
+/** The tool as the agent sees it, with its JSON Schema. */
+export const toTool = (definition: Definition<Schema.ConstraintDecoder<unknown>>): Toolset.Tool => ({
+  name: definition.name,
+  description: definition.description,
+  inputSchema: Schema.toJsonSchemaDocument(definition.args).schema,
+  annotations: definition.readOnly
+    ? { readOnlyHint: true }
+    : { readOnlyHint: false, destructiveHint: false, idempotentHint: false }
+})
+
+/**
+ * The catalogue for a server: all tools while its capabilities are unknown (never connected),
+ * otherwise the always-on tools plus those whose provider the server supports.
+ */
+export const available = (
+  capabilities: Capabilities.Capabilities | undefined
+): ReadonlyArray<Definition<Schema.ConstraintDecoder<unknown>>> =>
+  all.filter(
+    (definition) =>
+      capabilities === undefined || definition.provider === undefined || capabilities.supports(definition.provider)
+  )
+
+/** OpenAI-style clients send explicit nulls for omitted optional arguments. */
+const withoutNulls = (args: { readonly [key: string]: unknown }) =>
+  Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+
+/**
+ * Decodes a tool's arguments. The failure is a message for the agent that names each bad
+ * argument, e.g. `line: Expected a value greater than or equal to 1, got 0`.
+ */
+export const validate = <S extends Schema.ConstraintDecoder<unknown>>(
+  definition: Definition<S>,
+  args: { readonly [key: string]: unknown }
+): Result.Result<S["Type"], string> =>
+  Result.mapError(
+    Schema.decodeUnknownResult(definition.args)(withoutNulls(args), { errors: "all" }),
+    (error) => `Invalid arguments for ${definition.name}:\n${error.message}`
+  )

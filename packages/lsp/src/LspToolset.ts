@@ -1,0 +1,132 @@
+/**
+ * A language server as a supervised toolset: a Supervisor over `LspConnector`, a catalogue of
+ * `lsp_*` tools filtered by what the server supports, and tool calls bounded by `call_timeout`.
+ * Before the first connect the catalogue is the full one (the capabilities are not known yet);
+ * after it, only the tools the server can answer, updated when it registers providers later.
+ */
+import { LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import type * as Capabilities from "./Capabilities.ts"
+import * as LspConnector from "./LspConnector.ts"
+import type * as LspSpec from "./LspSpec.ts"
+import * as LspTools from "./LspTools.ts"
+import * as ToolHandlers from "./ToolHandlers.ts"
+
+export interface Options {
+  readonly name: string
+  readonly spec: LspSpec.LspSpec
+  readonly policy?: Policy.Policy
+}
+
+export interface LspToolset extends Toolset.Toolset {
+  readonly spec: LspSpec.LspSpec
+  readonly supervisor: Supervisor.Supervisor<LspConnector.LspSession>
+}
+
+/**
+ * Probes a language server unless the user configured otherwise: a wedged server (alive, but no
+ * longer reading) is otherwise only noticed by the requests that time out on it.
+ */
+export const defaultHealth: Policy.Health = {
+  interval: Duration.seconds(30),
+  timeout: Duration.seconds(10),
+  failures: 2
+}
+
+export const effectivePolicy = (policy: Policy.Policy): Policy.Policy => ({
+  ...policy,
+  health: policy.health ?? defaultHealth
+})
+
+export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { name, spec } = options
+    const supervisor = yield* Supervisor.make({
+      name,
+      kind: "lsp",
+      policy: effectivePolicy(options.policy ?? Policy.defaults),
+      connector: LspConnector.make({ name, spec })
+    })
+
+    /** The capabilities of the last session, kept across disconnects for the incomplete listing. */
+    let lastCapabilities: Capabilities.Capabilities | undefined
+    const catalogue = () => LspTools.available(lastCapabilities).map(LspTools.toTool)
+
+    const tools: Effect.Effect<Toolset.Listing<Toolset.Tool>, LifecycleError.LifecycleError> = Effect.gen(function* () {
+      const status = yield* supervisor.state
+      if (!State.isUsable(status.state)) {
+        const reason = new LifecycleError.NotStarted({ toolset: name, message: `${name}: not ready (${status.state})` })
+        return { complete: false as const, items: catalogue(), reason }
+      }
+      return yield* supervisor.use((session) =>
+        Effect.sync(() => {
+          lastCapabilities = session.capabilities
+          return { complete: true as const, items: catalogue() }
+        })
+      )
+    }).pipe(
+      Effect.catchTag("NotStarted", (reason) =>
+        Effect.succeed({ complete: false as const, items: catalogue(), reason })
+      )
+    )
+
+    type CallResult = Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
+
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }): CallResult => {
+      const handler = ToolHandlers.handlers.get(tool)
+      if (handler === undefined) {
+        return Effect.fail(
+          new Toolset.ToolNotFound({
+            toolset: name,
+            tool,
+            message: `${name}: no tool named "${tool}" (it has ${LspTools.all.map((d) => d.name).join(", ")})`
+          })
+        )
+      }
+      return supervisor.use((session): CallResult => {
+        lastCapabilities = session.capabilities
+        const provider = handler.definition.provider
+        if (provider !== undefined && !session.capabilities.supports(provider)) {
+          return Effect.fail(
+            new Toolset.ToolNotFound({
+              toolset: name,
+              tool,
+              message: `${name}: the server does not support ${tool} (no ${provider})`
+            })
+          )
+        }
+        return handler.call(session, args).pipe(
+          Effect.catchTags({
+            FileProblem: (problem) => Effect.succeed(ToolHandlers.failure(problem.message)),
+            EditFailed: (problem) => Effect.succeed(ToolHandlers.failure(`${tool}: ${problem.message}`)),
+            ResponseFailed: (error) =>
+              Effect.fail(
+                new Toolset.ToolCallFailed({
+                  toolset: name,
+                  tool,
+                  message: `${name}/${tool}: ${error.method} failed: ${LifecycleError.redact(error.message)}`,
+                  code: error.code
+                })
+              )
+          })
+        )
+      })
+    }
+
+    return {
+      name,
+      kind: "lsp",
+      spec,
+      supervisor,
+      start: supervisor.start,
+      stop: supervisor.stop,
+      restart: supervisor.restart,
+      state: supervisor.state,
+      changes: supervisor.changes,
+      events: supervisor.events,
+      tools,
+      callTool
+    } satisfies LspToolset
+  })

@@ -1,0 +1,408 @@
+/**
+ * What each tool does on a live session: validate the arguments, open or re-sync the file,
+ * send the request with 0-based positions, and render the answer. Argument and file problems
+ * become results with `isError: true` that name the argument; a server's error answer stays a
+ * typed failure for the toolset to map.
+ */
+import type { Toolset } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
+import * as Protocol from "vscode-languageserver-protocol"
+import * as Capabilities from "./Capabilities.ts"
+import * as Documents from "./Documents.ts"
+import * as Edits from "./Edits.ts"
+import type * as LspConnector from "./LspConnector.ts"
+import * as LspSpec from "./LspSpec.ts"
+import * as LspTools from "./LspTools.ts"
+import * as Paths from "./Paths.ts"
+import * as Render from "./Render.ts"
+
+export type HandlerError = LspConnector.RequestError | Documents.FileProblem | Edits.EditFailed
+
+export interface Handler {
+  readonly definition: LspTools.Definition<Schema.ConstraintDecoder<unknown>>
+  readonly call: (
+    session: LspConnector.LspSession,
+    args: { readonly [key: string]: unknown }
+  ) => Effect.Effect<Toolset.ToolResult, HandlerError>
+}
+
+/** How long `lsp_diagnostics` waits for a push after opening a file, and after re-syncing one. */
+export const diagnosticsWait = { opened: 10_000, changed: 3_000, settle: 500 } as const
+
+export const result = (text: string, structured: { readonly [key: string]: unknown }): Toolset.ToolResult => ({
+  content: [{ type: "text", text }],
+  structuredContent: structured
+})
+
+export const failure = (text: string): Toolset.ToolResult => ({ content: [{ type: "text", text }], isError: true })
+
+const bind = <S extends Schema.ConstraintDecoder<unknown>>(
+  definition: LspTools.Definition<S>,
+  run: (session: LspConnector.LspSession, args: S["Type"]) => Effect.Effect<Toolset.ToolResult, HandlerError>
+): Handler => ({
+  definition,
+  call: (session, args) =>
+    Result.match(LspTools.validate(definition, args), {
+      onFailure: (message) => Effect.succeed(failure(message)),
+      onSuccess: (decoded) => run(session, decoded)
+    })
+})
+
+/** Opens (or re-syncs) the file argument, refusing files of a type this server does not handle. */
+const open = (session: LspConnector.LspSession, file: string) => {
+  const path = Paths.resolve(session.spec.cwd, file)
+  if (!LspSpec.handles(session.spec, path)) {
+    return Effect.fail(
+      new Documents.FileProblem({
+        argument: "file",
+        path,
+        message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`
+      })
+    )
+  }
+  return session.documents.sync(path)
+}
+
+const positionParams = (
+  document: Documents.Document,
+  args: { readonly line: number; readonly character: number }
+): Protocol.TextDocumentPositionParams => ({
+  textDocument: { uri: document.uri },
+  position: Paths.toWire(args.line, args.character)
+})
+
+const at = (file: string, args: { readonly line: number; readonly character: number }) =>
+  `${file}:${args.line}:${args.character}`
+
+const placesResult = (session: LspConnector.LspSession, what: string, places: ReadonlyArray<Render.Place>) =>
+  places.length === 0
+    ? result(`No ${what} found.`, { [what]: [] })
+    : result(`${places.length} ${what}:\n${Render.placesText(session.spec.cwd, places)}`, { [what]: places })
+
+const changesText = (session: LspConnector.LspSession, changes: ReadonlyArray<Edits.Change>) =>
+  changes
+    .map((c) => `  ${Paths.display(session.spec.cwd, c.path)} (${c.kind === "edit" ? `${c.edits} edits` : c.kind})`)
+    .join("\n")
+
+const changesData = (session: LspConnector.LspSession, changes: ReadonlyArray<Edits.Change>) =>
+  changes.map((c) => ({ file: Paths.display(session.spec.cwd, c.path), kind: c.kind, edits: c.edits }))
+
+const workspace = bind(LspTools.workspace, (session) =>
+  Effect.sync(() => {
+    const root = session.spec.cwd
+    const open = session.documents.open().map((d) => ({
+      file: Paths.display(root, d.path),
+      languageId: d.languageId,
+      version: d.version
+    }))
+    const providers = Capabilities.enabledProviders(session.capabilities)
+    const registered = session.capabilities.registered()
+    const diagnostics = session.diagnostics
+      .summary()
+      .map((d) => ({ file: Paths.display(root, d.path), count: d.count }))
+    const tools = LspTools.available(session.capabilities).map((d) => d.name)
+    const server = `${session.server.name} ${session.server.version}`.trim()
+    const text = [
+      `Server: ${server} (${session.name})`,
+      `Root: ${root}`,
+      `File types: ${session.spec.fileTypes.length === 0 ? "all" : session.spec.fileTypes.join(", ")}`,
+      `Capabilities: ${providers.join(", ") || "none"}`,
+      ...(registered.length === 0 ? [] : [`Registered: ${registered.map((r) => r.method).join(", ")}`]),
+      `Tools: ${tools.join(", ")}`,
+      `Open documents: ${open.length === 0 ? "none" : open.map((d) => `${d.file} (v${d.version})`).join(", ")}`,
+      `Documents with diagnostics: ${diagnostics.length === 0 ? "none" : diagnostics.map((d) => `${d.file} (${d.count})`).join(", ")}`
+    ].join("\n")
+    return result(text, {
+      server: session.server,
+      root,
+      fileTypes: session.spec.fileTypes,
+      capabilities: providers,
+      registered,
+      tools,
+      openDocuments: open,
+      diagnostics
+    })
+  })
+)
+
+const diagnostics = bind(LspTools.diagnostics, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    let items: ReadonlyArray<Protocol.Diagnostic>
+    let fresh = true
+    if (session.capabilities.supports("diagnosticProvider")) {
+      const report = yield* session.request(Protocol.DocumentDiagnosticRequest.type, {
+        textDocument: { uri: document.uri }
+      })
+      // We never send a previous result id, so "unchanged" cannot come back; keep it total anyway.
+      items = report.kind === "full" ? report.items : (session.diagnostics.get(document.path)?.items ?? [])
+    } else {
+      fresh = yield* session.diagnostics.awaitFresh(document.path, document.sentAt, {
+        within: document.version === 1 ? diagnosticsWait.opened : diagnosticsWait.changed,
+        settle: diagnosticsWait.settle
+      })
+      items = session.diagnostics.get(document.path)?.items ?? []
+    }
+    const list = items.map((item) => Render.diagnostic(session.spec.cwd, document.uri, item))
+    const file = Paths.display(session.spec.cwd, document.path)
+    const note = fresh ? "" : " (the server sent none for this version yet)"
+    const text =
+      list.length === 0
+        ? `No diagnostics in ${file}${note}.`
+        : `${list.length} diagnostics in ${file}${note}:\n${list.map(Render.diagnosticText).join("\n")}`
+    return result(text, { file, version: document.version, fresh, diagnostics: list })
+  })
+)
+
+const hover = bind(LspTools.hover, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const answer = yield* session.request(Protocol.HoverRequest.type, positionParams(document, args))
+    const text = answer === null ? "" : Render.hover(answer.contents)
+    if (text === "") return result(`No hover information at ${at(args.file, args)}.`, { hover: null })
+    return result(text, { hover: text })
+  })
+)
+
+const definition = bind(LspTools.definition, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const answer = yield* session.request(Protocol.DefinitionRequest.type, positionParams(document, args))
+    return placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
+  })
+)
+
+const implementations = bind(LspTools.implementations, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const answer = yield* session.request(Protocol.ImplementationRequest.type, positionParams(document, args))
+    return placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
+  })
+)
+
+const references = bind(LspTools.references, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const answer = yield* session.request(Protocol.ReferencesRequest.type, {
+      ...positionParams(document, args),
+      context: { includeDeclaration: args.include_declaration ?? true }
+    })
+    return placesResult(session, "references", Render.locations(session.spec.cwd, answer))
+  })
+)
+
+const documentSymbols = bind(LspTools.documentSymbols, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const answer = yield* session.request(Protocol.DocumentSymbolRequest.type, { textDocument: { uri: document.uri } })
+    const symbols = Render.documentSymbols(answer)
+    if (symbols.length === 0) return result(`No symbols in ${args.file}.`, { symbols })
+    return result(Render.symbolsText(symbols), { symbols })
+  })
+)
+
+const workspaceSymbols = bind(LspTools.workspaceSymbols, (session, args) =>
+  Effect.gen(function* () {
+    const answer = yield* session.request(Protocol.WorkspaceSymbolRequest.type, { query: args.query })
+    const symbols = (answer ?? []).map((s: Protocol.SymbolInformation | Protocol.WorkspaceSymbol) => {
+      const file = Paths.display(session.spec.cwd, Paths.fromUri(s.location.uri))
+      const line = "range" in s.location ? s.location.range.start.line + 1 : undefined
+      return {
+        name: s.name,
+        kind: Render.symbolKind(s.kind),
+        file,
+        ...(line === undefined ? {} : { line }),
+        ...(s.containerName === undefined || s.containerName === "" ? {} : { container: s.containerName })
+      }
+    })
+    if (symbols.length === 0) return result(`No symbols match "${args.query}".`, { symbols })
+    const text = symbols
+      .map(
+        (s) =>
+          `${s.kind} ${s.name}${"container" in s ? ` (in ${s.container})` : ""} ${s.file}${"line" in s ? `:${s.line}` : ""}`
+      )
+      .join("\n")
+    return result(text, { symbols })
+  })
+)
+
+const codeActions = bind(LspTools.codeActions, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const end = Math.max(args.end_line ?? args.start_line, args.start_line)
+    const range: Protocol.Range = {
+      start: { line: args.start_line - 1, character: 0 },
+      end: { line: end, character: 0 }
+    }
+    const overlapping = (session.diagnostics.get(document.path)?.items ?? []).filter(
+      (d) => d.range.start.line <= end - 1 && d.range.end.line >= args.start_line - 1
+    )
+    const answer = yield* session.request(Protocol.CodeActionRequest.type, {
+      textDocument: { uri: document.uri },
+      range,
+      context: { diagnostics: overlapping, triggerKind: Protocol.CodeActionTriggerKind.Invoked }
+    })
+    const actions = (answer ?? []).map((a: Protocol.Command | Protocol.CodeAction) => ({
+      title: a.title,
+      ...("kind" in a && typeof a.kind === "string" ? { kind: a.kind } : {})
+    }))
+    if (actions.length === 0) return result(`No code actions for ${args.file}:${args.start_line}-${end}.`, { actions })
+    return result(actions.map((a) => `- ${a.title}${"kind" in a ? ` (${a.kind})` : ""}`).join("\n"), { actions })
+  })
+)
+
+const rename = bind(LspTools.rename, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const edit = yield* session.request(Protocol.RenameRequest.type, {
+      ...positionParams(document, args),
+      newName: args.new_name
+    })
+    if (edit === null) return failure(`Nothing to rename at ${at(args.file, args)}.`)
+    const changes = yield* session.applyEdit(edit)
+    const count = changes.reduce((n, c) => n + c.edits, 0)
+    return result(
+      `Renamed to ${args.new_name}: ${count} edits in ${changes.length} files\n${changesText(session, changes)}`,
+      {
+        newName: args.new_name,
+        changes: changesData(session, changes)
+      }
+    )
+  })
+)
+
+const format = bind(LspTools.format, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const edits = yield* session.request(Protocol.DocumentFormattingRequest.type, {
+      textDocument: { uri: document.uri },
+      options: { tabSize: 2, insertSpaces: true }
+    })
+    const file = Paths.display(session.spec.cwd, document.path)
+    if (edits === null || edits.length === 0) return result(`${file} is already formatted.`, { file, edits: 0 })
+    yield* Edits.applyToFile(document.path, edits)
+    yield* session.documents.refresh(document.path)
+    return result(`Formatted ${file} (${edits.length} edits).`, { file, edits: edits.length })
+  })
+)
+
+const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const items = yield* session.request(Protocol.CallHierarchyPrepareRequest.type, positionParams(document, args))
+    const item = items?.[0]
+    if (item === undefined) return result(`No function at ${at(args.file, args)}.`, { calls: [] })
+    const root = session.spec.cwd
+    const calls =
+      args.direction === "incoming"
+        ? ((yield* session.request(Protocol.CallHierarchyIncomingCallsRequest.type, { item })) ?? []).map((c) => ({
+            name: c.from.name,
+            kind: Render.symbolKind(c.from.kind),
+            ...Render.place(root, c.from.uri, c.from.selectionRange)
+          }))
+        : ((yield* session.request(Protocol.CallHierarchyOutgoingCallsRequest.type, { item })) ?? []).map((c) => ({
+            name: c.to.name,
+            kind: Render.symbolKind(c.to.kind),
+            ...Render.place(root, c.to.uri, c.to.selectionRange)
+          }))
+    const head = `${args.direction === "incoming" ? "Callers of" : "Calls from"} ${item.name}`
+    if (calls.length === 0) return result(`${head}: none.`, { item: item.name, direction: args.direction, calls })
+    return result(`${head}:\n${calls.map((c) => `${c.kind} ${c.name} ${Render.where(c)}`).join("\n")}`, {
+      item: item.name,
+      direction: args.direction,
+      calls
+    })
+  })
+)
+
+const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const items = yield* session.request(Protocol.TypeHierarchyPrepareRequest.type, positionParams(document, args))
+    const item = items?.[0]
+    if (item === undefined) return result(`No type at ${at(args.file, args)}.`, { types: [] })
+    const answer =
+      args.direction === "supertypes"
+        ? yield* session.request(Protocol.TypeHierarchySupertypesRequest.type, { item })
+        : yield* session.request(Protocol.TypeHierarchySubtypesRequest.type, { item })
+    const types = (answer ?? []).map((t) => ({
+      name: t.name,
+      kind: Render.symbolKind(t.kind),
+      ...Render.place(session.spec.cwd, t.uri, t.selectionRange)
+    }))
+    const head = `${args.direction === "supertypes" ? "Supertypes" : "Subtypes"} of ${item.name}`
+    if (types.length === 0) return result(`${head}: none.`, { item: item.name, direction: args.direction, types })
+    return result(`${head}:\n${types.map((t) => `${t.kind} ${t.name} ${Render.where(t)}`).join("\n")}`, {
+      item: item.name,
+      direction: args.direction,
+      types
+    })
+  })
+)
+
+const signatureHelp = bind(LspTools.signatureHelp, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const answer = yield* session.request(Protocol.SignatureHelpRequest.type, positionParams(document, args))
+    if (answer === null || answer.signatures.length === 0) {
+      return result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
+    }
+    const active = answer.activeSignature ?? 0
+    const signatures = answer.signatures.map((s, index) => ({
+      label: s.label,
+      active: index === active,
+      ...((s.activeParameter ?? answer.activeParameter) !== undefined && index === active
+        ? { activeParameter: s.activeParameter ?? answer.activeParameter }
+        : {})
+    }))
+    const text = signatures
+      .map(
+        (s) =>
+          `${s.active ? "* " : "  "}${s.label}${"activeParameter" in s ? ` (parameter ${Number(s.activeParameter) + 1})` : ""}`
+      )
+      .join("\n")
+    return result(text, { signatures })
+  })
+)
+
+const inlayHints = bind(LspTools.inlayHints, (session, args) =>
+  Effect.gen(function* () {
+    const { document } = yield* open(session, args.file)
+    const lines = document.text.split("\n").length
+    const first = Math.min(args.start_line ?? 1, lines)
+    const last = Math.min(Math.max(args.end_line ?? lines, first), lines)
+    const answer = yield* session.request(Protocol.InlayHintRequest.type, {
+      textDocument: { uri: document.uri },
+      range: { start: { line: first - 1, character: 0 }, end: { line: last, character: 0 } }
+    })
+    const hints = (answer ?? []).map((h) => ({
+      ...Paths.fromWire(h.position),
+      label: typeof h.label === "string" ? h.label : h.label.map((part) => part.value).join("")
+    }))
+    if (hints.length === 0) return result(`No inlay hints in ${args.file}:${first}-${last}.`, { hints })
+    return result(hints.map((h) => `${h.line}:${h.character} ${h.label}`).join("\n"), { hints })
+  })
+)
+
+/** Every handler, by tool name. */
+export const handlers: ReadonlyMap<string, Handler> = new Map(
+  [
+    workspace,
+    diagnostics,
+    hover,
+    definition,
+    references,
+    implementations,
+    documentSymbols,
+    workspaceSymbols,
+    codeActions,
+    rename,
+    format,
+    callHierarchy,
+    typeHierarchy,
+    signatureHelp,
+    inlayHints
+  ].map((handler) => [handler.definition.name, handler])
+)

@@ -1,0 +1,13 @@
+/** Toolvisor LSP: language servers as supervised toolsets of `lsp_*` agent tools. */
+export * as Capabilities from "./Capabilities.ts"
+export * as Diagnostics from "./Diagnostics.ts"
+export * as Documents from "./Documents.ts"
+export * as Edits from "./Edits.ts"
+export * as LspConnector from "./LspConnector.ts"
+export * as LspRouter from "./LspRouter.ts"
+export * as LspSpec from "./LspSpec.ts"
+export * as LspTools from "./LspTools.ts"
+export * as LspToolset from "./LspToolset.ts"
+export * as Paths from "./Paths.ts"
+export * as Render from "./Render.ts"
+export * as ToolHandlers from "./ToolHandlers.ts"

@@ -1,0 +1,126 @@
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { ServerProcess } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Stream from "effect/Stream"
+import * as LspSpec from "../src/LspSpec.ts"
+import { fake, fastPolicy, fixtures, open, processesWith, textOf, toolNames, until } from "./helpers.ts"
+
+const someFile = NodePath.join(fixtures, "py-project/app.py")
+
+describe("LspToolset lifecycle", () => {
+  it.live("a missing binary is ServerUnavailable and leaves the toolset Stopped", () =>
+    Effect.gen(function* () {
+      const spec = LspSpec.make({ command: "/nonexistent/toolvisor-missing-lsp", cwd: fixtures })
+      const { toolset, close } = yield* open({ name: "missing", spec, policy: fastPolicy() })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      assert.include(error.message, "ENOENT")
+      assert.strictEqual((yield* toolset.state).state, "Stopped")
+      yield* close
+    })
+  )
+
+  it.live("an env-wrapped missing binary exits at once: ServerUnavailable with exit code 127 and stderr", () =>
+    Effect.gen(function* () {
+      const spec = LspSpec.make({ command: "env", args: ["-C", "/tmp", "toolvisor-missing-binary"], cwd: fixtures })
+      const { toolset, close } = yield* open({ name: "wrapped", spec, policy: fastPolicy() })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      if (error._tag !== "ServerUnavailable") return
+      assert.strictEqual(error.exitCode, 127)
+      assert.include((error.stderr ?? []).join("\n"), "toolvisor-missing-binary")
+      assert.strictEqual((yield* toolset.state).state, "Stopped")
+      yield* close
+    })
+  )
+
+  it.live("a server that never answers initialize is InitTimeout; closing leaves no process", () =>
+    Effect.gen(function* () {
+      const spec = fake("silent")
+      const marker = spec.args[1] ?? ""
+      const { toolset, close } = yield* open({
+        name: "silent",
+        spec,
+        policy: fastPolicy({ startup_timeout: "1s" })
+      })
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "InitTimeout")
+      assert.strictEqual((yield* toolset.state).state, "Stopped")
+      assert.lengthOf(processesWith(marker), 1)
+      yield* close
+      assert.deepStrictEqual(processesWith(marker), [])
+    })
+  )
+
+  it.live("a wedged server: the request times out with CallTimeout, the probe degrades and restarts it", () =>
+    Effect.gen(function* () {
+      const spec = fake("wedge")
+      const marker = spec.args[1] ?? ""
+      const { toolset, close } = yield* open({
+        name: "wedged",
+        spec,
+        policy: fastPolicy({ call_timeout: "1s", health: { interval: "500ms", timeout: "300ms", failures: 2 } })
+      })
+      const seen = yield* toolset.events.pipe(
+        Stream.takeUntil((t) => t.from === "Restarting" && t.snapshot.state === "Ready"),
+        Stream.runCollect,
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid ?? 0
+      const startedAt = Date.now()
+      const error = yield* Effect.flip(toolset.callTool("lsp_diagnostics", { file: someFile }))
+      assert.strictEqual(error._tag, "CallTimeout")
+      assert.isBelow(Date.now() - startedAt, 5_000)
+      const states = (yield* Fiber.join(seen)).map((t) => t.snapshot.state)
+      assert.deepStrictEqual(states, ["Starting", "Ready", "Degraded", "Restarting", "Ready"])
+      const status = yield* toolset.state
+      assert.notStrictEqual(status.pid, pid)
+      assert.isFalse(ServerProcess.groupAlive(pid))
+      yield* close
+      assert.deepStrictEqual(processesWith(marker), [])
+    })
+  )
+
+  it.live(
+    "server-to-client requests are answered; dynamic (un)registration updates the catalogue and bumps toolsVersion",
+    () =>
+      Effect.gen(function* () {
+        const { toolset, close } = yield* open({ name: "dynamic", spec: fake("dynamic"), policy: fastPolicy() })
+        yield* toolset.start
+        const registered = yield* until(toolset, (s) => s.toolCount === 3)
+        assert.include(toolNames(yield* toolset.tools), "lsp_hover")
+        const hover = yield* toolset.callTool("lsp_hover", { file: someFile, line: 1, character: 1 })
+        // The server registered hover only after the client answered its requests.
+        assert.include(textOf(hover), '"configuration":[{}]')
+        const unregistered = yield* until(toolset, (s) => s.toolCount === 2)
+        assert.isAbove(unregistered.toolsVersion, registered.toolsVersion)
+        assert.deepStrictEqual(toolNames(yield* toolset.tools), ["lsp_workspace", "lsp_diagnostics"])
+        const gone = yield* Effect.flip(toolset.callTool("lsp_hover", { file: someFile, line: 1, character: 1 }))
+        assert.strictEqual(gone._tag, "ToolNotFound")
+        yield* close
+      })
+  )
+
+  it.live("bad arguments are isError results that name the argument; the session stays Ready", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "args", spec: fake("dynamic"), policy: fastPolicy() })
+      yield* toolset.start
+      const missing = yield* toolset.callTool("lsp_diagnostics", {})
+      assert.isTrue(missing.isError)
+      assert.include(textOf(missing), 'at ["file"]')
+      const wrongType = yield* toolset.callTool("lsp_diagnostics", { file: 42 })
+      assert.isTrue(wrongType.isError)
+      assert.include(textOf(wrongType), "Expected string")
+      const absent = yield* toolset.callTool("lsp_diagnostics", { file: "no/such/file.py" })
+      assert.isTrue(absent.isError)
+      assert.include(textOf(absent), "file: cannot read")
+      const unknown = yield* Effect.flip(toolset.callTool("lsp_nope", {}))
+      assert.strictEqual(unknown._tag, "ToolNotFound")
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+})

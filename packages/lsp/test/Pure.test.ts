@@ -1,0 +1,125 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Result from "effect/Result"
+import * as Capabilities from "../src/Capabilities.ts"
+import * as Edits from "../src/Edits.ts"
+import * as LspRouter from "../src/LspRouter.ts"
+import * as LspSpec from "../src/LspSpec.ts"
+import * as LspTools from "../src/LspTools.ts"
+import * as Paths from "../src/Paths.ts"
+
+describe("positions and paths", () => {
+  it("tool positions are 1-based, wire positions 0-based", () => {
+    assert.deepStrictEqual(Paths.toWire(1, 1), { line: 0, character: 0 })
+    assert.deepStrictEqual(Paths.fromWire({ line: 4, character: 13 }), { line: 5, character: 14 })
+  })
+  it("language ids come from the extension, case-insensitively", () => {
+    assert.strictEqual(Paths.languageId("/a/b.ts"), "typescript")
+    assert.strictEqual(Paths.languageId("/a/B.TSX"), "typescriptreact")
+    assert.strictEqual(Paths.languageId("x.py"), "python")
+    assert.strictEqual(Paths.languageId("Makefile"), "plaintext")
+    assert.strictEqual(Paths.languageId("x.zig"), "zig")
+  })
+  it("URIs round-trip, spaces included; paths show relative to the root", () => {
+    assert.strictEqual(Paths.fromUri(Paths.toUri("/tmp/a b/c.ts")), "/tmp/a b/c.ts")
+    assert.strictEqual(Paths.display("/w", "/w/src/a.ts"), "src/a.ts")
+    assert.strictEqual(Paths.display("/w", "/elsewhere/a.ts"), "/elsewhere/a.ts")
+  })
+  it("file types match with or without the dot, any case; empty means all", () => {
+    const spec = { fileTypes: [".TS", "py"] }
+    assert.isTrue(LspSpec.handles(spec, "/a/b.ts"))
+    assert.isTrue(LspSpec.handles(spec, "/a/b.PY"))
+    assert.isFalse(LspSpec.handles(spec, "/a/b.md"))
+    assert.isFalse(LspSpec.handles(spec, "/a/Makefile"))
+    assert.isTrue(LspSpec.handles({ fileTypes: [] }, "/a/Makefile"))
+  })
+})
+
+describe("capability filter", () => {
+  it("a provider is on for true or an options object, off for false, null or absent", () => {
+    assert.isTrue(Capabilities.isEnabled(true))
+    assert.isTrue(Capabilities.isEnabled({}))
+    assert.isTrue(Capabilities.isEnabled({ workDoneProgress: true }))
+    assert.isFalse(Capabilities.isEnabled(false))
+    assert.isFalse(Capabilities.isEnabled(null))
+    assert.isFalse(Capabilities.isEnabled(undefined))
+  })
+  it("unknown capabilities give the full catalogue; known ones keep the always-on tools plus supported ones", () => {
+    assert.lengthOf(LspTools.available(undefined), 15)
+    const none = LspTools.available(Capabilities.make({}))
+    assert.deepStrictEqual(
+      none.map((d) => d.name),
+      ["lsp_workspace", "lsp_diagnostics"]
+    )
+    const some = LspTools.available(
+      Capabilities.make({ hoverProvider: true, renameProvider: { prepareProvider: true } })
+    )
+    assert.deepStrictEqual(
+      some.map((d) => d.name),
+      ["lsp_workspace", "lsp_diagnostics", "lsp_hover", "lsp_rename"]
+    )
+    assert.notInclude(
+      LspTools.available(Capabilities.make({ hoverProvider: false })).map((d) => d.name),
+      "lsp_hover"
+    )
+  })
+  it("dynamic registration adds a provider and unregistration removes it; only real changes report true", () => {
+    const capabilities = Capabilities.make({})
+    assert.isTrue(capabilities.register([{ id: "1", method: "textDocument/hover" }]))
+    assert.isTrue(capabilities.supports("hoverProvider"))
+    assert.isFalse(capabilities.register([{ id: "2", method: "workspace/didChangeWatchedFiles" }]))
+    assert.isTrue(capabilities.unregister([{ id: "1", method: "textDocument/hover" }]))
+    assert.isFalse(capabilities.supports("hoverProvider"))
+  })
+})
+
+describe("argument validation", () => {
+  it("accepts good arguments and drops explicit nulls", () => {
+    const ok = LspTools.validate(LspTools.references, {
+      file: "a.ts",
+      line: 1,
+      character: 2,
+      include_declaration: null
+    })
+    assert.isTrue(Result.isSuccess(ok))
+  })
+  it("names every bad argument", () => {
+    const bad = LspTools.validate(LspTools.hover, { file: "", line: 0, character: "x" })
+    assert.isTrue(Result.isFailure(bad))
+    if (Result.isFailure(bad)) {
+      assert.include(bad.failure, 'at ["file"]')
+      assert.include(bad.failure, 'at ["line"]')
+      assert.include(bad.failure, 'at ["character"]')
+      assert.include(bad.failure, "Invalid arguments for lsp_hover")
+    }
+    const direction = LspTools.validate(LspTools.callHierarchy, { file: "a", line: 1, character: 1, direction: "up" })
+    assert.isTrue(Result.isFailure(direction) && direction.failure.includes('"incoming" | "outgoing"'))
+  })
+  it("every tool has an object JSON Schema with its required arguments", () => {
+    const hover = LspTools.toTool(LspTools.hover)
+    assert.strictEqual(hover.inputSchema.type, "object")
+    assert.deepStrictEqual(hover.inputSchema.required, ["file", "line", "character"])
+    assert.lengthOf(new Set(LspTools.all.map((d) => d.name)), 15)
+  })
+})
+
+describe("text edits", () => {
+  it("applies edits from the end, by UTF-16 offsets, across CRLF lines", () => {
+    const text = "const a = 1\r\nconst b = a\r\n"
+    const edits = [
+      { range: { start: { line: 0, character: 6 }, end: { line: 0, character: 7 } }, newText: "x" },
+      { range: { start: { line: 1, character: 10 }, end: { line: 1, character: 11 } }, newText: "x" }
+    ]
+    assert.strictEqual(Edits.applyTextEdits(text, edits), "const x = 1\r\nconst b = x\r\n")
+    assert.strictEqual(Edits.offsetAt("ab\ncd", { line: 1, character: 99 }), 5)
+  })
+})
+
+describe("router state", () => {
+  it("is Ready only when every backend is, Degraded when some serve", () => {
+    assert.strictEqual(LspRouter.summarize(["Ready", "Ready"]), "Ready")
+    assert.strictEqual(LspRouter.summarize(["Ready", "Restarting"]), "Degraded")
+    assert.strictEqual(LspRouter.summarize(["Stopped", "Restarting"]), "Restarting")
+    assert.strictEqual(LspRouter.summarize(["Stopped", "Failed"]), "Failed")
+    assert.strictEqual(LspRouter.summarize(["Stopped"]), "Stopped")
+  })
+})

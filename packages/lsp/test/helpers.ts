@@ -1,0 +1,94 @@
+/**
+ * Helpers for the LSP integration tests: the real servers' commands, fixture projects copied
+ * to a temporary directory per test, and waiting on a toolset's state by subscription.
+ */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { Policy, ServerProcess, type State, type Toolset } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as LspSpec from "../src/LspSpec.ts"
+import * as LspToolset from "../src/LspToolset.ts"
+
+const bin = (name: string) => NodePath.resolve(import.meta.dirname, "../../../node_modules/.bin", name)
+
+export const fixtures = NodePath.join(import.meta.dirname, "fixtures")
+
+/**
+ * A file with a type error (line 3: number assigned to string). It is written into the copy
+ * only, because the fixtures are type-checked with the repository's own sources.
+ */
+export const brokenSource = 'import { add } from "./math.ts"\n\nexport const wrong: string = add(1, 2)\n'
+
+/** A fresh copy of a fixture project, so tests that edit files do not touch the originals. */
+export const project = (name: "ts-project" | "py-project"): string => {
+  const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), `toolvisor-lsp-${name}-`))
+  NodeFs.cpSync(NodePath.join(fixtures, name), dir, { recursive: true })
+  if (name === "ts-project") NodeFs.writeFileSync(NodePath.join(dir, "src/broken.ts"), brokenSource)
+  return dir
+}
+
+export const typescript = (cwd: string) =>
+  LspSpec.make({ command: bin("typescript-language-server"), args: ["--stdio"], cwd, fileTypes: ["ts", ".TSX"] })
+
+export const pyright = (cwd: string) =>
+  LspSpec.make({ command: bin("pyright-langserver"), args: ["--stdio"], cwd, fileTypes: ["py"] })
+
+/** The fake server; `marker` is an extra argument that lets a test find its processes. */
+export const fake = (mode: "silent" | "wedge" | "dynamic", marker = `toolvisor-test-${process.pid}-${Date.now()}`) =>
+  LspSpec.make({
+    command: process.execPath,
+    args: [NodePath.join(fixtures, "fake-server.mjs"), marker],
+    env: { FAKE_LSP_MODE: mode },
+    cwd: fixtures
+  })
+
+/** Pids of live processes whose command line contains `marker`. */
+export const processesWith = (marker: string): ReadonlyArray<number> =>
+  NodeFs.readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        return NodeFs.readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(marker)
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+    .filter(ServerProcess.isAlive)
+
+/** Quick reconnects for tests that crash servers on purpose. */
+export const fastPolicy = (overrides: typeof Policy.Lifecycle.Encoded = {}) =>
+  Policy.fromLifecycleUnknownSync({
+    backoff: { initial: "100ms", max: "400ms" },
+    startup_timeout: "30s",
+    call_timeout: "30s",
+    ...overrides
+  })
+
+/** A toolset in its own scope, so a test can close it and then check what is left. */
+export const open = (options: LspToolset.Options) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    // Also closed with the test's scope, so a failing assertion leaves no server behind.
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const toolset = yield* LspToolset.make(options).pipe(Scope.provide(scope))
+    return { toolset, close: Scope.close(scope, Exit.void) }
+  })
+
+export const until = (toolset: Toolset.Toolset, p: (s: State.StatusSnapshot) => boolean) =>
+  toolset.changes.pipe(Stream.filter(p), Stream.runHead, Effect.map(Option.getOrThrow))
+
+export const inState = (toolset: Toolset.Toolset, state: State.State) => until(toolset, (s) => s.state === state)
+
+/** The text of a result's first content item. */
+export const textOf = (result: Toolset.ToolResult): string => {
+  const first = result.content[0]
+  return first !== undefined && typeof first.text === "string" ? first.text : ""
+}
+
+export const toolNames = (listing: Toolset.Listing<Toolset.Tool>) => listing.items.map((t) => t.name)
