@@ -1,0 +1,371 @@
+/**
+ * The in-process `ToolsetRegistry`: one supervised toolset per config identity, each in its own
+ * scope, shared by every agent that references it. Status from all toolsets is gathered into one
+ * board (a late subscriber sees the current picture first) and one event stream; catalogs are
+ * computed per agent from the toolsets' own per-session caches, so nothing incomplete is ever
+ * cached as complete here.
+ */
+import { type AgentConfig, ToolsetDiff } from "@toolvisor/config"
+import { LifecycleError, Policy, State, type Toolset } from "@toolvisor/core"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as PubSub from "effect/PubSub"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Catalog from "./Catalog.ts"
+import * as Secrets from "./Secrets.ts"
+import * as Telemetry from "./Telemetry.ts"
+import * as ToolsetRegistry from "./ToolsetRegistry.ts"
+import * as Toolsets from "./Toolsets.ts"
+
+export interface Options {
+  /** The agent whose catalog is served by default; the config's first agent when omitted. */
+  readonly agent?: string
+}
+
+/** One running toolset and what the registry knows about it. */
+interface Running {
+  readonly config: AgentConfig.ToolsetConfig
+  readonly toolset: Toolset.Toolset
+  readonly scope: Scope.Closeable
+  /** Failures in a row seen by `reprobe`, so a failure is reported once per streak. */
+  streak: number
+}
+
+const permanentTags = new Set(["AuthRequired", "CapabilityMissing"])
+
+export const make = (
+  initial: AgentConfig.Config,
+  options: Options = {}
+): Effect.Effect<ToolsetRegistry.Registry, ToolsetRegistry.UnknownAgent, Scope.Scope> =>
+  Effect.gen(function* () {
+    const registryScope = yield* Effect.scope
+    const hub = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
+    const board = yield* SubscriptionRef.make<ReadonlyArray<State.StatusSnapshot>>([])
+    const lock = yield* Semaphore.make(1)
+    const running = new Map<string, Running>()
+    const latest = new Map<string, State.StatusSnapshot>()
+    let config = initial
+    const agentNames = () => config.agents.map((a) => a.name)
+    const defaultAgent = options.agent ?? initial.agents[0]?.name ?? "default"
+    if (!initial.agents.some((a) => a.name === defaultAgent)) {
+      return yield* unknownAgent(defaultAgent, agentNames())
+    }
+
+    const publishBoard = Effect.suspend(() =>
+      SubscriptionRef.set(
+        board,
+        config.toolsets.flatMap((t) => {
+          const snapshot = latest.get(t.identity)
+          return snapshot === undefined ? [] : [snapshot]
+        })
+      )
+    )
+
+    /** Builds a toolset in a scope of its own and forwards its status; does not start it. */
+    const launch = (entry: AgentConfig.ToolsetConfig) =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.fork(registryScope)
+        const mask = Secrets.masker(entry.secrets)
+        const toolset = yield* Toolsets.make(entry).pipe(Scope.provide(scope))
+        yield* toolset.events.pipe(
+          Stream.runForEach((t) =>
+            PubSub.publish(hub, {
+              toolset: entry.name,
+              from: t.from,
+              snapshot: Secrets.snapshot(t.snapshot, mask)
+            }).pipe(Effect.andThen(Telemetry.transition(entry.name, t.snapshot.state)))
+          ),
+          Effect.forkIn(scope, { startImmediately: true })
+        )
+        yield* toolset.changes.pipe(
+          Stream.runForEach((snapshot) =>
+            Effect.suspend(() => {
+              latest.set(entry.identity, Secrets.snapshot(snapshot, mask))
+              return publishBoard
+            })
+          ),
+          Effect.forkIn(scope, { startImmediately: true })
+        )
+        running.set(entry.identity, { config: entry, toolset, scope, streak: 0 })
+      }).pipe(Effect.annotateLogs({ toolset: entry.name }))
+
+    const dismiss = (identity: string) =>
+      Effect.suspend(() => {
+        const entry = running.get(identity)
+        running.delete(identity)
+        latest.delete(identity)
+        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
+      })
+
+    /**
+     * Starts one toolset. An optional toolset that fails is logged and, unless its policy says
+     * never, retried in the background by its own policy's schedule while the cause is transient.
+     */
+    const startOne = (entry: Running) =>
+      entry.toolset.start.pipe(
+        Effect.withSpan("toolvisor.start", { attributes: { toolset: entry.config.name } }),
+        Effect.tapError((error) =>
+          entry.config.policy.required
+            ? Effect.void
+            : Effect.logWarning(
+                `optional toolset did not start: ${Secrets.masker(entry.config.secrets)(error.message)}`
+              ).pipe(
+                Effect.andThen(
+                  entry.config.policy.restart === "never" || !LifecycleError.isTransient(error)
+                    ? Effect.void
+                    : entry.toolset.start.pipe(
+                        Effect.retry({
+                          schedule: Policy.schedule(entry.config.policy),
+                          while: LifecycleError.isTransient
+                        }),
+                        Effect.ignore,
+                        Effect.forkIn(entry.scope)
+                      )
+                )
+              )
+        ),
+        Effect.annotateLogs({ toolset: entry.config.name })
+      )
+
+    const startAll = (entries: ReadonlyArray<Running>) =>
+      Effect.gen(function* () {
+        const results = yield* Effect.forEach(
+          entries,
+          (entry) => Effect.map(Effect.result(startOne(entry)), (result) => ({ entry, result })),
+          { concurrency: "unbounded" }
+        )
+        const failures = results.flatMap(({ entry, result }) =>
+          result._tag === "Failure" && entry.config.policy.required
+            ? [
+                {
+                  toolset: entry.config.name,
+                  tag: result.failure._tag,
+                  message: Secrets.masker(entry.config.secrets)(result.failure.message)
+                }
+              ]
+            : []
+        )
+        if (failures.length === 0) return
+        return yield* new ToolsetRegistry.StartFailed({
+          message: [
+            `${failures.length} required toolset(s) did not start:`,
+            ...failures.map((f) => `  ${f.toolset}: ${f.tag}: ${f.message}`)
+          ].join("\n"),
+          failures
+        })
+      })
+
+    const inOrder = () =>
+      config.toolsets.flatMap((t) => {
+        const entry = running.get(t.identity)
+        return entry === undefined ? [] : [entry]
+      })
+
+    const agentEntries = (name: string) =>
+      Effect.suspend(() => {
+        const spec = config.agents.find((a) => a.name === name)
+        if (spec === undefined) return unknownAgent(name, agentNames())
+        return Effect.succeed(
+          spec.toolsets.flatMap((identity) => {
+            const entry = running.get(identity)
+            return entry === undefined ? [] : [entry]
+          })
+        )
+      })
+
+    const notStarted = (entry: Running, message: string) =>
+      new LifecycleError.NotStarted({ toolset: entry.config.name, message: `${entry.config.name}: ${message}` })
+
+    const sourceOf = (entry: Running) =>
+      Effect.gen(function* () {
+        const status = yield* entry.toolset.state
+        const listing: Toolset.Listing<Toolset.Tool> =
+          entry.config.lazy && status.state === "Stopped" && status.lastError === undefined
+            ? { complete: false, items: [], reason: notStarted(entry, "lazy: starts on first use") }
+            : yield* entry.toolset.tools.pipe(
+                Effect.catch((error) =>
+                  Effect.succeed({ complete: false as const, items: [], reason: notStarted(entry, error.message) })
+                )
+              )
+        return {
+          toolset: entry.config.name,
+          prefix: entry.config.prefix,
+          allow: entry.config.tools,
+          listing,
+          state: status.state
+        } satisfies Catalog.Source
+      })
+
+    const catalog = (name: string = defaultAgent) =>
+      agentEntries(name).pipe(
+        Effect.flatMap((entries) => Effect.forEach(entries, sourceOf, { concurrency: "unbounded" })),
+        Effect.map(Catalog.make)
+      )
+
+    /** A lazy toolset connects the first time a call needs a tool the catalog does not have yet. */
+    const wakeLazy = (name: string) =>
+      agentEntries(name).pipe(
+        Effect.flatMap((entries) =>
+          Effect.forEach(
+            entries.filter((e) => e.config.lazy),
+            (entry) =>
+              Effect.flatMap(entry.toolset.state, (s) =>
+                s.state === "Stopped" ? Effect.ignore(startOne(entry)) : Effect.succeed(false)
+              ).pipe(Effect.as(true)),
+            { concurrency: "unbounded" }
+          )
+        ),
+        Effect.map((woken) => woken.length > 0)
+      )
+
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }, name: string = defaultAgent) =>
+      Effect.gen(function* () {
+        let current = yield* catalog(name)
+        let found = current.tools.find((t) => t.name === tool)
+        if (found === undefined && (yield* wakeLazy(name))) {
+          current = yield* catalog(name)
+          found = current.tools.find((t) => t.name === tool)
+        }
+        if (found === undefined) {
+          const near = Catalog.nearNames(
+            tool,
+            current.tools.map((t) => t.name)
+          )
+          return yield* new ToolsetRegistry.UnknownTool({
+            tool,
+            near,
+            incomplete: !current.complete,
+            message: [
+              `no tool named "${tool}"`,
+              near.length > 0 ? ` (did you mean ${near.map((n) => `"${n}"`).join(", ")}?)` : "",
+              current.complete
+                ? ""
+                : `; not ready: ${current.missing.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
+            ].join("")
+          })
+        }
+        const target = found
+        const owner = inOrder().find((e) => e.config.name === target.toolset)
+        if (owner === undefined)
+          return yield* new ToolsetRegistry.UnknownTool({
+            tool,
+            near: [],
+            incomplete: true,
+            message: `no tool named "${tool}"`
+          })
+        const started = yield* Clock.currentTimeMillis
+        return yield* owner.toolset.callTool(target.tool.name, args).pipe(
+          Effect.onExit((exit) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Telemetry.call(owner.config.name, now - started, Exit.isFailure(exit) ? failureTag(exit) : undefined)
+            )
+          ),
+          Effect.withSpan("toolvisor.callTool", { attributes: { toolset: owner.config.name, tool: target.name } }),
+          Effect.annotateLogs({ toolset: owner.config.name })
+        )
+      })
+
+    const byName = (name: string) =>
+      Effect.suspend(() => {
+        const entry = inOrder().find((e) => e.config.name === name || e.config.identity === name)
+        if (entry !== undefined) return Effect.succeed(entry)
+        const known = inOrder().map((e) => e.config.name)
+        return Effect.fail(
+          new ToolsetRegistry.UnknownToolset({
+            toolset: name,
+            known,
+            message: `no toolset named "${name}" (there are: ${known.join(", ")})`
+          })
+        )
+      })
+
+    const reprobe = Effect.gen(function* () {
+      const candidates = yield* Effect.filter(inOrder(), (entry) =>
+        Effect.map(
+          entry.toolset.state,
+          (s) => State.isTerminal(s.state) && s.lastError !== undefined && !permanentTags.has(s.lastError.tag)
+        )
+      )
+      const results = yield* Effect.forEach(
+        candidates,
+        (entry) => Effect.map(Effect.result(entry.toolset.restart), (result) => ({ entry, result })),
+        { concurrency: "unbounded" }
+      )
+      const recovered: Array<string> = []
+      const failing: Array<{ readonly toolset: string; readonly error: string }> = []
+      for (const { entry, result } of results) {
+        const name = entry.config.name
+        if (result._tag === "Success") {
+          if (entry.streak > 0) yield* Effect.logInfo(`${name} recovered`)
+          entry.streak = 0
+          recovered.push(name)
+        } else {
+          const error = Secrets.masker(entry.config.secrets)(result.failure.message)
+          if (entry.streak === 0) yield* Effect.logWarning(`${name} is still failing: ${error}`)
+          entry.streak += 1
+          failing.push({ toolset: name, error })
+        }
+      }
+      return { recovered, failing }
+    })
+
+    const reload = (next: AgentConfig.Config) =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          const diff = ToolsetDiff.diff(config, next)
+          config = next
+          yield* Effect.forEach(diff.removed, (t) => dismiss(t.identity), { discard: true })
+          yield* Effect.forEach(diff.changed, ({ before }) => dismiss(before.identity), { discard: true })
+          const fresh = [...diff.added, ...diff.changed.map(({ after }) => after)]
+          yield* Effect.forEach(fresh, launch, { discard: true })
+          const toStart = fresh.flatMap((t) => {
+            const entry = running.get(t.identity)
+            return entry === undefined || t.lazy ? [] : [entry]
+          })
+          yield* Effect.forEach(toStart, (entry) => Effect.ignore(startOne(entry)), {
+            concurrency: "unbounded",
+            discard: true
+          })
+          yield* publishBoard
+          return diff
+        })
+      )
+
+    yield* Effect.forEach(initial.toolsets, launch, { discard: true })
+    yield* publishBoard
+
+    return {
+      agent: defaultAgent,
+      agents: Effect.sync(agentNames),
+      start: lock.withPermits(1)(Effect.suspend(() => startAll(inOrder().filter((e) => !e.config.lazy)))),
+      snapshot: SubscriptionRef.get(board),
+      status: SubscriptionRef.changes(board),
+      events: Stream.fromPubSub(hub),
+      catalog,
+      callTool,
+      startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
+      stopToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.stop),
+      restartToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.restart),
+      reprobe,
+      reload
+    } satisfies ToolsetRegistry.Registry
+  })
+
+const unknownAgent = (agent: string, known: ReadonlyArray<string>) =>
+  Effect.fail(
+    new ToolsetRegistry.UnknownAgent({
+      agent,
+      known,
+      message: `no agent named "${agent}" (there are: ${known.join(", ")})`
+    })
+  )
+
+const failureTag = <A>(exit: Exit.Exit<A, { readonly _tag: string }>): string => {
+  if (Exit.isSuccess(exit)) return ""
+  const reason = exit.cause.reasons[0]
+  return reason?._tag === "Fail" ? reason.error._tag : reason?._tag === "Die" ? "Defect" : "Interrupted"
+}

@@ -1,0 +1,60 @@
+/**
+ * The runtime's metrics, as Effect `Metric`s: export them with the Layer of your choice
+ * (`effect/observability` has OTLP and Prometheus exporters). Every metric carries the toolset
+ * name as an attribute.
+ */
+import type { State } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+
+/** Reconnects started, per toolset. */
+export const restarts = Metric.counter("toolvisor_toolset_restarts_total", {
+  description: "Reconnects started by the supervisor"
+})
+
+/** The current state per toolset, as a number: 0 Stopped, 1 Starting, 2 Ready, 3 Degraded, 4 Restarting, 5 Failed. */
+export const state = Metric.gauge("toolvisor_toolset_state", {
+  description: "0 Stopped, 1 Starting, 2 Ready, 3 Degraded, 4 Restarting, 5 Failed"
+})
+
+/** Tool call latency in milliseconds. */
+export const callLatency = Metric.histogram("toolvisor_tool_call_duration_ms", {
+  description: "Tool call latency",
+  boundaries: Metric.exponentialBoundaries({ start: 0.25, factor: 2, count: 18 })
+})
+
+/** Failed tool calls, by toolset and error tag. */
+export const callFailures = Metric.counter("toolvisor_tool_call_failures_total", {
+  description: "Tool calls that failed, by error tag"
+})
+
+const stateCode: { readonly [S in State.State]: number } = {
+  Stopped: 0,
+  Starting: 1,
+  Ready: 2,
+  Degraded: 3,
+  Restarting: 4,
+  Failed: 5
+}
+
+/** Records one transition of one toolset. */
+export const transition = (toolset: string, to: State.State) =>
+  Effect.all(
+    [
+      Metric.update(Metric.withAttributes(state, { toolset }), stateCode[to]),
+      to === "Restarting" ? Metric.update(Metric.withAttributes(restarts, { toolset }), 1) : Effect.void
+    ],
+    { discard: true }
+  )
+
+/** Records one call's latency and, when it failed, its error tag. */
+export const call = (toolset: string, millis: number, failure: string | undefined) =>
+  Effect.all(
+    [
+      Metric.update(Metric.withAttributes(callLatency, { toolset }), millis),
+      failure === undefined
+        ? Effect.void
+        : Metric.update(Metric.withAttributes(callFailures, { toolset, tag: failure }), 1)
+    ],
+    { discard: true }
+  )

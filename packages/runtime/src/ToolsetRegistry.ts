@@ -1,0 +1,92 @@
+/**
+ * The registry of an agent config's supervised toolsets, as a service. The contract is
+ * transport-agnostic: every operation is an Effect with typed errors and status arrives as
+ * Streams, with no handle that assumes the supervisor lives in this process — so a registry
+ * whose toolsets run elsewhere (on cluster runners) can be swapped in by Layer.
+ */
+import type { AgentConfig, ToolsetDiff } from "@toolvisor/config"
+import type { LifecycleError, State, Toolset } from "@toolvisor/core"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+import type * as Catalog from "./Catalog.ts"
+
+/** No toolset of that name in the config. */
+export class UnknownToolset extends Schema.TaggedError<UnknownToolset>()("UnknownToolset", {
+  toolset: Schema.String,
+  message: Schema.String,
+  known: Schema.Array(Schema.String)
+}) {}
+
+/** No agent of that name in the config. */
+export class UnknownAgent extends Schema.TaggedError<UnknownAgent>()("UnknownAgent", {
+  agent: Schema.String,
+  message: Schema.String,
+  known: Schema.Array(Schema.String)
+}) {}
+
+/** No tool of that name in the agent's catalog; `near` holds close names. */
+export class UnknownTool extends Schema.TaggedError<UnknownTool>()("UnknownTool", {
+  tool: Schema.String,
+  message: Schema.String,
+  near: Schema.Array(Schema.String),
+  /** True when some toolsets were not Ready, so the tool may appear later. */
+  incomplete: Schema.Boolean
+}) {}
+
+/** Required toolsets did not reach Ready; one line per toolset with its cause. */
+export class StartFailed extends Schema.TaggedError<StartFailed>()("StartFailed", {
+  message: Schema.String,
+  failures: Schema.Array(Schema.Struct({ toolset: Schema.String, tag: Schema.String, message: Schema.String }))
+}) {}
+
+/** One state change of one toolset, as the registry's event stream delivers it. */
+export interface ToolsetEvent {
+  readonly toolset: string
+  readonly from: State.State
+  readonly snapshot: State.StatusSnapshot
+}
+
+/** What `reprobe` did: toolsets it brought back, and those still failing. */
+export interface ReprobeReport {
+  readonly recovered: ReadonlyArray<string>
+  readonly failing: ReadonlyArray<{ readonly toolset: string; readonly error: string }>
+}
+
+export type CallError = UnknownTool | Toolset.ToolError | LifecycleError.LifecycleError
+
+export interface Registry {
+  /** The agent whose catalog `catalog` and `callTool` serve when no agent is named. */
+  readonly agent: string
+  readonly agents: Effect.Effect<ReadonlyArray<string>>
+  /**
+   * Starts every non-lazy toolset in parallel; fails with `StartFailed` naming each required
+   * toolset that did not reach Ready. Optional failures are logged and retried by their policy.
+   */
+  readonly start: Effect.Effect<void, StartFailed>
+  /** The current status of every toolset, in config order. */
+  readonly snapshot: Effect.Effect<ReadonlyArray<State.StatusSnapshot>>
+  /** The current picture first, then a new one after every change. */
+  readonly status: Stream.Stream<ReadonlyArray<State.StatusSnapshot>>
+  /** Every transition of every toolset, in order per toolset, none lost. */
+  readonly events: Stream.Stream<ToolsetEvent>
+  /** An agent's tools from usable toolsets, in config order; says what is missing and why. */
+  readonly catalog: (agent?: string) => Effect.Effect<Catalog.Catalog, UnknownAgent>
+  readonly callTool: (
+    tool: string,
+    args: { readonly [key: string]: unknown },
+    agent?: string
+  ) => Effect.Effect<Toolset.ToolResult, CallError | UnknownAgent>
+  readonly startToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
+  readonly stopToolset: (name: string) => Effect.Effect<void, UnknownToolset>
+  readonly restartToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
+  /** Starts again the toolsets that stopped on a transient error. */
+  readonly reprobe: Effect.Effect<ReprobeReport>
+  /** Applies a new config: starts added, stops removed, restarts changed, leaves the rest alone. */
+  readonly reload: (config: AgentConfig.Config) => Effect.Effect<ToolsetDiff.Diff>
+}
+
+export class ToolsetRegistry extends Context.Service<ToolsetRegistry, Registry>()(
+  "@toolvisor/runtime/ToolsetRegistry"
+) {}

@@ -1,0 +1,46 @@
+/**
+ * Turns a resolved config entry into a running toolset: MCP entries become `McpToolset`s, LSP
+ * entries `LspToolset`s. The only place the runtime knows which transport packages exist.
+ */
+import type { AgentConfig } from "@toolvisor/config"
+import type { Toolset } from "@toolvisor/core"
+import { LspSpec, LspToolset } from "@toolvisor/lsp"
+import { McpSpec, McpToolset } from "@toolvisor/mcp"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+
+export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
+  switch (transport._tag) {
+    case "stdio":
+      return McpSpec.Stdio.make({
+        command: transport.command,
+        args: transport.args,
+        env: transport.env,
+        ...(transport.cwd === undefined ? {} : { cwd: transport.cwd })
+      })
+    case "http":
+      return McpSpec.Http.make({ url: transport.url, headers: transport.headers })
+    case "sse":
+      return McpSpec.Sse.make({ url: transport.url, headers: transport.headers })
+  }
+}
+
+/** Builds the toolset of one config entry in the current scope (closing it stops the toolset). */
+export const make = (config: AgentConfig.ToolsetConfig): Effect.Effect<Toolset.Toolset, never, Scope.Scope> => {
+  if (config.type === "mcp") {
+    return McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy })
+  }
+  const transport = config.transport
+  const stdio = transport._tag === "stdio" ? transport : { command: "", args: [], env: {}, cwd: undefined }
+  return LspToolset.make({
+    name: config.name,
+    spec: LspSpec.LspSpec.make({
+      command: stdio.command,
+      args: stdio.args,
+      env: stdio.env,
+      cwd: stdio.cwd ?? process.cwd(),
+      fileTypes: config.fileTypes
+    }),
+    policy: config.policy
+  })
+}

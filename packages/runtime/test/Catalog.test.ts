@@ -1,0 +1,80 @@
+import { assert, describe, it } from "@effect/vitest"
+import { LifecycleError, type Toolset } from "@toolvisor/core"
+import * as Catalog from "../src/Catalog.ts"
+
+const tool = (name: string): Toolset.Tool => ({ name, inputSchema: { type: "object" } })
+
+const ready = (
+  toolset: string,
+  names: ReadonlyArray<string>,
+  options: { readonly prefix?: string; readonly allow?: ReadonlyArray<string> } = {}
+): Catalog.Source => ({
+  toolset,
+  prefix: options.prefix,
+  allow: options.allow,
+  state: "Ready",
+  listing: { complete: true, items: names.map(tool) }
+})
+
+const notReady = (toolset: string, state: string): Catalog.Source => ({
+  toolset,
+  prefix: undefined,
+  allow: undefined,
+  state,
+  listing: {
+    complete: false,
+    items: [],
+    reason: new LifecycleError.NotStarted({ toolset, message: `${toolset}: not ready (${state})` })
+  }
+})
+
+describe("Catalog", () => {
+  it("lists tools in config order, prefixed with the toolset name when the config gave one", () => {
+    const catalog = Catalog.make([ready("fs", ["read", "write"], { prefix: "fs" }), ready("memory", ["recall"])])
+    assert.deepStrictEqual(
+      catalog.tools.map((t) => [t.name, t.toolset, t.tool.name]),
+      [
+        ["fs_read", "fs", "read"],
+        ["fs_write", "fs", "write"],
+        ["recall", "memory", "recall"]
+      ]
+    )
+    assert.isTrue(catalog.complete)
+  })
+
+  it("applies the allow-list to exposed (prefixed) names", () => {
+    const catalog = Catalog.make([ready("fs", ["read", "write"], { prefix: "fs", allow: ["fs_read"] })])
+    assert.deepStrictEqual(
+      catalog.tools.map((t) => t.name),
+      ["fs_read"]
+    )
+  })
+
+  it("a toolset that is not Ready makes the catalog incomplete and says which and why", () => {
+    const catalog = Catalog.make([ready("fs", ["read"]), notReady("lsp", "Restarting")])
+    assert.isFalse(catalog.complete)
+    assert.deepStrictEqual(catalog.missing, [
+      { toolset: "lsp", state: "Restarting", reason: "lsp: not ready (Restarting)" }
+    ])
+    assert.deepStrictEqual(
+      catalog.tools.map((t) => t.name),
+      ["read"]
+    )
+  })
+
+  it("a name collision is resolved deterministically: the first toolset in config order wins", () => {
+    const catalog = Catalog.make([ready("a", ["search"]), ready("b", ["search", "other"])])
+    assert.deepStrictEqual(
+      catalog.tools.map((t) => `${t.toolset}:${t.name}`),
+      ["a:search", "b:other"]
+    )
+    assert.deepStrictEqual(catalog.shadowed, [{ name: "search", toolset: "b", shadowedBy: "a" }])
+  })
+
+  it("near names: a prefixed variant, a typo, nothing for an unrelated name", () => {
+    const names = ["fs_read_file", "fs_write_file", "memory_recall", "echo"]
+    assert.deepStrictEqual(Catalog.nearNames("read_file", names), ["fs_read_file"])
+    assert.deepStrictEqual(Catalog.nearNames("ecoh", names), ["echo"])
+    assert.deepStrictEqual(Catalog.nearNames("completely_different", names), [])
+  })
+})
