@@ -235,6 +235,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       const fiber = yield* spawn(
         connector.connect.pipe(
           Scope.provide(scope),
+          Effect.withSpan("toolvisor.connect", {
+            attributes: { toolset: name, kind: options.kind, attempt: status.attempt, restarts: status.restarts }
+          }),
           Effect.exit,
           Effect.flatMap((exit) => post({ _tag: "Connected", id, exit })),
           Effect.asVoid

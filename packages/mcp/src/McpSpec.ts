@@ -10,7 +10,10 @@ const Env = Schema.Record(Schema.String, Schema.String)
 
 export class Stdio extends Schema.TaggedClass<Stdio>()("stdio", {
   command: Schema.NonEmptyString,
-  args: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([]))),
+  args: Schema.Array(Schema.String).pipe(
+    Schema.withDecodingDefault(Effect.succeed([])),
+    Schema.withConstructorDefault(Effect.succeed([]))
+  ),
   env: Schema.optionalKey(Env),
   cwd: Schema.optionalKey(Schema.String)
 }) {}
