@@ -1,0 +1,342 @@
+/**
+ * `toolvisor serve`: one MCP server in front of a registry, exposing every tool of an agent's
+ * catalog and routing each call to the supervised toolset that owns it. Tool schemas pass
+ * through as JSON Schema (hence the SDK's low-level `Server`), typed call failures come back as
+ * `isError` results the agent can read, and clients hear `tools/list_changed` whenever the
+ * catalog they were given is no longer the one on offer.
+ */
+import * as NodeCrypto from "node:crypto"
+import * as NodeHttp from "node:http"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import type { State, Toolset } from "@toolvisor/core"
+import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+
+export interface Options {
+  /** The agent whose catalog is served; the registry's default agent when omitted. */
+  readonly agent?: string
+  /** Serve streamable HTTP on this address instead of stdio. */
+  readonly http?: { readonly port: number; readonly host: string }
+}
+
+/** The gateway could not start serving: the port is taken, the agent is unknown, a transport failed. */
+export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/** The path of the streamable HTTP endpoint, as in the SDK's examples. */
+const endpoint = "/mcp"
+
+const serverInfo = { name: "toolvisor", version: "0.1.0" }
+
+/** Runs an Effect from an SDK callback; owned by the serving scope, so closing it interrupts calls. */
+type RunPromise = <A>(effect: Effect.Effect<A>, options?: { readonly signal?: AbortSignal }) => Promise<A>
+
+/** A catalog entry as MCP lists it: the exposed name, the toolset's schema untouched. */
+const toMcpTool = (entry: Catalog.Entry) => {
+  const { tool } = entry
+  return {
+    name: entry.name,
+    inputSchema: tool.inputSchema,
+    ...(tool.title === undefined ? {} : { title: tool.title }),
+    ...(tool.description === undefined ? {} : { description: tool.description }),
+    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+    ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+    ...(tool._meta === undefined ? {} : { _meta: tool._meta })
+  }
+}
+
+/**
+ * The tools an agent sees right now. An agent that a reload removed has no tools rather than a
+ * protocol error, so a client keeps its session and hears list_changed when it comes back.
+ */
+const listing = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
+  registry.catalog(agent).pipe(
+    Effect.map((catalog) => catalog.tools),
+    Effect.catchTag("UnknownAgent", (error) => Effect.as(Effect.logWarning(`serving no tools: ${error.message}`), []))
+  )
+
+/** What a client would notice in tools/list: the exposed names and their descriptions. */
+const fingerprint = (tools: ReadonlyArray<Catalog.Entry>): string =>
+  JSON.stringify(tools.map((entry) => [entry.name, entry.tool.description ?? ""]))
+
+/** A failure the agent reads as the tool's answer, so a call never surfaces as a JSON-RPC crash. */
+const errorResult = (tag: string, message: string): Toolset.ToolResult => ({
+  content: [{ type: "text", text: `${tag}: ${message}` }],
+  isError: true
+})
+
+const call = (
+  registry: ToolsetRegistry.Registry,
+  agent: string | undefined,
+  tool: string,
+  args: { readonly [key: string]: unknown }
+): Effect.Effect<Toolset.ToolResult> =>
+  registry.callTool(tool, args, agent).pipe(
+    Effect.catch((error) =>
+      Effect.as(Effect.logDebug(`${tool}: ${error._tag}: ${error.message}`), errorResult(error._tag, error.message))
+    ),
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.succeed(errorResult("Interrupted", `the call to ${tool} was cancelled`))
+        : Effect.as(Effect.logError(`${tool} failed unexpectedly`, cause), errorResult("Defect", Cause.pretty(cause)))
+    )
+  )
+
+/** One MCP server (one client session) answering from the registry. */
+const makeServer = (registry: ToolsetRegistry.Registry, agent: string | undefined, run: RunPromise): Server => {
+  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true } } })
+  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
+    run(
+      Effect.map(listing(registry, agent), (tools) => ({ tools: tools.map(toMcpTool) })),
+      { signal: extra.signal }
+    )
+  )
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    run(call(registry, agent, request.params.name, request.params.arguments ?? {}), { signal: extra.signal })
+  )
+  return server
+}
+
+const closeServer = (server: Server): Effect.Effect<void> =>
+  Effect.tryPromise(() => server.close()).pipe(
+    Effect.catch((error) => Effect.logDebug("closing an MCP session failed", error))
+  )
+
+/** True when two boards would give the same catalogs: the same toolsets in the same states and tool versions. */
+const sameTools = (a: ReadonlyArray<State.StatusSnapshot>, b: ReadonlyArray<State.StatusSnapshot>): boolean =>
+  a.length === b.length &&
+  a.every((s, i) => {
+    const t = b[i]
+    return t !== undefined && s.name === t.name && s.state === t.state && s.toolsVersion === t.toolsVersion
+  })
+
+/**
+ * Sends `tools/list_changed` to every connected client whenever the listing differs from the
+ * last one announced. Recomputing on every board change would spam clients (a restart passes
+ * through several states); comparing what tools/list would answer sends one notice per change.
+ */
+const announceChanges = (
+  registry: ToolsetRegistry.Registry,
+  agent: string | undefined,
+  initial: ReadonlyArray<Catalog.Entry>,
+  servers: () => Iterable<Server>
+): Effect.Effect<void> => {
+  let announced = fingerprint(initial)
+  return registry.status.pipe(
+    Stream.changesWith(sameTools),
+    Stream.runForEach(() =>
+      Effect.gen(function* () {
+        const next = fingerprint(yield* listing(registry, agent))
+        if (next === announced) return
+        announced = next
+        yield* Effect.logDebug("the catalog changed: sending tools/list_changed")
+        yield* Effect.forEach(
+          Array.from(servers()),
+          (server) =>
+            Effect.tryPromise(() => server.sendToolListChanged()).pipe(
+              Effect.catch((error) => Effect.logDebug("a client missed tools/list_changed", error))
+            ),
+          { discard: true }
+        )
+      })
+    )
+  )
+}
+
+/** The catalog at start; fails when the agent is unknown, so a typo is reported before any client connects. */
+const initialListing = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
+  registry.catalog(agent).pipe(
+    Effect.map((catalog) => catalog.tools),
+    Effect.mapError((error) => new GatewayError({ message: error.message, cause: error }))
+  )
+
+/**
+ * Serves the registry to one client over `transport` (stdio, or an in-memory pair in tests).
+ * Closing the scope closes the server and stops announcing catalog changes.
+ */
+export const connect = (
+  registry: ToolsetRegistry.Registry,
+  transport: Transport,
+  options: Options = {}
+): Effect.Effect<void, GatewayError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const initial = yield* initialListing(registry, options.agent)
+    const run = yield* FiberSet.makeRuntimePromise<never>()
+    const server = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          const server = makeServer(registry, options.agent, run)
+          await server.connect(transport)
+          return server
+        },
+        catch: (cause) => new GatewayError({ message: `cannot start the MCP server: ${String(cause)}`, cause })
+      }),
+      closeServer
+    )
+    yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, () => [server]))
+  })
+
+interface Session {
+  readonly server: Server
+  readonly transport: StreamableHTTPServerTransport
+}
+
+const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}${endpoint}`
+
+/** Answers an HTTP request the MCP transport never saw, with a JSON-RPC error body as the SDK does. */
+const reject = (res: NodeHttp.ServerResponse, status: number, message: string) =>
+  Effect.sync(() => {
+    if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" })
+    res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }))
+  })
+
+const loopback = new Set(["localhost", "127.0.0.1", "[::1]", "::1"])
+
+/**
+ * On a loopback address only a loopback `Host` is accepted, so a web page that rebinds its own
+ * domain to 127.0.0.1 cannot reach the tools from the user's browser (DNS rebinding).
+ */
+const hostAllowed = (bound: string, header: string | undefined): boolean => {
+  if (!loopback.has(bound)) return true
+  const url = header !== undefined && URL.canParse(`http://${header}`) ? new URL(`http://${header}`) : undefined
+  return url !== undefined && loopback.has(url.hostname)
+}
+
+/**
+ * For `--http`: starts listening and returns the bound address (port 0 binds a free port). Each
+ * client session gets its own Server and transport, as the SDK's stateful examples do. Closing
+ * the scope closes every session and the listening socket.
+ */
+export const listen = (
+  registry: ToolsetRegistry.Registry,
+  options: Options & { readonly http: { readonly port: number; readonly host: string } }
+): Effect.Effect<{ readonly port: number; readonly url: string }, GatewayError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { host, port } = options.http
+    const initial = yield* initialListing(registry, options.agent)
+    const fibers = yield* FiberSet.make<unknown>()
+    const run = yield* FiberSet.runtimePromise(fibers)<never>()
+    const fork = yield* FiberSet.runtime(fibers)<never>()
+    const sessions = new Map<string, Session>()
+    let closing = false
+
+    /** A session exists only once its initialize succeeded; any other first request leaves nothing behind. */
+    const open = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) =>
+      Effect.gen(function* () {
+        const server = makeServer(registry, options.agent, run)
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => NodeCrypto.randomUUID(),
+          onsessioninitialized: (id) => {
+            sessions.set(id, { server, transport })
+          }
+        })
+        server.onclose = () => {
+          if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+        }
+        yield* Effect.tryPromise(() => server.connect(transport))
+        yield* Effect.tryPromise(() => transport.handleRequest(req, res))
+        if (transport.sessionId === undefined) yield* closeServer(server)
+      })
+
+    const handle = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        if (closing) return yield* reject(res, 503, "Service Unavailable: the gateway is shutting down")
+        if (!hostAllowed(host, req.headers.host)) return yield* reject(res, 403, "Forbidden: invalid Host header")
+        if (new URL(req.url ?? "/", "http://gateway").pathname !== endpoint) {
+          return yield* reject(res, 404, `Not found: the MCP endpoint is ${endpoint}`)
+        }
+        const sessionId = req.headers["mcp-session-id"]
+        if (sessionId !== undefined) {
+          const session = typeof sessionId === "string" ? sessions.get(sessionId) : undefined
+          if (session === undefined) return yield* reject(res, 404, "Session not found: initialize a new session")
+          return yield* Effect.tryPromise(() => session.transport.handleRequest(req, res))
+        }
+        if (req.method !== "POST") return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
+        yield* open(req, res)
+      }).pipe(
+        Effect.catchCause((cause) =>
+          Effect.andThen(Effect.logWarning("an MCP HTTP request failed", cause), reject(res, 500, "Internal error"))
+        )
+      )
+
+    const http = yield* Effect.acquireRelease(
+      Effect.callback<NodeHttp.Server, GatewayError>((resume) => {
+        const http = NodeHttp.createServer((req, res) => {
+          fork(handle(req, res))
+        })
+        const onError = (cause: Error) =>
+          resume(
+            Effect.fail(new GatewayError({ message: `cannot listen on ${host}:${port}: ${cause.message}`, cause }))
+          )
+        http.once("error", onError)
+        http.listen(port, host, () => {
+          http.off("error", onError)
+          resume(Effect.succeed(http))
+        })
+      }),
+      (http) =>
+        Effect.gen(function* () {
+          // Stop accepting first, so no session opens while the open ones close.
+          closing = true
+          const closed = yield* Deferred.make<void>()
+          http.close(() => Deferred.doneUnsafe(closed, Effect.void))
+          yield* Effect.forEach(Array.from(sessions.values()), (session) => closeServer(session.server), {
+            discard: true
+          })
+          // Idle keep-alive connections would hold the listener open for ever.
+          http.closeAllConnections()
+          yield* Deferred.await(closed)
+        })
+    )
+    http.on("error", (cause) => {
+      fork(Effect.logWarning("the MCP HTTP server reported an error", cause))
+    })
+    yield* Effect.forkScoped(
+      announceChanges(registry, options.agent, initial, () => Array.from(sessions.values(), (s) => s.server))
+    )
+    const address = http.address()
+    const bound = typeof address === "object" && address !== null ? address.port : port
+    return { port: bound, url: urlOf(host, bound) }
+  })
+
+/**
+ * Serves until interrupted (or, over stdio, until the client closes our stdin): stdio by default,
+ * streamable HTTP with `options.http`. Closing the scope closes the server (and, for http, the
+ * listening socket). Over stdio, stdout belongs to the protocol, so everything else must log to stderr.
+ */
+export const serve = (
+  registry: ToolsetRegistry.Registry,
+  options: Options
+): Effect.Effect<void, GatewayError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { http } = options
+    if (http !== undefined) {
+      const { url } = yield* listen(registry, { ...options, http })
+      yield* Effect.logInfo(`serving MCP at ${url}`)
+      return yield* Effect.never
+    }
+    yield* connect(registry, new StdioServerTransport(), options)
+    yield* Effect.logInfo("serving MCP on stdio")
+    // A stdio client ends the session by closing our stdin: then stop every toolset and exit.
+    yield* Effect.callback<void>((resume) => {
+      const done = () => resume(Effect.void)
+      process.stdin.once("end", done)
+      process.stdin.once("close", done)
+      return Effect.sync(() => {
+        process.stdin.off("end", done)
+        process.stdin.off("close", done)
+      })
+    })
+  })

@@ -1,0 +1,127 @@
+/**
+ * Runs the real CLI as a user would: a child process on the TypeScript sources, with configs
+ * written to a temp dir that point at real servers.
+ */
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+
+export const root = NodePath.resolve(import.meta.dirname, "../../..")
+export const main = NodePath.join(root, "apps/cli/src/main.ts")
+export const fixtureServer = NodePath.join(root, "packages/mcp/test/fixtures/fixture-server.mjs")
+export const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+export const tsServer = NodePath.join(root, "node_modules/.bin/typescript-language-server")
+export const tsProject = NodePath.join(root, "packages/lsp/test/fixtures/ts-project")
+
+/** The arguments that run the CLI from source with the Node that runs the tests. */
+export const cliArgs = (args: ReadonlyArray<string>) => ["--conditions=@toolvisor/source", main, ...args]
+
+export const writeConfig = (text: string, name = "agent.yaml") => {
+  const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cli-"))
+  const path = NodePath.join(dir, name)
+  NodeFs.writeFileSync(path, text)
+  return path
+}
+
+export const mcpEntry = (name: string, extra: ReadonlyArray<string> = []) => [
+  "      - type: mcp",
+  `        name: ${name}`,
+  `        command: "${process.execPath}"`,
+  `        args: ["${fixtureServer}"]`,
+  ...extra
+]
+
+export const yaml = (entries: ReadonlyArray<ReadonlyArray<string>>) =>
+  ["agents:", "  root:", "    toolsets:", ...entries.flat()].join("\n")
+
+export interface Finished {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the CLI to completion. */
+export const runCli = (args: ReadonlyArray<string>, options: { readonly input?: string; readonly cwd?: string } = {}) =>
+  new Promise<Finished>((resolve) => {
+    const child = NodeChildProcess.spawn(process.execPath, cliArgs(args), {
+      cwd: options.cwd ?? root,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(options.input ?? "")
+  })
+
+/** True while the process exists and is not a zombie. */
+export const isAlive = (pid: number): boolean => {
+  try {
+    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"
+  } catch {
+    return false
+  }
+}
+
+/** A long-running CLI whose stdout is read line by line. */
+export class Session {
+  readonly child: NodeChildProcess.ChildProcessWithoutNullStreams
+  readonly lines: Array<string> = []
+  stderr = ""
+  private readonly waiters: Array<() => void> = []
+
+  constructor(args: ReadonlyArray<string>) {
+    this.child = NodeChildProcess.spawn(process.execPath, cliArgs(args), { cwd: root, stdio: ["pipe", "pipe", "pipe"] })
+    let partial = ""
+    this.child.stdout.on("data", (chunk: Buffer) => {
+      const parts = (partial + chunk.toString("utf8")).split("\n")
+      partial = parts.pop() ?? ""
+      this.lines.push(...parts.filter((l) => l !== ""))
+      for (const wake of this.waiters.splice(0)) wake()
+    })
+    this.child.stderr.on("data", (chunk: Buffer) => (this.stderr += chunk.toString("utf8")))
+  }
+
+  /** JSON lines seen so far. */
+  json(): ReadonlyArray<{ readonly [key: string]: unknown }> {
+    return this.lines.flatMap((line) => {
+      try {
+        const value: unknown = JSON.parse(line)
+        return typeof value === "object" && value !== null ? [Object.fromEntries(Object.entries(value))] : []
+      } catch {
+        return []
+      }
+    })
+  }
+
+  /** Waits until a JSON line after index `from` satisfies `p`, or fails after `within` ms. */
+  async waitFor(p: (line: { readonly [key: string]: unknown }) => boolean, from = 0, within = 60_000) {
+    const deadline = Date.now() + within
+    for (;;) {
+      const found = this.json().slice(from).find(p)
+      if (found !== undefined) return found
+      if (Date.now() > deadline)
+        throw new Error(
+          `no matching line within ${within} ms; stdout:\n${this.lines.join("\n")}\nstderr:\n${this.stderr}`
+        )
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve)
+        setTimeout(resolve, 500)
+      })
+    }
+  }
+
+  send(value: unknown) {
+    this.child.stdin.write(`${JSON.stringify(value)}\n`)
+  }
+
+  exited(): Promise<number | null> {
+    return new Promise((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(this.child.exitCode)
+      else this.child.once("exit", (code) => resolve(code))
+    })
+  }
+}
