@@ -7,6 +7,7 @@
  */
 import { type AgentConfig, ToolsetDiff } from "@toolvisor/config"
 import { LifecycleError, Policy, State, type Toolset } from "@toolvisor/core"
+import { LspRouter, type LspToolset } from "@toolvisor/lsp"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -30,12 +31,31 @@ export interface Options {
 interface Running {
   readonly config: AgentConfig.ToolsetConfig
   readonly toolset: Toolset.Toolset
+  /** Set for LSP toolsets: an agent with several gets them behind one router. */
+  readonly lsp: LspToolset.LspToolset | undefined
   readonly scope: Scope.Closeable
   /** Failures in a row seen by `reprobe`, so a failure is reported once per streak. */
   streak: number
 }
 
 const permanentTags = new Set(["AuthRequired", "CapabilityMissing"])
+
+/** One part of an agent's catalog: a toolset, or a router over several LSP toolsets. */
+interface Member {
+  readonly name: string
+  readonly prefix: string | undefined
+  readonly allow: ReadonlyArray<string> | undefined
+  readonly lazy: boolean
+  readonly toolset: Toolset.Toolset
+}
+
+const memberOf = (entry: Running): Member => ({
+  name: entry.config.name,
+  prefix: entry.config.prefix,
+  allow: entry.config.tools,
+  lazy: entry.config.lazy,
+  toolset: entry.toolset
+})
 
 export const make = (
   initial: AgentConfig.Config,
@@ -70,7 +90,7 @@ export const make = (
       Effect.gen(function* () {
         const scope = yield* Scope.fork(registryScope)
         const mask = Secrets.masker(entry.secrets)
-        const toolset = yield* Toolsets.make(entry).pipe(Scope.provide(scope))
+        const { toolset, lsp } = yield* Toolsets.make(entry).pipe(Scope.provide(scope))
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
             PubSub.publish(hub, {
@@ -90,7 +110,7 @@ export const make = (
           ),
           Effect.forkIn(scope, { startImmediately: true })
         )
-        running.set(entry.identity, { config: entry, toolset, scope, streak: 0 })
+        running.set(entry.identity, { config: entry, toolset, lsp, scope, streak: 0 })
       }).pipe(Effect.annotateLogs({ toolset: entry.name }))
 
     const dismiss = (identity: string) =>
@@ -177,32 +197,56 @@ export const make = (
         )
       })
 
-    const notStarted = (entry: Running, message: string) =>
-      new LifecycleError.NotStarted({ toolset: entry.config.name, message: `${entry.config.name}: ${message}` })
+    /**
+     * What an agent's catalog is made of: each toolset on its own, except that several LSP
+     * toolsets sit behind one router, which sends file tools by file type and merges the
+     * workspace-wide ones (their tool names are the same, so they could not sit side by side).
+     */
+    const members = (name: string) =>
+      Effect.map(agentEntries(name), (entries): ReadonlyArray<Member> => {
+        const lsp = entries.flatMap((e) => (e.lsp === undefined ? [] : [{ entry: e, lsp: e.lsp }]))
+        if (lsp.length < 2) return entries.map(memberOf)
+        const allows = lsp.map(({ entry }) => entry.config.tools)
+        const router: Member = {
+          name: lsp.map(({ entry }) => entry.config.name).join("+"),
+          prefix: undefined,
+          allow: allows.some((a) => a === undefined) ? undefined : allows.flatMap((a) => a ?? []),
+          lazy: lsp.every(({ entry }) => entry.config.lazy),
+          toolset: LspRouter.make(
+            lsp.map(({ entry }) => entry.config.name).join("+"),
+            lsp.map((l) => l.lsp)
+          )
+        }
+        const first = lsp[0]?.entry
+        return entries.flatMap((e) => (e.lsp === undefined ? [memberOf(e)] : e === first ? [router] : []))
+      })
 
-    const sourceOf = (entry: Running) =>
+    const notStarted = (member: Member, message: string) =>
+      new LifecycleError.NotStarted({ toolset: member.name, message: `${member.name}: ${message}` })
+
+    const sourceOf = (member: Member) =>
       Effect.gen(function* () {
-        const status = yield* entry.toolset.state
+        const status = yield* member.toolset.state
         const listing: Toolset.Listing<Toolset.Tool> =
-          entry.config.lazy && status.state === "Stopped" && status.lastError === undefined
-            ? { complete: false, items: [], reason: notStarted(entry, "lazy: starts on first use") }
-            : yield* entry.toolset.tools.pipe(
+          member.lazy && status.state === "Stopped" && status.lastError === undefined
+            ? { complete: false, items: [], reason: notStarted(member, "lazy: starts on first use") }
+            : yield* member.toolset.tools.pipe(
                 Effect.catch((error) =>
-                  Effect.succeed({ complete: false as const, items: [], reason: notStarted(entry, error.message) })
+                  Effect.succeed({ complete: false as const, items: [], reason: notStarted(member, error.message) })
                 )
               )
         return {
-          toolset: entry.config.name,
-          prefix: entry.config.prefix,
-          allow: entry.config.tools,
+          toolset: member.name,
+          prefix: member.prefix,
+          allow: member.allow,
           listing,
           state: status.state
         } satisfies Catalog.Source
       })
 
     const catalog = (name: string = defaultAgent) =>
-      agentEntries(name).pipe(
-        Effect.flatMap((entries) => Effect.forEach(entries, sourceOf, { concurrency: "unbounded" })),
+      members(name).pipe(
+        Effect.flatMap((all) => Effect.forEach(all, sourceOf, { concurrency: "unbounded" })),
         Effect.map(Catalog.make)
       )
 
@@ -249,23 +293,24 @@ export const make = (
           })
         }
         const target = found
-        const owner = inOrder().find((e) => e.config.name === target.toolset)
-        if (owner === undefined)
+        const owner = (yield* members(name)).find((m) => m.name === target.toolset)
+        if (owner === undefined) {
           return yield* new ToolsetRegistry.UnknownTool({
             tool,
             near: [],
             incomplete: true,
             message: `no tool named "${tool}"`
           })
+        }
         const started = yield* Clock.currentTimeMillis
         return yield* owner.toolset.callTool(target.tool.name, args).pipe(
           Effect.onExit((exit) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Telemetry.call(owner.config.name, now - started, Exit.isFailure(exit) ? failureTag(exit) : undefined)
+              Telemetry.call(owner.name, now - started, Exit.isFailure(exit) ? failureTag(exit) : undefined)
             )
           ),
-          Effect.withSpan("toolvisor.callTool", { attributes: { toolset: owner.config.name, tool: target.name } }),
-          Effect.annotateLogs({ toolset: owner.config.name })
+          Effect.withSpan("toolvisor.callTool", { attributes: { toolset: owner.name, tool: target.name } }),
+          Effect.annotateLogs({ toolset: owner.name })
         )
       })
 

@@ -6,7 +6,7 @@ import type { AgentConfig } from "@toolvisor/config"
 import type { Toolset } from "@toolvisor/core"
 import { LspSpec, LspToolset } from "@toolvisor/lsp"
 import { McpSpec, McpToolset } from "@toolvisor/mcp"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 
 export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
@@ -25,22 +25,34 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
   }
 }
 
+/** A built toolset; LSP ones are also kept as such, so several can be put behind one router. */
+export interface Built {
+  readonly toolset: Toolset.Toolset
+  readonly lsp: LspToolset.LspToolset | undefined
+}
+
 /** Builds the toolset of one config entry in the current scope (closing it stops the toolset). */
-export const make = (config: AgentConfig.ToolsetConfig): Effect.Effect<Toolset.Toolset, never, Scope.Scope> => {
+export const make = (config: AgentConfig.ToolsetConfig): Effect.Effect<Built, never, Scope.Scope> => {
   if (config.type === "mcp") {
-    return McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy })
+    return Effect.map(
+      McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy }),
+      (toolset) => ({ toolset, lsp: undefined })
+    )
   }
   const transport = config.transport
   const stdio = transport._tag === "stdio" ? transport : { command: "", args: [], env: {}, cwd: undefined }
-  return LspToolset.make({
-    name: config.name,
-    spec: LspSpec.LspSpec.make({
-      command: stdio.command,
-      args: stdio.args,
-      env: stdio.env,
-      cwd: stdio.cwd ?? process.cwd(),
-      fileTypes: config.fileTypes
+  return Effect.map(
+    LspToolset.make({
+      name: config.name,
+      spec: LspSpec.LspSpec.make({
+        command: stdio.command,
+        args: stdio.args,
+        env: stdio.env,
+        cwd: stdio.cwd ?? process.cwd(),
+        fileTypes: config.fileTypes
+      }),
+      policy: config.policy
     }),
-    policy: config.policy
-  })
+    (toolset) => ({ toolset, lsp: toolset })
+  )
 }
