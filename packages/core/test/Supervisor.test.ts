@@ -584,6 +584,45 @@ describe("Supervisor", () => {
       })
     )
 
+    it.effect("useDirect runs on the live session with no race and no deadline of its own", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([], policy({ call_timeout: "2s" }))
+        yield* supervisor.start
+        const request = yield* Effect.forkChild(
+          supervisor.useDirect(() => Effect.sleep("5 seconds").pipe(Effect.as("done"))),
+          {
+            startImmediately: true
+          }
+        )
+        yield* TestClock.adjust("5 seconds")
+        assert.strictEqual(yield* Fiber.join(request), "done")
+      })
+    )
+
+    it.effect("useDirect waits for Ready under call_timeout, and fails at once on a terminal state", () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const { supervisor } = yield* make([{ _tag: "gate", gate }], policy({ call_timeout: "2s" }))
+        const stopped = yield* Effect.flip(supervisor.useDirect((s) => Effect.succeed(s.id)))
+        assert.strictEqual(stopped._tag, "NotStarted")
+        yield* Effect.forkChild(supervisor.start, { startImmediately: true })
+        yield* inState(supervisor, "Starting")
+        const late = yield* Effect.forkChild(Effect.flip(supervisor.useDirect((s) => Effect.succeed(s.id))), {
+          startImmediately: true
+        })
+        yield* TestClock.adjust("2 seconds")
+        assert.strictEqual((yield* Fiber.join(late))._tag, "CallTimeout")
+        const waiting = yield* Effect.forkChild(
+          supervisor.useDirect((s) => Effect.succeed(s.id)),
+          {
+            startImmediately: true
+          }
+        )
+        yield* Deferred.succeed(gate, undefined)
+        assert.strictEqual(yield* Fiber.join(waiting), 1)
+      })
+    )
+
     it.effect("the request's own typed error passes through", () =>
       Effect.gen(function* () {
         const { supervisor } = yield* make([])
