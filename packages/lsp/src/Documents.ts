@@ -4,7 +4,7 @@
  * disk since it was last sent, so answers are never about stale text. The state belongs to one
  * session: a reconnected server knows no documents, and none are assumed.
  */
-import * as NodeFs from "node:fs/promises"
+import * as NodeFs from "node:fs"
 import { Classify, type LifecycleError } from "@toolvisor/core"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -25,8 +25,10 @@ export interface Document {
   readonly uri: string
   readonly languageId: string
   readonly version: number
-  /** The text last sent; compared with the file on every use (cheaper than trusting mtimes). */
+  /** The text last sent. */
   readonly text: string
+  /** Size and mtime of the file when it was last read: unchanged, the file need not be read again. */
+  readonly stamp: string
   /** The diagnostics sequence number when this version was sent. */
   readonly sentAt: number
 }
@@ -65,19 +67,30 @@ export const make = Effect.fnUntraced(function* (options: {
       catch: (cause) => Classify.classify(name, cause)
     })
 
-  const read = (path: string, argument: string) =>
-    Effect.tryPromise({
-      // One read, no stat: this runs before every request, and a directory fails with EISDIR anyway.
-      try: () => NodeFs.readFile(path, "utf8"),
-      catch: (cause) =>
-        new FileProblem({
-          argument,
-          path,
-          message: `${argument}: cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
-        })
+  const problem = (path: string, argument: string) => (cause: unknown) =>
+    new FileProblem({
+      argument,
+      path,
+      message: `${argument}: cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
     })
 
-  const send = (path: string, text: string, previous?: Document) =>
+  // Synchronous on purpose: this runs before every request, and for a source file one stat (and,
+  // when it changed, one read) costs microseconds, where the thread pool's round trips cost a
+  // good part of a millisecond.
+  const stampOf = (path: string, argument: string) =>
+    Effect.try({
+      try: () => {
+        const stat = NodeFs.statSync(path)
+        if (!stat.isFile()) throw new Error("not a regular file")
+        return `${stat.size}:${stat.mtimeMs}`
+      },
+      catch: problem(path, argument)
+    })
+
+  const read = (path: string, argument: string) =>
+    Effect.try({ try: () => NodeFs.readFileSync(path, "utf8"), catch: problem(path, argument) })
+
+  const send = (path: string, text: string, stamp: string, previous?: Document) =>
     Effect.gen(function* () {
       const document: Document = {
         path,
@@ -85,6 +98,7 @@ export const make = Effect.fnUntraced(function* (options: {
         languageId: previous?.languageId ?? Paths.languageId(path),
         version: (previous?.version ?? 0) + 1,
         text,
+        stamp,
         sentAt: options.seq()
       }
       const textDocument = { uri: document.uri, version: document.version }
@@ -117,11 +131,15 @@ export const make = Effect.fnUntraced(function* (options: {
   const syncUnlocked = (path: string, argument: string) =>
     Effect.gen(function* () {
       const previous = documents.get(path)
+      const stamp = yield* stampOf(path, argument)
+      if (previous !== undefined && previous.stamp === stamp) return { document: previous, sent: false }
       const text = yield* read(path, argument)
       if (previous !== undefined && previous.text === text) {
-        return { document: previous, sent: false }
+        const touched = { ...previous, stamp }
+        documents.set(path, touched)
+        return { document: touched, sent: false }
       }
-      return { document: yield* send(path, text, previous), sent: true }
+      return { document: yield* send(path, text, stamp, previous), sent: true }
     })
 
   return {
