@@ -54,8 +54,10 @@ const connectionCodes = new Set([-32000, -32001])
 const requestTimeout = -32001
 
 /** OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them. */
-export const stripNulls = (args: { readonly [key: string]: unknown }): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+export const stripNulls = (args: { readonly [key: string]: unknown }): { readonly [key: string]: unknown } =>
+  Object.values(args).includes(null)
+    ? Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+    : args
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -208,9 +210,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 
 /** Servers of the 2024-10-07 protocol answer `{ toolResult }`; it becomes one text item. */
 const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): Toolset.ToolResult =>
-  "toolResult" in result
-    ? { content: [{ type: "text", text: JSON.stringify(result.toolResult) }] }
-    : { ...result, content: result.content }
+  "toolResult" in result ? { content: [{ type: "text", text: JSON.stringify(result.toolResult) }] } : result
 
 /** One deadline for the whole call, retries included. */
 const withCallTimeout =
