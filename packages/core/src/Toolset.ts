@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type * as LifecycleError from "./LifecycleError.ts"
 import type * as State from "./State.ts"
+import type * as Supervisor from "./Supervisor.ts"
 
 export interface ToolAnnotations {
   readonly title?: string | undefined
@@ -79,3 +80,15 @@ export interface Toolset {
     args: { readonly [key: string]: unknown }
   ) => Effect.Effect<ToolResult, ToolError | LifecycleError.LifecycleError>
 }
+
+/** The lifecycle half of a toolset: delegated as is to its supervisor. */
+export const lifecycle = <A>(
+  supervisor: Supervisor.Supervisor<A>
+): Pick<Toolset, "start" | "stop" | "restart" | "state" | "changes" | "events"> => ({
+  start: supervisor.start,
+  stop: supervisor.stop,
+  restart: supervisor.restart,
+  state: supervisor.state,
+  changes: supervisor.changes,
+  events: supervisor.events
+})

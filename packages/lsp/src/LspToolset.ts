@@ -120,12 +120,7 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
       kind: "lsp",
       spec,
       supervisor,
-      start: supervisor.start,
-      stop: supervisor.stop,
-      restart: supervisor.restart,
-      state: supervisor.state,
-      changes: supervisor.changes,
-      events: supervisor.events,
+      ...Toolset.lifecycle(supervisor),
       tools,
       callTool
     } satisfies LspToolset
