@@ -75,15 +75,20 @@ export const make = (
       return yield* unknownAgent(defaultAgent, agentNames())
     }
 
-    const publishBoard = Effect.suspend(() =>
-      SubscriptionRef.set(
+    /** Bumped with every board change: a catalog computed at an older version may be stale. */
+    let boardVersion = 0
+    const complete = new Map<string, { readonly version: number; readonly catalog: Catalog.Catalog }>()
+
+    const publishBoard = Effect.suspend(() => {
+      boardVersion += 1
+      return SubscriptionRef.set(
         board,
         config.toolsets.flatMap((t) => {
           const snapshot = latest.get(t.identity)
           return snapshot === undefined ? [] : [snapshot]
         })
       )
-    )
+    })
 
     /** Builds a toolset in a scope of its own and forwards its status; does not start it. */
     const launch = (entry: AgentConfig.ToolsetConfig) =>
@@ -244,11 +249,25 @@ export const make = (
         } satisfies Catalog.Source
       })
 
+    /**
+     * An agent's catalog. A complete one is kept until the board changes (a state, a re-listing:
+     * `toolsVersion`), so routing a call costs no listing; an incomplete one is never kept.
+     */
     const catalog = (name: string = defaultAgent) =>
-      members(name).pipe(
-        Effect.flatMap((all) => Effect.forEach(all, sourceOf, { concurrency: "unbounded" })),
-        Effect.map(Catalog.make)
-      )
+      Effect.suspend(() => {
+        const kept = complete.get(name)
+        if (kept !== undefined && kept.version === boardVersion) return Effect.succeed(kept.catalog)
+        const version = boardVersion
+        return members(name).pipe(
+          Effect.flatMap((all) => Effect.forEach(all, sourceOf, { concurrency: "unbounded" })),
+          Effect.map(Catalog.make),
+          Effect.tap((fresh) =>
+            Effect.sync(() => {
+              if (fresh.complete && version === boardVersion) complete.set(name, { version, catalog: fresh })
+            })
+          )
+        )
+      })
 
     /** A lazy toolset connects the first time a call needs a tool the catalog does not have yet. */
     const wakeLazy = (name: string) =>
