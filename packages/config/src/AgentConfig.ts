@@ -110,8 +110,23 @@ const processFields = {
 }
 
 /** A remote MCP server. `streamable` and `streamable-http` both mean streamable HTTP. */
+/** An absolute http(s) URL. */
+export const isHttpUrl = (text: string): boolean => {
+  try {
+    const url = new URL(text)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+/** Checked in the Schema (after interpolation), so a bad URL is reported with every other problem. */
+const HttpUrl = Schema.NonEmptyString.check(
+  Schema.makeFilter(isHttpUrl, { message: "Expected an absolute http:// or https:// URL" })
+)
+
 export const Remote = Schema.Struct({
-  url: Schema.NonEmptyString,
+  url: HttpUrl,
   transport_type: Schema.optionalKey(Schema.Literals(["sse", "streamable", "streamable-http"])),
   headers: Schema.optionalKey(Headers),
   oauth: ignored
@@ -275,7 +290,7 @@ export const McpServer = Schema.Struct({
   args: Schema.optionalKey(Strings),
   env: Schema.optionalKey(Env),
   cwd: Schema.optionalKey(Schema.String),
-  url: Schema.optionalKey(Schema.NonEmptyString),
+  url: Schema.optionalKey(HttpUrl),
   type: Schema.optionalKey(Schema.Literals(["stdio", "http", "sse", "streamable-http"])),
   headers: Schema.optionalKey(Headers),
   lifecycle: Schema.optionalKey(Lifecycle),

@@ -185,7 +185,9 @@ const settle = <A>(
     const issues = [...found.filter((issue) => !explained.has(issue.path)), ...expanded.issues]
     return Effect.fail(ConfigError.make(expanded.source, issues, [...expanded.secrets.values()].flat()))
   }
-  if (Result.isFailure(decoded)) return failWith(ConfigError.fromSchemaIssue(decoded.failure.issue))
+  if (Result.isFailure(decoded)) {
+    return failWith([...ConfigError.fromSchemaIssue(decoded.failure.issue), ...Resolver.unknownRefs(expanded.value)])
+  }
   const resolution = resolve(decoded.success)
   if (resolution.issues.length > 0 || expanded.issues.length > 0) return failWith(resolution.issues)
   return Effect.succeed(resolution.config)

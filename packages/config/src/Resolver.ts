@@ -6,7 +6,7 @@
  */
 import * as NodePath from "node:path"
 import { Policy } from "@toolvisor/core"
-import type * as AgentConfig from "./AgentConfig.ts"
+import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ToolsetDiff from "./ToolsetDiff.ts"
 
@@ -46,15 +46,6 @@ interface Source {
   readonly sse: boolean
 }
 
-const isHttpUrl = (text: string): boolean => {
-  try {
-    const url = new URL(text)
-    return url.protocol === "http:" || url.protocol === "https:"
-  } catch {
-    return false
-  }
-}
-
 const transportOf = (
   source: Source,
   context: Context,
@@ -70,7 +61,7 @@ const transportOf = (
     }
   }
   const url = source.url ?? ""
-  if (!isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
+  if (!AgentConfig.isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
   return { _tag: source.sse ? "sse" : "http", url, headers: source.headers ?? {} }
 }
 
@@ -134,18 +125,39 @@ const dockerSkip = (path: string, ref: string): Outcome =>
 
 type McpFields = Omit<AgentConfig.McpDefinition, "type">
 
+const unknownRef = (path: string, ref: string, defined: ReadonlyArray<string>): ConfigError.Issue => {
+  const known = defined.length === 0 ? "there is no top-level mcps: section" : `defined: ${defined.join(", ")}`
+  return { path: `${path}.ref`, message: `No MCP definition named "${ref}" under mcps (${known})` }
+}
+
+const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * Refs that name no `mcps` entry, read from the raw document: when the Schema rejects the file,
+ * resolution does not run, yet these problems should be reported with the others.
+ */
+export const unknownRefs = (document: unknown): ReadonlyArray<ConfigError.Issue> => {
+  if (!isObject(document) || !isObject(document.agents)) return []
+  const defined = isObject(document.mcps) ? Object.keys(document.mcps) : []
+  return Object.entries(document.agents).flatMap(([agent, spec]) => {
+    const toolsets = isObject(spec) && Array.isArray(spec.toolsets) ? spec.toolsets : []
+    return toolsets.flatMap((entry: unknown, index) => {
+      if (!isObject(entry) || typeof entry.ref !== "string") return []
+      if (dockerRef(entry.ref) || defined.includes(entry.ref)) return []
+      const path = `${ConfigError.childPath("agents", agent)}.toolsets[${index}]`
+      return [unknownRef(path, entry.ref, defined)]
+    })
+  })
+}
+
 const declareMcp = (entry: McpFields, path: string, file: AgentConfig.AgentFile, context: Context): Outcome => {
   const ref = entry.ref
   if (ref === undefined) return declareMcpSource(entry, entry, path, path, undefined, secretsAt(context, path), context)
   if (dockerRef(ref)) return dockerSkip(path, ref)
   const definition = file.mcps?.[ref]
   if (definition === undefined) {
-    const defined = Object.keys(file.mcps ?? {})
-    const known = defined.length === 0 ? "there is no top-level mcps: section" : `defined: ${defined.join(", ")}`
-    return {
-      _tag: "Invalid",
-      issues: [{ path: `${path}.ref`, message: `No MCP definition named "${ref}" under mcps (${known})` }]
-    }
+    return { _tag: "Invalid", issues: [unknownRef(path, ref, Object.keys(file.mcps ?? {}))] }
   }
   const definitionPath = ConfigError.childPath("mcps", ref)
   if (definition.ref !== undefined) {

@@ -125,6 +125,28 @@ describe("ConfigLoader: mcpServers JSON", () => {
 })
 
 describe("ConfigLoader: validation", () => {
+  it.effect("a bad URL and an unknown ref are reported together with the Schema's problems", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        parse(`
+agents:
+  root:
+    toolsets:
+      - type: mcp
+        comand: npx
+      - type: mcp
+        remote: { url: "ftp://files.example.com/mcp" }
+      - type: mcp
+        ref: nowhere
+`)
+      )
+      assert.deepStrictEqual(
+        error.issues.map((issue) => issue.path),
+        ["agents.root.toolsets[0].comand", "agents.root.toolsets[1].remote.url", "agents.root.toolsets[2].ref"]
+      )
+    })
+  )
+
   it.effect("a config with five mistakes reports all five, each with its path", () =>
     Effect.gen(function* () {
       const error = yield* Effect.flip(
