@@ -16,6 +16,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Rpc from "vscode-jsonrpc/node"
 import * as Protocol from "vscode-languageserver-protocol"
+import { ascending } from "./stats.ts"
 
 const CALLS = 200
 const BLOCK = 50
@@ -36,7 +37,7 @@ const hoverArgs = { file: "src/main.ts", line: 3, character: 23 }
 const pids = new Set<number>()
 
 const percentile = (samples: ReadonlyArray<number>, p: number) => {
-  const sorted = [...samples].sort((a, b) => a - b)
+  const sorted = ascending(samples)
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
 }
 

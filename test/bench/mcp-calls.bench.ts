@@ -24,6 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { ascending, formatter, gc, median, percentile, renderTable, sum } from "./stats.ts"
 
 const SEQ_WARMUP = 200
 const SEQ_BLOCK = 500
@@ -60,29 +61,7 @@ const pids = new Set<number>()
 
 // ---- helpers -----------------------------------------------------------------------------------
 
-const gc = () => {
-  if (globalThis.gc === undefined) throw new Error("run node with --expose-gc (npm run bench:mcp does)")
-  globalThis.gc()
-}
-
-/** Nearest-rank percentile of an ascending array. */
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN
-
-const ascending = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
-const median = (values: ReadonlyArray<number>) => percentile(ascending(values), 0.5)
-
-const fmt = (n: number, digits = 3) =>
-  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
-
-const line = (cells: ReadonlyArray<string>, widths: ReadonlyArray<number>) =>
-  cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
-
-const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) => {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
-  const out = [line(header, widths), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map((r) => line(r, widths))]
-  return Console.log(out.map((l) => `  ${l}`).join("\n"))
-}
+const fmt = formatter(3)
 
 const verdict = (ok: boolean) => (ok ? "ok" : "MISSED")
 
@@ -274,12 +253,12 @@ const program = Effect.gen(function* () {
   for (let block = 0; block < SEQ_BLOCKS; block++) {
     // ABBA: toolset, raw, raw, toolset, … (the direct series rides along in the middle)
     const toolsetFirst = block % 2 === 0
-    gc()
+    gc("bench:mcp")
     if (toolsetFirst) yield* toolsetSeries(toolset, SEQ_BLOCK, toolsetSeriesData)
     else yield* promiseSeries(raw.client, SEQ_BLOCK, rawSeries)
-    gc()
+    gc("bench:mcp")
     yield* promiseSeries(direct, SEQ_BLOCK, directSeries)
-    gc()
+    gc("bench:mcp")
     if (toolsetFirst) yield* promiseSeries(raw.client, SEQ_BLOCK, rawSeries)
     else yield* toolsetSeries(toolset, SEQ_BLOCK, toolsetSeriesData)
   }
@@ -291,7 +270,7 @@ const program = Effect.gen(function* () {
       p50: percentile(sorted, 0.5),
       p90: percentile(sorted, 0.9),
       p99: percentile(sorted, 0.99),
-      mean: samples.reduce((a, b) => a + b, 0) / samples.length,
+      mean: sum(samples) / samples.length,
       cpu: cpuMicros / samples.length / 1000
     }
   }
@@ -303,24 +282,26 @@ const program = Effect.gen(function* () {
   yield* Console.log(
     `\n1. Sequential echo calls: ${SEQ_BLOCKS} × ${SEQ_BLOCK} per series after ${SEQ_WARMUP} warm-up, ABBA blocks (${fmt(seqMs / 1000, 1)} s)`
   )
-  yield* table(
-    ["ms per call", "toolset", "raw SDK", "ratio", "Δ ms", "target", "", "session client*"],
-    [
+  yield* Console.log(
+    renderTable(
+      ["ms per call", "toolset", "raw SDK", "ratio", "Δ ms", "target", "", "session client*"],
       [
-        "p50",
-        fmt(t.p50),
-        fmt(r.p50),
-        fmt(p50Ratio),
-        fmt(t.p50 - r.p50),
-        "<= 1.05",
-        verdict(p50Ratio <= 1.05),
-        fmt(d.p50)
-      ],
-      ["p90", fmt(t.p90), fmt(r.p90), fmt(t.p90 / r.p90), fmt(t.p90 - r.p90), "", "", fmt(d.p90)],
-      ["p99", fmt(t.p99), fmt(r.p99), fmt(t.p99 / r.p99), fmt(t.p99 - r.p99), "", "", fmt(d.p99)],
-      ["mean", fmt(t.mean), fmt(r.mean), fmt(t.mean / r.mean), fmt(t.mean - r.mean), "", "", fmt(d.mean)],
-      ["CPU ms/call†", fmt(t.cpu), fmt(r.cpu), fmt(t.cpu / r.cpu), fmt(t.cpu - r.cpu), "", "", fmt(d.cpu)]
-    ]
+        [
+          "p50",
+          fmt(t.p50),
+          fmt(r.p50),
+          fmt(p50Ratio),
+          fmt(t.p50 - r.p50),
+          "<= 1.05",
+          verdict(p50Ratio <= 1.05),
+          fmt(d.p50)
+        ],
+        ["p90", fmt(t.p90), fmt(r.p90), fmt(t.p90 / r.p90), fmt(t.p90 - r.p90), "", "", fmt(d.p90)],
+        ["p99", fmt(t.p99), fmt(r.p99), fmt(t.p99 / r.p99), fmt(t.p99 - r.p99), "", "", fmt(d.p99)],
+        ["mean", fmt(t.mean), fmt(r.mean), fmt(t.mean / r.mean), fmt(t.mean - r.mean), "", "", fmt(d.mean)],
+        ["CPU ms/call†", fmt(t.cpu), fmt(r.cpu), fmt(t.cpu / r.cpu), fmt(t.cpu - r.cpu), "", "", fmt(d.cpu)]
+      ]
+    )
   )
   yield* Console.log(
     [
@@ -336,10 +317,10 @@ const program = Effect.gen(function* () {
   const toolsetRates: Array<number> = []
   for (let round = 0; round < CONC_ROUNDS; round++) {
     const toolsetFirst = round % 2 === 1
-    gc()
+    gc("bench:mcp")
     if (toolsetFirst) toolsetRates.push(CONC_CALLS / ((yield* toolsetConcurrent(toolset, CONC_CALLS)) / 1000))
     else rawRates.push(CONC_CALLS / ((yield* promiseConcurrent(raw.client, CONC_CALLS)) / 1000))
-    gc()
+    gc("bench:mcp")
     if (toolsetFirst) rawRates.push(CONC_CALLS / ((yield* promiseConcurrent(raw.client, CONC_CALLS)) / 1000))
     else toolsetRates.push(CONC_CALLS / ((yield* toolsetConcurrent(toolset, CONC_CALLS)) / 1000))
   }
@@ -350,12 +331,14 @@ const program = Effect.gen(function* () {
   yield* Console.log(
     `\n2. Concurrent echo calls: ${CONC_CALLS} per round, ${CONCURRENCY} in flight, ${CONC_ROUNDS} rounds per series (alternated)`
   )
-  yield* table(
-    ["calls/s", "toolset", "raw SDK", "ratio", "target", ""],
-    [
-      ["median", fmt(tRate, 0), fmt(rRate, 0), fmt(rateRatio), ">= 0.95", verdict(rateRatio >= 0.95)],
-      ["rounds", toolsetRates.map((x) => fmt(x, 0)).join(" "), rawRates.map((x) => fmt(x, 0)).join(" "), "", "", ""]
-    ]
+  yield* Console.log(
+    renderTable(
+      ["calls/s", "toolset", "raw SDK", "ratio", "target", ""],
+      [
+        ["median", fmt(tRate, 0), fmt(rRate, 0), fmt(rateRatio), ">= 0.95", verdict(rateRatio >= 0.95)],
+        ["rounds", toolsetRates.map((x) => fmt(x, 0)).join(" "), rawRates.map((x) => fmt(x, 0)).join(" "), "", "", ""]
+      ]
+    )
   )
 
   // ---- 3. crash recovery --------------------------------------------------------------------------
@@ -378,16 +361,18 @@ const program = Effect.gen(function* () {
   yield* Console.log(
     `\n3. Crash recovery: SIGKILL the server pid, wait for Ready with a new pid (${CRASHES} crashes; restarts now ${endStatus.restarts})`
   )
-  yield* table(
-    ["ms", "median", "min", "max"],
-    [
-      [`kill → Ready, minus ${BACKOFF_MS} ms backoff`, ...summary(after(recoveries.map((x) => x.total)))],
-      ["  kill → Restarting (detection)", ...summary(recoveries.map((x) => x.detect))],
-      [`  Restarting → Ready, minus ${BACKOFF_MS} ms backoff`, ...summary(after(recoveries.map((x) => x.reconnect)))],
-      ["kill → Ready, raw", ...summary(recoveries.map((x) => x.total))],
-      [`context: fresh SDK Client spawn + initialize (${FRESH_SPAWNS}×)`, ...summary(fresh.map((x) => x.connect))],
-      ["context: … + tools/list (the toolset lists at connect)", ...summary(fresh.map((x) => x.list))]
-    ]
+  yield* Console.log(
+    renderTable(
+      ["ms", "median", "min", "max"],
+      [
+        [`kill → Ready, minus ${BACKOFF_MS} ms backoff`, ...summary(after(recoveries.map((x) => x.total)))],
+        ["  kill → Restarting (detection)", ...summary(recoveries.map((x) => x.detect))],
+        [`  Restarting → Ready, minus ${BACKOFF_MS} ms backoff`, ...summary(after(recoveries.map((x) => x.reconnect)))],
+        ["kill → Ready, raw", ...summary(recoveries.map((x) => x.total))],
+        [`context: fresh SDK Client spawn + initialize (${FRESH_SPAWNS}×)`, ...summary(fresh.map((x) => x.connect))],
+        ["context: … + tools/list (the toolset lists at connect)", ...summary(fresh.map((x) => x.list))]
+      ]
+    )
   )
   const overhead = median(after(recoveries.map((x) => x.total))) - median(fresh.map((x) => x.list))
   yield* Console.log(`  recovery beyond a fresh spawn + initialize + tools/list (medians): ${fmt(overhead, 1)} ms`)

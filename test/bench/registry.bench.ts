@@ -25,6 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { config, fixtureEntry, fixtureServer } from "../../packages/runtime/test/helpers.ts"
+import { ascending, formatter, gc, max, median, min, percentile, renderTable, sum } from "./stats.ts"
 
 const SIZES = [1, 10, 50]
 /** Cold starts of one server, per kind (registry N = 1, raw SDK), alternated; after one warm-up each. */
@@ -40,33 +41,8 @@ const pids = new Set<number>()
 
 // ---- helpers -----------------------------------------------------------------------------------
 
-const gc = () => {
-  if (globalThis.gc === undefined) throw new Error("run node with --expose-gc (npm run bench:registry does)")
-  globalThis.gc()
-}
-
-/** Nearest-rank percentile of an ascending array. */
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN
-
-const ascending = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
-const median = (values: ReadonlyArray<number>) => percentile(ascending(values), 0.5)
-const sum = (values: ReadonlyArray<number>) => values.reduce((a, b) => a + b, 0)
-const max = (values: ReadonlyArray<number>) => ascending(values).at(-1) ?? Number.NaN
-const min = (values: ReadonlyArray<number>) => ascending(values)[0] ?? Number.NaN
-
-const fmt = (n: number, digits = 0) =>
-  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const fmt = formatter(0)
 const mib = (bytes: number) => fmt(bytes / 1024 / 1024, 1)
-
-const line = (cells: ReadonlyArray<string>, widths: ReadonlyArray<number>) =>
-  cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
-
-const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) => {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
-  const out = [line(header, widths), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map((r) => line(r, widths))]
-  return Console.log(out.map((l) => `  ${l}`).join("\n"))
-}
 
 /** CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat; NaN if unreadable. */
 const processCpuMs = (pid: number): number => {
@@ -140,7 +116,7 @@ const registryRun = <A>(n: number, whileReady: WhileReady<A>) =>
     const value = config(entries)
     // A child of the program's scope: closed here, or by the program if something fails first.
     const scope = yield* Scope.fork(yield* Effect.scope)
-    gc()
+    gc("bench:registry")
     const busy = machineBusyMs()
     const before = process.cpuUsage()
     const epoch = Date.now()
@@ -193,7 +169,7 @@ const nothing: WhileReady<void> = () => Effect.void
  */
 const rawRun = (n: number) =>
   Effect.promise(async (): Promise<Run> => {
-    gc()
+    gc("bench:registry")
     const busy = machineBusyMs()
     const before = process.cpuUsage()
     const start = performance.now()
@@ -256,7 +232,7 @@ const catalogLatency = (registry: ToolsetRegistry.Registry) =>
 
 const memory = (running: ReadonlyArray<number>) =>
   Effect.sync(() => {
-    gc()
+    gc("bench:registry")
     const usage = process.memoryUsage()
     const servers = running.map(processRss)
     return { rss: usage.rss, heapUsed: usage.heapUsed, servers }
@@ -298,7 +274,7 @@ const program = Effect.gen(function* () {
     runs.push((yield* registryRun(n, nothing)).run)
     if (n > 1) context.push(yield* rawRun(n))
   }
-  gc()
+  gc("bench:registry")
   const baseline = process.memoryUsage()
   const big = yield* registryRun(50, (registry, running) =>
     Effect.gen(function* () {
@@ -322,45 +298,49 @@ const program = Effect.gen(function* () {
     fmt(median(xs.map((x) => x.serverCpu))),
     fmt(median(xs.map((x) => x.otherCpu)))
   ]
-  yield* table(
-    ["ms", "median", "min", "max", "runtime CPU*", "server CPU†", "other CPU§"],
-    [coldRow("registry, N = 1 (make + start)", singles), coldRow("raw SDK Client + StdioClientTransport", raws)]
+  yield* Console.log(
+    renderTable(
+      ["ms", "median", "min", "max", "runtime CPU*", "server CPU†", "other CPU§"],
+      [coldRow("registry, N = 1 (make + start)", singles), coldRow("raw SDK Client + StdioClientTransport", raws)]
+    )
   )
 
   yield* Console.log(
     "\n1b. Start of N servers: LocalRegistry.make + registry.start until all Ready (fresh scope per N, closed after)"
   )
-  yield* table(
-    [
-      "start of",
-      "wall ms",
-      "÷ slowest single",
-      "÷ median single",
-      "first Ready",
-      "median Ready",
-      "last Ready",
-      "runtime CPU*",
-      "servers CPU†",
-      "CPU floor‡",
-      "other CPU§",
-      "close ms",
-      "alive after close"
-    ],
-    [...runs, ...context].map((r) => [
-      `${r.kind}, N = ${r.n}`,
-      fmt(r.wall),
-      fmt(r.wall / max(singlesOf(r)), 2),
-      fmt(r.wall / median(singlesOf(r)), 2),
-      fmt(min(r.readyAt)),
-      fmt(median(r.readyAt)),
-      fmt(max(r.readyAt)),
-      fmt(r.runtimeCpu),
-      fmt(r.serverCpu),
-      fmt((r.runtimeCpu + r.serverCpu) / CORES),
-      fmt(r.otherCpu),
-      fmt(r.close),
-      r.alive.length === 0 ? "none" : r.alive.join(",")
-    ])
+  yield* Console.log(
+    renderTable(
+      [
+        "start of",
+        "wall ms",
+        "÷ slowest single",
+        "÷ median single",
+        "first Ready",
+        "median Ready",
+        "last Ready",
+        "runtime CPU*",
+        "servers CPU†",
+        "CPU floor‡",
+        "other CPU§",
+        "close ms",
+        "alive after close"
+      ],
+      [...runs, ...context].map((r) => [
+        `${r.kind}, N = ${r.n}`,
+        fmt(r.wall),
+        fmt(r.wall / max(singlesOf(r)), 2),
+        fmt(r.wall / median(singlesOf(r)), 2),
+        fmt(min(r.readyAt)),
+        fmt(median(r.readyAt)),
+        fmt(max(r.readyAt)),
+        fmt(r.runtimeCpu),
+        fmt(r.serverCpu),
+        fmt((r.runtimeCpu + r.serverCpu) / CORES),
+        fmt(r.otherCpu),
+        fmt(r.close),
+        r.alive.length === 0 ? "none" : r.alive.join(",")
+      ])
+    )
   )
   yield* Console.log(
     [
@@ -380,37 +360,41 @@ const program = Effect.gen(function* () {
   yield* Console.log(
     `\n2. registry.catalog() with 50 toolsets Ready: ${CATALOG_CALLS} sequential calls after ${CATALOG_WARMUP} warm-up (${big.extra.catalog.tools} tools, ${big.run.toolCount} per toolset)`
   )
-  yield* table(
-    ["ms per call", "p50", "p90", "p99", "max", "mean"],
-    [
+  yield* Console.log(
+    renderTable(
+      ["ms per call", "p50", "p90", "p99", "max", "mean"],
       [
-        "catalog()",
-        fmt(percentile(cat, 0.5), 3),
-        fmt(percentile(cat, 0.9), 3),
-        fmt(percentile(cat, 0.99), 3),
-        fmt(max(cat), 3),
-        fmt(sum(cat) / cat.length, 3)
+        [
+          "catalog()",
+          fmt(percentile(cat, 0.5), 3),
+          fmt(percentile(cat, 0.9), 3),
+          fmt(percentile(cat, 0.99), 3),
+          fmt(max(cat), 3),
+          fmt(sum(cat) / cat.length, 3)
+        ]
       ]
-    ]
+    )
   )
 
   // ---- 3. memory ----------------------------------------------------------------------------------
   const mem = big.extra.mem
   yield* Console.log("\n3. Memory with 50 toolsets Ready (GC forced before each reading)")
-  yield* table(
-    ["MiB", "RSS", "heapUsed"],
-    [
-      ["this process, before the 50 started", mib(baseline.rss), mib(baseline.heapUsed)],
-      ["this process, 50 Ready", mib(mem.rss), mib(mem.heapUsed)],
-      ["  difference", mib(mem.rss - baseline.rss), mib(mem.heapUsed - baseline.heapUsed)],
-      ["  difference per toolset", mib((mem.rss - baseline.rss) / 50), mib((mem.heapUsed - baseline.heapUsed) / 50)],
-      ["50 server processes, VmRSS summed", mib(sum(mem.servers)), ""],
+  yield* Console.log(
+    renderTable(
+      ["MiB", "RSS", "heapUsed"],
       [
-        "  per server: median (min–max)",
-        `${mib(median(mem.servers))} (${mib(min(mem.servers))}–${mib(max(mem.servers))})`,
-        ""
+        ["this process, before the 50 started", mib(baseline.rss), mib(baseline.heapUsed)],
+        ["this process, 50 Ready", mib(mem.rss), mib(mem.heapUsed)],
+        ["  difference", mib(mem.rss - baseline.rss), mib(mem.heapUsed - baseline.heapUsed)],
+        ["  difference per toolset", mib((mem.rss - baseline.rss) / 50), mib((mem.heapUsed - baseline.heapUsed) / 50)],
+        ["50 server processes, VmRSS summed", mib(sum(mem.servers)), ""],
+        [
+          "  per server: median (min–max)",
+          `${mib(median(mem.servers))} (${mib(min(mem.servers))}–${mib(max(mem.servers))})`,
+          ""
+        ]
       ]
-    ]
+    )
   )
 
   return { leaked: [...singles, ...raws, ...runs, ...context].flatMap((r) => r.alive) }

@@ -33,6 +33,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Gateway from "../../apps/cli/src/Gateway.ts"
+import { ascending, formatter, gc, median, percentile, renderTable, sum } from "./stats.ts"
 
 const WARMUP = 100
 const CALLS = 1_000
@@ -64,29 +65,7 @@ const echoArgs = { message: "x" }
 
 // ---- helpers -----------------------------------------------------------------------------------
 
-const gc = () => {
-  if (globalThis.gc === undefined) throw new Error("run node with --expose-gc (npm run bench:serve does)")
-  globalThis.gc()
-}
-
-/** Nearest-rank percentile of an ascending array. */
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN
-
-const ascending = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
-const median = (values: ReadonlyArray<number>) => percentile(ascending(values), 0.5)
-
-const fmt = (n: number, digits = 3) =>
-  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
-
-const line = (cells: ReadonlyArray<string>, widths: ReadonlyArray<number>) =>
-  cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
-
-const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) => {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
-  const out = [line(header, widths), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map((r) => line(r, widths))]
-  console.log(out.map((l) => `  ${l}`).join("\n"))
-}
+const fmt = formatter(3)
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -239,7 +218,7 @@ const stats = (series: Series) => {
     p50: percentile(sorted, 0.5),
     p90: percentile(sorted, 0.9),
     p99: percentile(sorted, 0.99),
-    mean: series.samples.reduce((a, b) => a + b, 0) / n,
+    mean: sum(series.samples) / n,
     cpu: series.cpuMs / n,
     otherCpu: series.otherCpuMs / n
   }
@@ -311,7 +290,7 @@ const overhead = async () => {
       // ABBA for the measured pair: gateway … raw, raw … gateway, gateway … raw, raw … gateway.
       const order = block % 2 === 0 ? blocks(BLOCK, true) : blocks(BLOCK, true).reverse()
       for (const run of order) {
-        gc()
+        gc("bench:serve")
         await run()
       }
     }
@@ -478,16 +457,29 @@ const main = async () => {
       const cells = row("CPU ms/call, server§", pick)
       return [...cells.slice(0, -2), "", ""]
     }
-    table(
-      ["ms per call", "serve (CLI)", "raw SDK", "ratio", "Δ ms", "target", "", "SDK proxy*", "registry†", "in-memory‡"],
-      [
-        row("p50", (s) => s.p50, `<= ${TARGET}`, missed ? "MISSED" : "ok"),
-        row("p90", (s) => s.p90),
-        row("p99", (s) => s.p99),
-        row("mean", (s) => s.mean),
-        row("CPU ms/call, bench¶", (s) => s.cpu),
-        peer((s) => s.otherCpu)
-      ]
+    console.log(
+      renderTable(
+        [
+          "ms per call",
+          "serve (CLI)",
+          "raw SDK",
+          "ratio",
+          "Δ ms",
+          "target",
+          "",
+          "SDK proxy*",
+          "registry†",
+          "in-memory‡"
+        ],
+        [
+          row("p50", (s) => s.p50, `<= ${TARGET}`, missed ? "MISSED" : "ok"),
+          row("p90", (s) => s.p90),
+          row("p99", (s) => s.p99),
+          row("mean", (s) => s.mean),
+          row("CPU ms/call, bench¶", (s) => s.cpu),
+          peer((s) => s.otherCpu)
+        ]
+      )
     )
     console.log(
       [
@@ -522,13 +514,15 @@ const main = async () => {
     console.log(
       `\n2. Cold start, ${COLD_RUNS} runs each (after one untimed run), interleaved; every run exited 0 on SIGTERM`
     )
-    table(
-      ["ms", "median", "min", "max"],
-      [
-        ["toolvisor run --json: spawn → first Ready line", ...summary(c.cli)],
-        ["context: fixture server alone, spawn → initialize", ...summary(c.fixture)],
-        ["context: toolvisor --version, spawn → exit", ...summary(c.version)]
-      ]
+    console.log(
+      renderTable(
+        ["ms", "median", "min", "max"],
+        [
+          ["toolvisor run --json: spawn → first Ready line", ...summary(c.cli)],
+          ["context: fixture server alone, spawn → initialize", ...summary(c.fixture)],
+          ["context: toolvisor --version, spawn → exit", ...summary(c.version)]
+        ]
+      )
     )
     console.log(
       `  run → Ready beyond loading the CLI (minus --version, medians): ${fmt(median(c.cli) - median(c.version), 0)} ms`

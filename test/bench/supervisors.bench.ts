@@ -20,6 +20,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import { formatter, gc } from "./stats.ts"
 
 const N = 1_000
 const WARMUP = 100
@@ -69,16 +70,13 @@ const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return { value, ms: performance.now() - start }
   })
 
-const gc = globalThis.gc
 const heapUsed = () => {
-  if (gc === undefined) throw new Error("run node with --expose-gc (npm run bench does)")
-  gc()
-  gc()
+  gc("bench")
+  gc("bench")
   return process.memoryUsage().heapUsed
 }
 
-const fmt = (n: number, digits = 1) =>
-  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const fmt = formatter(1)
 
 const row = (label: string, value: string) => Console.log(`  ${label.padEnd(48)} ${value}`)
 

@@ -1,0 +1,38 @@
+/**
+ * Helpers shared by the benchmarks in this folder: forced GC, order statistics, number formatting
+ * and a plain-text table.
+ */
+
+/** Forces a full GC; `script` is the npm script that runs the benchmark with --expose-gc. */
+export const gc = (script: string): void => {
+  if (globalThis.gc === undefined) throw new Error(`run node with --expose-gc (npm run ${script} does)`)
+  globalThis.gc()
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN
+
+/** A sorted copy, smallest first. */
+export const ascending = (values: ReadonlyArray<number>): Array<number> => [...values].sort((a, b) => a - b)
+
+export const median = (values: ReadonlyArray<number>): number => percentile(ascending(values), 0.5)
+export const sum = (values: ReadonlyArray<number>): number => values.reduce((a, b) => a + b, 0)
+export const max = (values: ReadonlyArray<number>): number => ascending(values).at(-1) ?? Number.NaN
+export const min = (values: ReadonlyArray<number>): number => ascending(values)[0] ?? Number.NaN
+
+/** A number formatter with `en-US` grouping and a fixed number of decimals (`digits` by default). */
+export const formatter =
+  (digits: number) =>
+  (n: number, fractionDigits = digits): string =>
+    n.toLocaleString("en-US", { maximumFractionDigits: fractionDigits, minimumFractionDigits: fractionDigits })
+
+const line = (cells: ReadonlyArray<string>, widths: ReadonlyArray<number>) =>
+  cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
+
+/** A text table, indented by two spaces: first column left-aligned, the others right-aligned. */
+export const renderTable = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const out = [line(header, widths), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map((r) => line(r, widths))]
+  return out.map((l) => `  ${l}`).join("\n")
+}
