@@ -44,7 +44,7 @@ const execute = (registry: ToolsetRegistry.Registry, line: string, quit: Effect.
     case "exit":
       return Effect.as(quit, "stopping…")
     case "tools":
-      return shown(registry.catalog(), (catalog) => Output.catalogText(catalog, process.stdout.columns ?? 120))
+      return shown(registry.catalog(), (catalog) => Output.catalogText(catalog, process.stdout.columns || 120))
     case "status":
       return Effect.succeed("")
     case "restart":
@@ -84,7 +84,7 @@ export const run = (registry: ToolsetRegistry.Registry) =>
     let frame = 0
 
     const draw = Effect.sync(() => {
-      const width = process.stdout.columns ?? 120
+      const width = process.stdout.columns || 120
       const screen = [
         "\u001b[H\u001b[2J",
         Output.table(board, { colour: true, frame, width }),
