@@ -25,7 +25,19 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { config, fixtureEntry, fixtureServer } from "../../packages/runtime/test/helpers.ts"
-import { ascending, formatter, gc, max, median, min, percentile, renderTable, sum } from "./stats.ts"
+import {
+  ascending,
+  formatter,
+  gc,
+  max,
+  median,
+  min,
+  percentile,
+  processCpuMs,
+  renderTable,
+  sum,
+  TICK_MS
+} from "./stats.ts"
 
 const SIZES = [1, 10, 50]
 /** Cold starts of one server, per kind (registry N = 1, raw SDK), alternated; after one warm-up each. */
@@ -34,7 +46,6 @@ const CATALOG_WARMUP = 20
 const CATALOG_CALLS = 200
 const CORES = NodeOs.availableParallelism()
 /** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux). */
-const TICK_MS = 10
 
 /** Every server pid this run saw; none may be alive at the end. */
 const pids = new Set<number>()
@@ -43,18 +54,6 @@ const pids = new Set<number>()
 
 const fmt = formatter(0)
 const mib = (bytes: number) => fmt(bytes / 1024 / 1024, 1)
-
-/** CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat; NaN if unreadable. */
-const processCpuMs = (pid: number): number => {
-  try {
-    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // Fields start after the last ")" (the command name may contain one): state is field 3.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[14 - 3]) + Number(fields[15 - 3])) * TICK_MS
-  } catch {
-    return Number.NaN
-  }
-}
 
 /** Resident set size (bytes) of a process, from /proc/<pid>/status; NaN if unreadable. */
 const processRss = (pid: number): number => {

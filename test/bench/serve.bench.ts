@@ -33,7 +33,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Gateway from "../../apps/cli/src/Gateway.ts"
-import { ascending, formatter, gc, median, percentile, renderTable, sum } from "./stats.ts"
+import { ascending, formatter, gc, median, percentile, processCpuMs, renderTable, sum, TICK_MS } from "./stats.ts"
 
 const WARMUP = 100
 const CALLS = 1_000
@@ -44,7 +44,6 @@ const TARGET = 1.15
 const COLD_RUNS = 5
 const READY_TIMEOUT_MS = 30_000
 /** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux). */
-const TICK_MS = 10
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
 const cliMain = NodePath.join(root, "apps/cli/src/main.ts")
@@ -77,18 +76,6 @@ const textOf = (result: unknown): string | undefined => {
   if (!isRecord(result) || !Array.isArray(result.content)) return undefined
   const first: unknown = result.content[0]
   return isRecord(first) && typeof first.text === "string" ? first.text : undefined
-}
-
-/** CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat; NaN if unreadable. */
-const processCpuMs = (pid: number): number => {
-  try {
-    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // Fields start after the last ")" (the command name may contain one): state is field 3.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[14 - 3]) + Number(fields[15 - 3])) * TICK_MS
-  } catch {
-    return Number.NaN
-  }
 }
 
 /** Live processes whose command line mentions this run's marker (zombies have none). */

@@ -2,6 +2,7 @@
  * Helpers shared by the benchmarks in this folder: forced GC, order statistics, number formatting
  * and a plain-text table.
  */
+import * as NodeFs from "node:fs"
 
 /** Forces a full GC; `script` is the npm script that runs the benchmark with --expose-gc. */
 export const gc = (script: string): void => {
@@ -35,4 +36,19 @@ export const renderTable = (header: ReadonlyArray<string>, rows: ReadonlyArray<R
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
   const out = [line(header, widths), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map((r) => line(r, widths))]
   return out.map((l) => `  ${l}`).join("\n")
+}
+
+/** The kernel's clock tick on Linux: /proc CPU times are counted in these. */
+export const TICK_MS = 10
+
+/** CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat; NaN if unreadable. */
+export const processCpuMs = (pid: number): number => {
+  try {
+    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // Fields start after the last ")" (the command name may contain one): state is field 3.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[14 - 3]) + Number(fields[15 - 3])) * TICK_MS
+  } catch {
+    return Number.NaN
+  }
 }
