@@ -62,7 +62,21 @@ export class ToolCallFailed extends Schema.TaggedError<ToolCallFailed>()("ToolCa
   cause: Schema.optional(Schema.Defect())
 }) {}
 
-export type ToolError = ToolNotFound | ToolCallFailed
+/**
+ * The call may or may not have run: it was re-delivered after the process that ran it died, and
+ * running it again could repeat its side effects. Read-only and idempotent tools never get this.
+ */
+export class CallOutcomeUnknown extends Schema.TaggedError<CallOutcomeUnknown>()("CallOutcomeUnknown", {
+  toolset: Schema.String,
+  tool: Schema.String,
+  message: Schema.String,
+  /** The id the call was first delivered with, as the call ledger recorded it. */
+  requestId: Schema.String
+}) {}
+
+export const ToolError = Schema.Union([ToolNotFound, ToolCallFailed, CallOutcomeUnknown])
+
+export type ToolError = typeof ToolError.Type
 
 export interface Toolset {
   readonly name: string

@@ -11,12 +11,16 @@ import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
-import type * as LspToolset from "./LspToolset.ts"
 import * as Paths from "./Paths.ts"
 import * as ToolHandlers from "./ToolHandlers.ts"
 
+/** A language-server toolset as the router sees it: any toolset with the spec that says what files it takes. */
+export interface Backend extends Toolset.Toolset {
+  readonly spec: LspSpec.LspSpec
+}
+
 export interface LspRouter extends Toolset.Toolset {
-  readonly backends: ReadonlyArray<LspToolset.LspToolset>
+  readonly backends: ReadonlyArray<Backend>
 }
 
 /**
@@ -43,7 +47,7 @@ export const mergeListings = (
   return incomplete === undefined || incomplete.complete ? { complete: true, items } : { ...incomplete, items }
 }
 
-export const make = (name: string, backends: ReadonlyArray<LspToolset.LspToolset>): LspRouter => {
+export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter => {
   const snapshot = Effect.gen(function* () {
     const statuses = yield* Effect.forEach(backends, (backend) => backend.state)
     const state = summarize(statuses.map((s) => s.state))
@@ -82,7 +86,7 @@ export const make = (name: string, backends: ReadonlyArray<LspToolset.LspToolset
     )
   )
 
-  const all = <E>(run: (backend: LspToolset.LspToolset) => Effect.Effect<void, E>) =>
+  const all = <E>(run: (backend: Backend) => Effect.Effect<void, E>) =>
     Effect.forEach(backends, run, { concurrency: "unbounded", discard: true })
 
   const broadcast = (tool: string, args: { readonly [key: string]: unknown }) =>

@@ -7,7 +7,7 @@
  */
 import { type AgentConfig, ToolsetDiff } from "@toolvisor/config"
 import { LifecycleError, Policy, State, type Toolset } from "@toolvisor/core"
-import { LspRouter, type LspToolset } from "@toolvisor/lsp"
+import { LspRouter } from "@toolvisor/lsp"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -25,6 +25,11 @@ import * as Toolsets from "./Toolsets.ts"
 export interface Options {
   /** The agent whose catalog is served by default; the config's first agent when omitted. */
   readonly agent?: string
+  /**
+   * Builds the toolset of a config entry in the given scope; by default it runs in this process.
+   * A cluster registry builds a client of the toolset's entity instead, and reuses the rest.
+   */
+  readonly build?: (entry: AgentConfig.ToolsetConfig) => Effect.Effect<Toolsets.Built, never, Scope.Scope>
 }
 
 /** One running toolset and what the registry knows about it. */
@@ -32,7 +37,7 @@ interface Running {
   readonly config: AgentConfig.ToolsetConfig
   readonly toolset: Toolset.Toolset
   /** Set for LSP toolsets: an agent with several gets them behind one router. */
-  readonly lsp: LspToolset.LspToolset | undefined
+  readonly lsp: LspRouter.Backend | undefined
   readonly scope: Scope.Closeable
   /** Failures in a row seen by `reprobe`, so a failure is reported once per streak. */
   streak: number
@@ -95,7 +100,7 @@ export const make = (
       Effect.gen(function* () {
         const scope = yield* Scope.fork(registryScope)
         const mask = Secrets.masker(entry.secrets)
-        const { toolset, lsp } = yield* Toolsets.make(entry).pipe(Scope.provide(scope))
+        const { toolset, lsp } = yield* (options.build ?? Toolsets.make)(entry).pipe(Scope.provide(scope))
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
             PubSub.publish(hub, {
@@ -123,7 +128,8 @@ export const make = (
         const entry = running.get(identity)
         running.delete(identity)
         latest.delete(identity)
-        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
+        // Stop before closing: closing a remote toolset's scope only lets go of it.
+        return entry === undefined ? Effect.void : Effect.andThen(entry.toolset.stop, Scope.close(entry.scope, Exit.void))
       })
 
     /**

@@ -14,9 +14,7 @@ import * as Stream from "effect/Stream"
 import * as LocalRegistry from "./LocalRegistry.ts"
 import { type Registry, ToolsetRegistry } from "./ToolsetRegistry.ts"
 
-export interface Options {
-  /** The agent whose catalog is served by default. */
-  readonly agent?: string
+export interface Options extends LocalRegistry.Options {
   /** Start every non-lazy toolset while the Layer is built (default true). */
   readonly start?: boolean
 }
@@ -30,7 +28,7 @@ export interface FileOptions extends Options {
 
 const build = (config: AgentConfig.Config, options: Options) =>
   Effect.gen(function* () {
-    const registry = yield* LocalRegistry.make(config, options.agent === undefined ? {} : { agent: options.agent })
+    const registry = yield* LocalRegistry.make(config, options)
     if (options.start !== false) yield* registry.start
     return registry
   })

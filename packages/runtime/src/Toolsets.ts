@@ -4,7 +4,7 @@
  */
 import type { AgentConfig } from "@toolvisor/config"
 import type { Toolset } from "@toolvisor/core"
-import { LspSpec, LspToolset } from "@toolvisor/lsp"
+import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
 import { McpSpec, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -28,11 +28,14 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
 /** A built toolset; LSP ones are also kept as such, so several can be put behind one router. */
 export interface Built {
   readonly toolset: Toolset.Toolset
-  readonly lsp: LspToolset.LspToolset | undefined
+  readonly lsp: LspRouter.Backend | undefined
 }
 
+/** The fields of a config entry that building its toolset reads. */
+export type Buildable = Pick<AgentConfig.ToolsetConfig, "name" | "type" | "transport" | "fileTypes" | "policy">
+
 /** Builds the toolset of one config entry in the current scope (closing it stops the toolset). */
-export const make = (config: AgentConfig.ToolsetConfig): Effect.Effect<Built, never, Scope.Scope> => {
+export const make = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
   if (config.type === "mcp") {
     return Effect.map(
       McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy }),
