@@ -4,6 +4,7 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import { ClusterClient, ClusterRegistry, Runner } from "@toolvisor/cluster"
 import { ConfigLoader, JsonSchema } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
 import { LocalRegistry, Runtime, type ToolsetRegistry } from "@toolvisor/runtime"
@@ -11,6 +12,7 @@ import * as Console from "effect/Console"
 import { Argument, Command, Flag } from "effect/cli"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -44,19 +46,35 @@ const timeoutFlag = Flag.String("timeout").pipe(
   Flag.withDefault("30s")
 )
 
-const parseDuration = (text: string) =>
+const clusterFlag = Flag.String("cluster").pipe(
+  Flag.withDescription(
+    "PostgreSQL URL of a Toolvisor cluster: run the toolsets on its runners instead of in this process"
+  ),
+  Flag.optional
+)
+
+const parseDuration = (text: string, flag = "--timeout") =>
   Schema.decodeUnknownEffect(Policy.DurationString)(text).pipe(
-    Effect.mapError(() => new UsageError({ message: `--timeout: expected a duration like 30s, got "${text}"` }))
+    Effect.mapError(() => new UsageError({ message: `${flag}: expected a duration like 30s, got "${text}"` }))
   )
 
-/** Loads the config and builds its registry in the current scope; nothing is started yet. */
-const open = (config: Option.Option<string>, agent: Option.Option<string>) =>
+/**
+ * Loads the config and builds its registry in the current scope; nothing is started yet. With a
+ * cluster URL the registry joins the cluster as a client and its toolsets run on the runners.
+ */
+const open = (config: Option.Option<string>, agent: Option.Option<string>, cluster: Option.Option<string>) =>
   Effect.gen(function* () {
     const path = configPath(config)
     const options = Option.match(agent, { onNone: () => ({}), onSome: (name) => ({ agent: name }) })
     const loaded = yield* ConfigLoader.load(path, options)
     for (const skipped of loaded.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
-    const registry = yield* LocalRegistry.make(loaded, options)
+    const registry = yield* Option.match(cluster, {
+      onNone: () => LocalRegistry.make(loaded, options),
+      onSome: (postgres) =>
+        Effect.flatMap(Layer.build(ClusterClient.layer({ postgres })), (context) =>
+          ClusterRegistry.make(loaded, options).pipe(Effect.provideContext(context))
+        )
+    })
     return { path, config: loaded, registry }
   })
 
@@ -77,14 +95,15 @@ const run = Command.make(
   {
     config: configArgument,
     agent: agentFlag,
+    cluster: clusterFlag,
     json: jsonFlag,
     watch: Flag.Boolean("watch").pipe(
       Flag.withDescription("Reload when the config file changes"),
       Flag.withDefault(false)
     )
   },
-  Effect.fn("toolvisor.run")(function* ({ config, agent, json, watch }) {
-    const { path, registry } = yield* open(config, agent)
+  Effect.fn("toolvisor.run")(function* ({ config, agent, cluster, json, watch }) {
+    const { path, registry } = yield* open(config, agent, cluster)
     const loadAgain = ConfigLoader.load(
       path,
       Option.match(agent, { onNone: () => ({}), onSome: (a) => ({ agent: a }) })
@@ -115,10 +134,10 @@ const run = Command.make(
 
 const status = Command.make(
   "status",
-  { config: configArgument, agent: agentFlag, json: jsonFlag, timeout: timeoutFlag },
-  Effect.fn("toolvisor.status")(function* ({ config, agent, json, timeout }) {
+  { config: configArgument, agent: agentFlag, cluster: clusterFlag, json: jsonFlag, timeout: timeoutFlag },
+  Effect.fn("toolvisor.status")(function* ({ config, agent, cluster, json, timeout }) {
     const wait = yield* parseDuration(timeout)
-    const { config: loaded, registry } = yield* open(config, agent)
+    const { config: loaded, registry } = yield* open(config, agent, cluster)
     yield* settle(registry, wait)
     const board = yield* registry.snapshot
     yield* Console.log(json ? JSON.stringify(board.map(Output.statusJson)) : Output.table(board, { colour: false }))
@@ -137,9 +156,9 @@ const status = Command.make(
 
 const tools = Command.make(
   "tools",
-  { config: configArgument, agent: agentFlag, json: jsonFlag, timeout: timeoutFlag },
-  Effect.fn("toolvisor.tools")(function* ({ config, agent, json, timeout }) {
-    const { registry } = yield* open(config, agent)
+  { config: configArgument, agent: agentFlag, cluster: clusterFlag, json: jsonFlag, timeout: timeoutFlag },
+  Effect.fn("toolvisor.tools")(function* ({ config, agent, cluster, json, timeout }) {
+    const { registry } = yield* open(config, agent, cluster)
     yield* settle(registry, yield* parseDuration(timeout))
     const catalog = yield* registry.catalog()
     yield* Console.log(json ? JSON.stringify(Output.catalogJson(catalog)) : Output.catalogText(catalog))
@@ -154,13 +173,14 @@ const call = Command.make(
       Argument.variadic({ min: 1, max: 3 })
     ),
     agent: agentFlag,
+    cluster: clusterFlag,
     json: jsonFlag,
     timeout: timeoutFlag
   },
-  Effect.fn("toolvisor.call")(function* ({ operands, agent, json, timeout }) {
+  Effect.fn("toolvisor.call")(function* ({ operands, agent, cluster, json, timeout }) {
     const [config, tool, rawArgs] = yield* splitCallOperands(operands)
     const args = yield* parseArgs(rawArgs)
-    const { registry } = yield* open(config, agent)
+    const { registry } = yield* open(config, agent, cluster)
     yield* settle(registry, yield* parseDuration(timeout))
     const result = yield* registry.callTool(tool, args)
     yield* Console.log(json ? JSON.stringify(result) : Output.resultText(result))
@@ -216,14 +236,15 @@ const serve = Command.make(
   {
     config: configArgument,
     agent: agentFlag,
+    cluster: clusterFlag,
     http: Flag.Int("http").pipe(
       Flag.withDescription("Serve streamable HTTP on this port instead of stdio"),
       Flag.optional
     ),
     host: Flag.String("host").pipe(Flag.withDescription("Address to bind with --http"), Flag.withDefault("127.0.0.1"))
   },
-  Effect.fn("toolvisor.serve")(function* ({ config, agent, http, host }) {
-    const { registry } = yield* open(config, agent)
+  Effect.fn("toolvisor.serve")(function* ({ config, agent, cluster, http, host }) {
+    const { registry } = yield* open(config, agent, cluster)
     yield* Effect.forkScoped(Effect.ignore(registry.start))
     return yield* Gateway.serve(registry, {
       ...Option.match(agent, { onNone: () => ({}), onSome: (name) => ({ agent: name }) }),
@@ -235,7 +256,69 @@ const serve = Command.make(
   Command.withExamples([{ command: "toolvisor serve agent.yaml --http 8808", description: "" }])
 )
 
+const durationFlag = (name: string, fallback: string, description: string) =>
+  Flag.String(name).pipe(Flag.withDescription(description), Flag.withDefault(fallback))
+
+const runner = Command.make(
+  "runner",
+  {
+    postgres: Flag.String("postgres").pipe(
+      Flag.withDescription(
+        "PostgreSQL URL shared by every member of the cluster (runner registry, shard locks, call ledger)"
+      )
+    ),
+    host: Flag.String("host").pipe(
+      Flag.withDescription("Address the other members reach this runner at (also its identity)"),
+      Flag.withDefault("127.0.0.1")
+    ),
+    port: Flag.Int("port").pipe(Flag.withDescription("Port for the other members"), Flag.withDefault(34431)),
+    listenHost: Flag.String("listen-host").pipe(
+      Flag.withDescription("Address to bind when it differs from --host (e.g. 0.0.0.0)"),
+      Flag.optional
+    ),
+    lease: durationFlag(
+      "lease",
+      "10s",
+      "How long a runner holds its shards without renewing: the failover time after a crash"
+    ),
+    leaseRefresh: durationFlag("lease-refresh", "3s", "How often the lease is renewed"),
+    healthCheck: durationFlag("health-check", "5s", "How often runners ping each other"),
+    assignmentsRefresh: durationFlag("assignments-refresh", "1s", "How often shard ownership is re-read"),
+    messagePoll: durationFlag("message-poll", "2s", "How often persisted start requests are polled"),
+    shutdownGrace: durationFlag("shutdown-grace", "10s", "How long shutdown waits for toolsets before moving them")
+  },
+  Effect.fn("toolvisor.runner")(function* (flags) {
+    const timers = {
+      lease: yield* parseDuration(flags.lease, "--lease"),
+      leaseRefresh: yield* parseDuration(flags.leaseRefresh, "--lease-refresh"),
+      healthCheck: yield* parseDuration(flags.healthCheck, "--health-check"),
+      assignmentsRefresh: yield* parseDuration(flags.assignmentsRefresh, "--assignments-refresh"),
+      messagePoll: yield* parseDuration(flags.messagePoll, "--message-poll"),
+      shutdownGrace: yield* parseDuration(flags.shutdownGrace, "--shutdown-grace")
+    }
+    yield* Layer.build(
+      Runner.layer({
+        postgres: flags.postgres,
+        host: flags.host,
+        port: flags.port,
+        timers,
+        ...Option.match(flags.listenHost, { onNone: () => ({}), onSome: (listenHost) => ({ listenHost }) })
+      })
+    )
+    yield* Console.log(`runner ${flags.host}:${flags.port} is up (pid ${process.pid})`)
+    return yield* Effect.never
+  })
+).pipe(
+  Command.withDescription("Run a cluster runner that hosts toolsets for `--cluster` clients, until SIGTERM"),
+  Command.withExamples([
+    {
+      command: "toolvisor runner --postgres postgres://toolvisor@127.0.0.1/toolvisor --port 34431",
+      description: "then: toolvisor run agent.yaml --cluster postgres://toolvisor@127.0.0.1/toolvisor"
+    }
+  ])
+)
+
 export const toolvisor = Command.make("toolvisor").pipe(
   Command.withDescription("Supervise an AI agent's MCP and LSP toolsets"),
-  Command.withSubcommands([run, status, tools, call, validate, schema, serve])
+  Command.withSubcommands([run, status, tools, call, validate, schema, serve, runner])
 )

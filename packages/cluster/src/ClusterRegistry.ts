@@ -1,0 +1,33 @@
+/**
+ * The `ToolsetRegistry` of toolsets that run on cluster runners. It is the local registry —
+ * catalog, LSP routing, status board, reload — with each toolset built as a client of its
+ * entity instead of in this process, so an app switches by swapping the Layer. Closing it lets
+ * go of the toolsets without stopping them: they belong to the cluster, and other clients may
+ * use them. `stopToolset` (and a reload that removes one) stops a toolset for everyone.
+ */
+import type { AgentConfig } from "@toolvisor/config"
+import { LocalRegistry, Runtime } from "@toolvisor/runtime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as RemoteToolset from "./RemoteToolset.ts"
+import { ToolsetEntity } from "./ToolsetEntity.ts"
+
+export interface Options extends Omit<LocalRegistry.Options, "build">, RemoteToolset.Options {}
+
+/** Builds toolsets as entity clients; pass it as the `build` option of the runtime's registries. */
+export const build = (options: RemoteToolset.Options = {}) =>
+  Effect.map(
+    ToolsetEntity.client,
+    (client) => (entry: AgentConfig.ToolsetConfig) => RemoteToolset.make(client, entry, options)
+  )
+
+export const make = (config: AgentConfig.Config, options: Options = {}) =>
+  Effect.flatMap(build(options), (remote) => LocalRegistry.make(config, { ...options, build: remote }))
+
+/** The registry of an in-memory config, over the cluster the context's `Sharding` belongs to. */
+export const layer = (config: AgentConfig.Config, options: Options & Runtime.Options = {}) =>
+  Layer.unwrap(Effect.map(build(options), (remote) => Runtime.layer(config, { ...options, build: remote })))
+
+/** The registry of a config file, over the cluster; `watch` reloads it as the local one does. */
+export const layerFile = (path: string, options: Options & Runtime.FileOptions = {}) =>
+  Layer.unwrap(Effect.map(build(options), (remote) => Runtime.layerFile(path, { ...options, build: remote })))

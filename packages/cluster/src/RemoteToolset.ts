@@ -1,0 +1,213 @@
+/**
+ * A toolset whose supervisor runs on a cluster runner, seen through its entity's client as an
+ * ordinary `Toolset`, so the registry, catalog and LSP router work unchanged. Two things differ
+ * from a local toolset: every request has a deadline (during a failover the cluster client would
+ * otherwise retry silently until the new owner answers), and status arrives on a watch that is
+ * re-opened whenever it ends, as it does when the toolset moves.
+ */
+import type { AgentConfig } from "@toolvisor/config"
+import { LifecycleError, State, type Toolset } from "@toolvisor/core"
+import { LspSpec } from "@toolvisor/lsp"
+import type { Toolsets } from "@toolvisor/runtime"
+import * as Clock from "effect/Clock"
+import type * as ClusterError from "effect/cluster/ClusterError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./ToolsetEntity.ts"
+
+export type Client = Effect.Success<typeof ToolsetEntity.client>
+
+export interface Options {
+  /** Deadline of requests that do no tool work (status, stop, listing); added to start and call deadlines. */
+  readonly requestTimeout?: Duration.Input
+  /** Pause before a watch that ended is opened again. */
+  readonly rewatchDelay?: Duration.Input
+}
+
+const kindOf = (config: AgentConfig.ToolsetConfig): string =>
+  config.type === "lsp" ? "lsp" : `mcp-${config.transport._tag}`
+
+export const make = (
+  client: Client,
+  config: AgentConfig.ToolsetConfig,
+  options: Options = {}
+): Effect.Effect<Toolsets.Built, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const spec: Spec = toSpec(config)
+    const id = entityId(spec)
+    const entity = client(id)
+    const name = config.name
+    const kind = kindOf(config)
+    const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? "10 seconds")
+    const within = (limit: Duration.Duration | undefined) =>
+      limit === undefined ? undefined : Duration.sum(limit, requestTimeout)
+
+    const latest = yield* SubscriptionRef.make(
+      new State.StatusSnapshot({
+        name,
+        kind,
+        state: "Stopped",
+        since: yield* Clock.currentTimeMillis,
+        restarts: 0,
+        attempt: 0,
+        toolsVersion: 0
+      })
+    )
+    const transitions = yield* PubSub.unbounded<State.Transition>()
+
+    const publish = (next: State.StatusSnapshot) =>
+      Effect.flatMap(SubscriptionRef.getAndSet(latest, next), (previous) =>
+        previous.state === next.state
+          ? Effect.void
+          : PubSub.publish(transitions, new State.Transition({ from: previous.state, snapshot: next }))
+      )
+
+    /** While the toolset moves, it shows as Restarting with the reason, rather than as it was. */
+    const relocating = (why: string) =>
+      Effect.flatMap(SubscriptionRef.get(latest), (s) =>
+        State.isTerminal(s.state)
+          ? Effect.void
+          : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              publish(
+                new State.StatusSnapshot({
+                  ...s,
+                  state: "Restarting",
+                  since: now,
+                  lastError: { tag: "Relocating", message: `${name}: ${why}` }
+                })
+              )
+            )
+      )
+
+    let seen = { incarnation: "", seq: -1 }
+    const observe = (o: Observed) => {
+      if (o.incarnation === seen.incarnation && o.seq <= seen.seq) return Effect.void
+      seen = { incarnation: o.incarnation, seq: o.seq }
+      const snapshot = o.snapshot
+      if (snapshot === undefined) return relocating(`waiting for runner ${o.runner} to take it over`)
+      return Effect.flatMap(SubscriptionRef.get(latest), (shown) =>
+        // A new owner builds the toolset (Stopped) and starts it at once: not worth showing.
+        shown.lastError?.tag === "Relocating" && snapshot.state === "Stopped" && snapshot.lastError === undefined
+          ? Effect.void
+          : publish(new State.StatusSnapshot({ ...snapshot, name }))
+      )
+    }
+
+    const rewatchDelay = Duration.fromInputUnsafe(options.rewatchDelay ?? "250 millis")
+    yield* entity.WatchStatus().pipe(
+      Stream.timeout(Duration.times(heartbeat, 3)),
+      Stream.runForEach(observe),
+      Effect.catchCause((cause) => Effect.logDebug("status watch broke", cause)),
+      Effect.andThen(relocating("its runner stopped answering (the toolset is moving)")),
+      Effect.andThen(Effect.sleep(rewatchDelay)),
+      Effect.forever,
+      Effect.annotateLogs({ toolset: name }),
+      Effect.forkScoped({ startImmediately: true })
+    )
+
+    /** Cluster failures and missed deadlines, as the lifecycle error a local toolset would give. */
+    const deadline =
+      (what: string, limit: Duration.Duration | undefined) =>
+      <A, E>(request: Effect.Effect<A, E | Undelivered>): Effect.Effect<A, E | LifecycleError.TransportError> => {
+        const bounded =
+          limit === undefined
+            ? request
+            : Effect.timeoutOrElse(request, {
+                duration: limit,
+                orElse: () =>
+                  Effect.fail(
+                    new LifecycleError.TransportError({
+                      toolset: name,
+                      message: `${name}: no answer from the cluster to ${what} within ${Duration.format(limit)} (is a runner up, or is the toolset moving?)`
+                    })
+                  )
+              })
+        return Effect.mapError(bounded, (error) =>
+          isUndelivered(error)
+            ? new LifecycleError.TransportError({
+                toolset: name,
+                message: `${name}: the cluster could not deliver ${what}: ${error._tag}`,
+                cause: error
+              })
+            : error
+        )
+      }
+
+    /** Reads the status now, so that a start or stop that returned is already on the board. */
+    const refresh = entity.Status().pipe(
+      deadline("status", requestTimeout),
+      Effect.flatMap(observe),
+      Effect.catch((error) => Effect.logDebug(error.message))
+    )
+
+    const start = Effect.gen(function* () {
+      const now = yield* SubscriptionRef.get(latest)
+      // "Should run" is recorded once per start from stopped, not on every start of a running toolset.
+      if (!State.isUsable(now.state)) {
+        yield* entity
+          .Ensure({ spec }, { discard: true })
+          .pipe(deadline("its start request", requestTimeout)<void, never>)
+      }
+      yield* entity
+        .Start({ spec })
+        .pipe(deadline("start", within(config.policy.startupTimeout)), Effect.andThen(refresh))
+    })
+
+    const toolset: Toolset.Toolset = {
+      name,
+      kind,
+      start,
+      stop: entity.Stop().pipe(
+        deadline("stop", requestTimeout),
+        Effect.andThen(refresh),
+        Effect.catch((error) => Effect.logWarning(error.message))
+      ),
+      restart: entity
+        .Restart()
+        .pipe(deadline("restart", within(config.policy.startupTimeout)), Effect.andThen(refresh)),
+      state: SubscriptionRef.get(latest),
+      changes: SubscriptionRef.changes(latest),
+      events: Stream.fromPubSub(transitions),
+      tools: entity.ListTools().pipe(deadline("list tools", requestTimeout)),
+      callTool: (tool, args) =>
+        entity.CallTool({ tool, args }).pipe(deadline(`call "${tool}"`, within(config.policy.callTimeout)))
+    }
+    const transport = config.transport
+    return {
+      toolset,
+      lsp:
+        config.type === "lsp" && transport._tag === "stdio"
+          ? {
+              ...toolset,
+              spec: LspSpec.LspSpec.make({
+                command: transport.command,
+                args: transport.args,
+                env: transport.env,
+                cwd: transport.cwd ?? process.cwd(),
+                fileTypes: config.fileTypes
+              })
+            }
+          : undefined
+    }
+  })
+
+/** What the cluster client fails with when it could not hand a message to the entity. */
+type Undelivered =
+  | ClusterError.MailboxFull
+  | ClusterError.AlreadyProcessingMessage
+  | ClusterError.PersistenceError
+  | ClusterError.EntityNotAssignedToRunner
+
+const undeliveredTags: ReadonlySet<unknown> = new Set([
+  "MailboxFull",
+  "AlreadyProcessingMessage",
+  "PersistenceError",
+  "EntityNotAssignedToRunner"
+])
+
+const isUndelivered = (error: unknown): error is Undelivered =>
+  typeof error === "object" && error !== null && undeliveredTags.has((error as { readonly _tag?: unknown })._tag)

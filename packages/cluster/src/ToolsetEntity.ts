@@ -1,0 +1,183 @@
+/**
+ * The protocol of a toolset hosted on a cluster runner: one entity per toolset definition, its
+ * messages as schema'd RPCs. Everything here crosses the wire or sits in the message table, so
+ * it is plain data: the resolved config travels as a `Spec`, the policy as its `lifecycle` block.
+ */
+import type { AgentConfig } from "@toolvisor/config"
+import { LifecycleError, Policy, State, Toolset } from "@toolvisor/core"
+import type { Toolsets } from "@toolvisor/runtime"
+import * as ClusterSchema from "effect/cluster/ClusterSchema"
+import * as Entity from "effect/cluster/Entity"
+import * as Duration from "effect/Duration"
+import * as Rpc from "effect/rpc/Rpc"
+import * as Schema from "effect/Schema"
+
+const Env = Schema.Record(Schema.String, Schema.String)
+
+export const Transport = Schema.Union([
+  Schema.TaggedStruct("stdio", {
+    command: Schema.String,
+    args: Schema.Array(Schema.String),
+    env: Env,
+    cwd: Schema.optionalKey(Schema.String)
+  }),
+  Schema.TaggedStruct("http", { url: Schema.String, headers: Env }),
+  Schema.TaggedStruct("sse", { url: Schema.String, headers: Env })
+])
+
+/** What a runner needs to build a toolset: a resolved config entry, as data. */
+export const Spec = Schema.Struct({
+  name: Schema.String,
+  identity: Schema.String,
+  signature: Schema.String,
+  type: Schema.Literals(["mcp", "lsp"]),
+  transport: Transport,
+  fileTypes: Schema.Array(Schema.String),
+  lifecycle: Policy.Lifecycle,
+  secrets: Schema.Array(Schema.String)
+})
+export type Spec = typeof Spec.Type
+
+export const toSpec = (config: AgentConfig.ToolsetConfig): Spec => ({
+  name: config.name,
+  identity: config.identity,
+  signature: config.signature,
+  type: config.type,
+  transport:
+    config.transport._tag === "stdio"
+      ? {
+          _tag: "stdio",
+          command: config.transport.command,
+          args: config.transport.args,
+          env: config.transport.env,
+          ...(config.transport.cwd === undefined ? {} : { cwd: config.transport.cwd })
+        }
+      : config.transport,
+  fileTypes: config.fileTypes,
+  lifecycle: config.lifecycle,
+  secrets: config.secrets
+})
+
+/** The spec as the runtime builds it, with the runner's own variables added to a process's environment. */
+export const buildable = (spec: Spec, extraEnv: Readonly<Record<string, string>>): Toolsets.Buildable => ({
+  name: spec.name,
+  type: spec.type,
+  transport:
+    spec.transport._tag === "stdio"
+      ? {
+          _tag: "stdio",
+          command: spec.transport.command,
+          args: spec.transport.args,
+          env: { ...spec.transport.env, ...extraEnv },
+          cwd: spec.transport.cwd
+        }
+      : spec.transport,
+  fileTypes: spec.fileTypes,
+  policy: Policy.fromLifecycle(spec.lifecycle)
+})
+
+/**
+ * The entity id of a definition: identical definitions (same identity and signature) share one
+ * entity, so two clients of one config share one server; a changed definition is a new entity.
+ */
+export const entityId = (spec: Pick<Spec, "identity" | "signature">): string =>
+  `${spec.identity}@${spec.signature.slice(0, 16)}`
+
+/** JSON objects from servers, passed through as they are (they are JSON on the wire already). */
+const Json = Schema.Record(Schema.String, Schema.Unknown)
+
+export const Tool = Schema.Struct({
+  name: Schema.String,
+  title: Schema.optional(Schema.String),
+  description: Schema.optional(Schema.String),
+  inputSchema: Json,
+  outputSchema: Schema.optional(Json),
+  annotations: Schema.optional(
+    Schema.Struct({
+      title: Schema.optional(Schema.String),
+      readOnlyHint: Schema.optional(Schema.Boolean),
+      destructiveHint: Schema.optional(Schema.Boolean),
+      idempotentHint: Schema.optional(Schema.Boolean),
+      openWorldHint: Schema.optional(Schema.Boolean)
+    })
+  ),
+  _meta: Schema.optional(Json)
+})
+
+export const Listing = Schema.Union([
+  Schema.Struct({ complete: Schema.Literal(true), items: Schema.Array(Tool) }),
+  Schema.Struct({ complete: Schema.Literal(false), items: Schema.Array(Tool), reason: LifecycleError.NotStarted })
+])
+
+export const ToolResult = Schema.Struct({
+  content: Schema.Array(Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [Json])),
+  structuredContent: Schema.optional(Json),
+  isError: Schema.optional(Schema.Boolean),
+  _meta: Schema.optional(Json)
+})
+
+/**
+ * One status reading, tagged with where it was taken: `incarnation` names the entity's life on
+ * one runner and `seq` orders readings within it, so a watcher that re-subscribes after a move
+ * can drop what it has already seen. No snapshot means the entity has not been given a spec yet.
+ */
+export const Observed = Schema.Struct({
+  snapshot: Schema.optionalKey(State.StatusSnapshot),
+  runner: Schema.String,
+  incarnation: Schema.String,
+  seq: Schema.Int
+})
+export type Observed = typeof Observed.Type
+
+/**
+ * "This toolset should run": persisted, and answered only by `Stop`, so the cluster replays it on
+ * whichever runner owns the toolset next — after a crash, a graceful move or a full restart.
+ * Interruptible on termination, or a graceful move would wait for it to finish.
+ */
+export const Ensure = Rpc.make("Ensure", { payload: { spec: Spec } })
+  .annotate(ClusterSchema.Persisted, true)
+  .annotate(ClusterSchema.InterruptOnTermination, true)
+
+/** Builds the toolset if needed and starts it, answering with its start's outcome. */
+export const Start = Rpc.make("Start", { payload: { spec: Spec }, error: LifecycleError.LifecycleError })
+
+/** Stops the toolset and answers every open `Ensure`, so it is not brought back. */
+export const Stop = Rpc.make("Stop")
+
+export const Restart = Rpc.make("Restart", { error: LifecycleError.LifecycleError })
+
+export const Status = Rpc.make("Status", { success: Observed })
+
+/**
+ * How often a status watch repeats the current reading when nothing changes. A watch whose runner
+ * was SIGKILLed neither ends nor fails (the cluster client waits for the new owner), so silence
+ * is how a watcher learns that its toolset is moving.
+ */
+export const heartbeat = Duration.seconds(1)
+
+/** Status readings (and heartbeats) until the entity goes away; `RemoteToolset` re-subscribes. */
+export const WatchStatus = Rpc.make("WatchStatus", { success: Observed, stream: true }).annotate(
+  ClusterSchema.InterruptOnTermination,
+  true
+)
+
+export const ListTools = Rpc.make("ListTools", { success: Listing, error: LifecycleError.LifecycleError })
+
+export const CallError = Schema.Union([Toolset.ToolError, LifecycleError.LifecycleError])
+
+export const CallTool = Rpc.make("CallTool", {
+  payload: { tool: Schema.String, args: Json },
+  success: ToolResult,
+  error: CallError
+})
+
+export const ToolsetEntity = Entity.make("Toolset", [
+  Ensure,
+  Start,
+  Stop,
+  Restart,
+  Status,
+  WatchStatus,
+  ListTools,
+  CallTool
+])

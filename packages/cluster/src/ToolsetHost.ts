@@ -1,0 +1,184 @@
+/**
+ * The behaviour of the `Toolset` entity: a thin host around the same supervised toolset the local
+ * registry runs. The cluster decides where an entity lives; the toolset's own Supervisor keeps
+ * its server alive there. Handlers only delegate, except for two things only a host can know:
+ * a fresh activation (after a move) waits for its spec and for Ready before serving calls, and a
+ * call the cluster re-delivers after a runner died is refused unless the tool is safe to repeat.
+ */
+import { LifecycleError, Policy, State, Toolset } from "@toolvisor/core"
+import { Secrets, Toolsets } from "@toolvisor/runtime"
+import * as Clock from "effect/Clock"
+import * as Entity from "effect/cluster/Entity"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as CallLedger from "./CallLedger.ts"
+import * as Orphans from "./Orphans.ts"
+import { buildable, heartbeat, type Spec, ToolsetEntity } from "./ToolsetEntity.ts"
+
+export interface Options {
+  /**
+   * How long a message to a freshly activated entity waits for its spec (the replayed `Ensure`)
+   * and for the toolset to be usable; re-delivered calls can arrive before either (default 30 s).
+   */
+  readonly activationWait?: Duration.Input
+}
+
+interface Hosted {
+  readonly spec: Spec
+  readonly toolset: Toolset.Toolset
+  readonly mask: (text: string) => string
+}
+
+const safeToRepeat = (tool: Toolset.Tool | undefined): boolean =>
+  tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true
+
+export const layer = (options: Options = {}) =>
+  ToolsetEntity.toLayer(
+    Effect.gen(function* () {
+      const address = yield* Entity.CurrentAddress
+      const runner = Orphans.runnerId(yield* Entity.CurrentRunnerAddress)
+      const scope = yield* Scope.Scope
+      const ledger = yield* CallLedger.CallLedger
+      const wait = Duration.fromInputUnsafe(options.activationWait ?? "30 seconds")
+      const incarnation = `${runner}/${(yield* Clock.currentTimeMillis).toString(36)}`
+      const observed = yield* SubscriptionRef.make({ runner, incarnation, seq: 0 } as {
+        readonly snapshot?: State.StatusSnapshot
+        readonly runner: string
+        readonly incarnation: string
+        readonly seq: number
+      })
+      const hosted = yield* Deferred.make<Hosted>()
+      let installed: Hosted | undefined
+      const stopped = yield* Ref.make(yield* Deferred.make<void>())
+      const lock = yield* Semaphore.make(1)
+      const entity = address.entityId
+
+      /** Builds the toolset once per activation; its server processes carry the runner's mark. */
+      const install = (spec: Spec) =>
+        lock
+          .withPermits(1)(
+            Effect.gen(function* () {
+              if (installed !== undefined) return installed
+              const { toolset } = yield* Toolsets.make(buildable(spec, { [Orphans.envKey]: Orphans.mark(runner) }))
+              const mask = Secrets.masker(spec.secrets)
+              yield* toolset.changes.pipe(
+                Stream.runForEach((snapshot) =>
+                  SubscriptionRef.update(observed, (o) => ({
+                    ...o,
+                    snapshot: Secrets.snapshot(snapshot, mask),
+                    seq: o.seq + 1
+                  }))
+                ),
+                Effect.forkIn(scope, { startImmediately: true })
+              )
+              installed = { spec, toolset, mask }
+              yield* Deferred.succeed(hosted, installed)
+              return installed
+            })
+          )
+          .pipe(Scope.provide(scope))
+
+      const notStarted = (message: string) =>
+        new LifecycleError.NotStarted({ toolset: entity, message: `${entity}: ${message}` })
+
+      /** The hosted toolset, waiting (bounded) for a replayed `Ensure` on a fresh activation. */
+      const current = Deferred.await(hosted).pipe(
+        Effect.timeoutOption(wait),
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(notStarted(`not started on runner ${runner} (no start request arrived)`)),
+            onSome: Effect.succeed
+          })
+        )
+      )
+
+      /** Waits (bounded) until the toolset serves or has given up, so a call does not race a restart. */
+      const settled = (toolset: Toolset.Toolset) =>
+        toolset.changes.pipe(
+          Stream.filter((s) => State.isUsable(s.state) || State.isTerminal(s.state)),
+          Stream.runHead,
+          Effect.timeoutOption(wait),
+          Effect.asVoid
+        )
+
+      /** Keeps the toolset running while it should, retrying a transient start failure by its policy. */
+      const keepStarted = (h: Hosted) => {
+        const policy = Policy.fromLifecycle(h.spec.lifecycle)
+        return h.toolset.start.pipe(
+          Effect.retry({
+            schedule: Policy.schedule(policy),
+            while: (error) => policy.restart !== "never" && LifecycleError.isTransient(error)
+          }),
+          Effect.tapError((error) => Effect.logWarning(`did not start: ${h.mask(error.message)}`)),
+          Effect.ignore
+        )
+      }
+
+      const call = (tool: string, args: { readonly [key: string]: unknown }, requestId: string) =>
+        Effect.gen(function* () {
+          const h = yield* current
+          yield* settled(h.toolset)
+          const listing = yield* h.toolset.tools
+          if (!safeToRepeat(listing.items.find((t) => t.name === tool))) {
+            const first = yield* ledger.begin({ requestId, toolset: h.spec.name, tool, runner }).pipe(
+              Effect.mapError(
+                (cause) =>
+                  new LifecycleError.TransportError({
+                    toolset: h.spec.name,
+                    message: `${h.spec.name}: the call ledger is unavailable, so "${tool}" was not run: ${cause.message}`,
+                    cause
+                  })
+              )
+            )
+            if (first !== undefined) {
+              return yield* new Toolset.CallOutcomeUnknown({
+                toolset: h.spec.name,
+                tool,
+                requestId,
+                message: `${h.spec.name}: "${tool}" was already started on runner ${first.runner} at ${first.startedAt.toISOString()}, which stopped before answering; it may or may not have run, so it is not run again`
+              })
+            }
+          }
+          return yield* h.toolset.callTool(tool, args)
+        })
+
+      return ToolsetEntity.of({
+        Ensure: ({ payload }) =>
+          Effect.gen(function* () {
+            const h = yield* install(payload.spec)
+            yield* Effect.forkIn(keepStarted(h), scope)
+            yield* Deferred.await(yield* Ref.get(stopped))
+          }),
+        Start: ({ payload }) => Effect.flatMap(install(payload.spec), (h) => h.toolset.start),
+        Stop: () =>
+          lock.withPermits(1)(
+            Effect.gen(function* () {
+              if (installed !== undefined) yield* installed.toolset.stop
+              const previous = yield* Ref.getAndSet(stopped, yield* Deferred.make<void>())
+              yield* Deferred.succeed(previous, undefined)
+            })
+          ),
+        Restart: () => Effect.flatMap(current, (h) => h.toolset.restart),
+        Status: () => SubscriptionRef.get(observed),
+        WatchStatus: () =>
+          Stream.merge(
+            SubscriptionRef.changes(observed),
+            Stream.tick(heartbeat).pipe(Stream.mapEffect(() => SubscriptionRef.get(observed)))
+          ),
+        ListTools: () => Effect.flatMap(current, (h) => h.toolset.tools),
+        CallTool: ({ payload, requestId }) => call(payload.tool, payload.args, String(requestId))
+      })
+    }),
+    { concurrency: "unbounded", maxIdleTime: Duration.infinity }
+  )
+
+/** The host with the in-memory call ledger: for a single runner or the in-process test runner. */
+export const layerMemory = (options: Options = {}) => layer(options).pipe(Layer.provide(CallLedger.layerMemory))

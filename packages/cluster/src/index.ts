@@ -1,0 +1,10 @@
+/** Toolvisor on effect/cluster: toolsets as entities on runners, reached through the same registry. */
+export * as CallLedger from "./CallLedger.ts"
+export * as ClusterClient from "./ClusterClient.ts"
+export * as ClusterRegistry from "./ClusterRegistry.ts"
+export * as Orphans from "./Orphans.ts"
+export * as RemoteToolset from "./RemoteToolset.ts"
+export * as Runner from "./Runner.ts"
+export * as Timers from "./Timers.ts"
+export * as ToolsetEntity from "./ToolsetEntity.ts"
+export * as ToolsetHost from "./ToolsetHost.ts"

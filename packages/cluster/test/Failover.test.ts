@@ -1,0 +1,270 @@
+/**
+ * Two real runner processes (`toolvisor runner`), a real PostgreSQL server and this process as a
+ * client, on 127.0.0.1, with short timers (a 4 s lease). Ten journal servers are spread over the
+ * runners; half of them ignore stdin EOF and SIGTERM, as some real servers do. The scenario runs
+ * in order: spread, SIGKILL a runner with a call in flight, bring it back, SIGTERM the other.
+ */
+import * as ChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, layer } from "@effect/vitest"
+import { ServerProcess, type State } from "@toolvisor/core"
+import type { ToolsetRegistry } from "@toolvisor/runtime"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import * as ClusterClient from "../src/ClusterClient.ts"
+import * as ClusterRegistry from "../src/ClusterRegistry.ts"
+import * as Orphans from "../src/Orphans.ts"
+import { config, journalEntry } from "./helpers.ts"
+import * as Postgres from "./Postgres.ts"
+
+const cli = NodePath.resolve(import.meta.dirname, "../../../apps/cli/src/main.ts")
+const leaseSeconds = 4
+const timerFlags = [
+  "--lease",
+  `${leaseSeconds}s`,
+  "--lease-refresh",
+  "1s",
+  "--health-check",
+  "2s",
+  "--assignments-refresh",
+  "500ms",
+  "--message-poll",
+  "1s",
+  "--shutdown-grace",
+  "5s"
+]
+const timers = {
+  lease: `${leaseSeconds} seconds`,
+  leaseRefresh: "1 second",
+  healthCheck: "2 seconds",
+  assignmentsRefresh: "500 millis",
+  messagePoll: "1 second",
+  shutdownGrace: "5 seconds"
+} as const
+
+interface RunnerProcess {
+  readonly id: string
+  readonly child: ChildProcess.ChildProcess
+  readonly exited: Promise<number | null>
+}
+
+/** Starts `toolvisor runner` and waits for its "is up" line. */
+const startRunner = (postgres: string, port: number) =>
+  Effect.callback<RunnerProcess, Error>((resume) => {
+    const child = ChildProcess.spawn(
+      process.execPath,
+      ["--conditions=@toolvisor/source", cli, "runner", "--postgres", postgres, "--port", String(port), ...timerFlags],
+      { stdio: ["ignore", "pipe", "pipe"] }
+    )
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+    let stderr = ""
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000)
+    })
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("is up")) resume(Effect.succeed({ id: `127.0.0.1:${port}`, child, exited }))
+    })
+    child.once("exit", (code) => resume(Effect.fail(new Error(`runner on ${port} exited ${code}: ${stderr}`))))
+  })
+
+const stopRunner = (runner: RunnerProcess) =>
+  Effect.promise(() => {
+    if (runner.child.exitCode === null && runner.child.signalCode === null) runner.child.kill("SIGTERM")
+    return runner.exited
+  })
+
+class Scenario extends Context.Service<
+  Scenario,
+  {
+    readonly postgres: string
+    readonly registry: ToolsetRegistry.Registry
+    readonly journals: string
+    readonly runners: Map<string, RunnerProcess>
+  }
+>()("test/Scenario") {}
+
+const ports = [34461, 34462] as const
+
+const scenario = Layer.effect(
+  Scenario,
+  Effect.gen(function* () {
+    const { url } = yield* Postgres.Postgres
+    const runners = new Map<string, RunnerProcess>()
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
+    )
+    for (const port of ports) {
+      const runner = yield* startRunner(url, port)
+      runners.set(runner.id, runner)
+    }
+    const journals = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-failover-"))
+    const toolsets = Array.from({ length: 10 }, (_, i) =>
+      journalEntry(`t${i}`, {
+        env: { JOURNAL_FILE: NodePath.join(journals, `t${i}`), ...(i % 2 === 1 ? { IGNORE_EOF: "1" } : {}) }
+      })
+    )
+    const context = yield* Layer.build(ClusterClient.layer({ postgres: url, timers }))
+    const registry = yield* ClusterRegistry.make(config(toolsets), { requestTimeout: "15 seconds" }).pipe(
+      Effect.provideContext(context)
+    )
+    return { postgres: url, registry, journals, runners }
+  })
+).pipe(Layer.provide(Postgres.layer))
+
+/** The runner a server process was started by, from the mark in its environment. */
+const runnerOf = (pid: number | undefined): string | undefined => {
+  try {
+    const value = NodeFs.readFileSync(`/proc/${pid}/environ`, "utf8")
+      .split("\0")
+      .find((e) => e.startsWith(`${Orphans.envKey}=`))
+    return value?.slice(Orphans.envKey.length + 1, value.lastIndexOf("/"))
+  } catch {
+    return undefined
+  }
+}
+
+/** Polls the board until `done` holds, at most `seconds`; returns the board and the time it took. */
+const until = (
+  registry: ToolsetRegistry.Registry,
+  seconds: number,
+  done: (board: ReadonlyArray<State.StatusSnapshot>) => boolean
+) =>
+  Effect.gen(function* () {
+    const started = Date.now()
+    const board = yield* registry.snapshot.pipe(
+      Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: done }),
+      Effect.timeoutOrElse({
+        duration: `${seconds} seconds`,
+        orElse: () =>
+          Effect.flatMap(registry.snapshot, (b) =>
+            Effect.die(new Error(`not within ${seconds}s: ${JSON.stringify(b.map((s) => [s.name, s.state, s.pid]))}`))
+          )
+      })
+    )
+    return { board, seconds: (Date.now() - started) / 1000 }
+  })
+
+const allReadyOn = (runners: ReadonlyArray<string>) => (board: ReadonlyArray<State.StatusSnapshot>) =>
+  board.length === 10 && board.every((s) => s.state === "Ready" && runners.includes(runnerOf(s.pid) ?? ""))
+
+const gone = (pids: ReadonlyArray<number>, seconds: number) =>
+  Effect.sync(() => pids.filter(ServerProcess.isAlive)).pipe(
+    Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (left) => left.length === 0 }),
+    Effect.timeoutOrElse({
+      duration: `${seconds} seconds`,
+      orElse: () => Effect.sync(() => pids.filter(ServerProcess.isAlive))
+    })
+  )
+
+describe("a cluster of two runner processes over PostgreSQL", () => {
+  layer(scenario, { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("toolsets are spread over both runners and serve calls", () =>
+      Effect.gen(function* () {
+        const { registry, runners } = yield* Scenario
+        yield* registry.start
+        const { board } = yield* until(registry, 30, allReadyOn([...runners.keys()]))
+        const placed = new Set(board.map((s) => runnerOf(s.pid)))
+        assert.deepStrictEqual([...placed].sort(), [...runners.keys()].sort())
+        const echoed = yield* registry.callTool("t3_echo", { message: "hello" })
+        assert.deepStrictEqual(echoed.content, [{ type: "text", text: "hello" }])
+      })
+    )
+
+    it.effect(
+      "SIGKILL of a runner: its toolsets are Ready on the other within the lease, none left behind, the call in flight not run twice",
+      () =>
+        Effect.gen(function* () {
+          const { registry, runners, journals } = yield* Scenario
+          const before = yield* registry.snapshot
+          const [victimId, victim] = [...runners.entries()][1] ?? []
+          assert.isDefined(victim)
+          const survivor = [...runners.keys()].find((id) => id !== victimId) ?? ""
+          const moved = before.filter((s) => runnerOf(s.pid) === victimId)
+          assert.isAbove(moved.length, 0)
+          const target = moved[0]?.name ?? ""
+          const journal = NodePath.join(journals, target)
+
+          const inFlight = yield* registry
+            .callTool(`${target}_append`, { line: "once", ms: 3000 })
+            .pipe(Effect.exit, Effect.forkChild({ startImmediately: true }))
+          yield* Effect.sync(() => NodeFs.existsSync(journal)).pipe(
+            Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (written) => written })
+          )
+          victim?.child.kill("SIGKILL")
+          runners.delete(victimId ?? "")
+
+          const { seconds } = yield* until(registry, leaseSeconds + 20, allReadyOn([survivor]))
+          yield* Effect.log(`failover after SIGKILL: ${seconds.toFixed(2)} s for ${moved.length} toolset(s)`)
+          assert.isBelow(seconds, leaseSeconds + 8)
+
+          const outcome = yield* Fiber.join(inFlight)
+          assert.isTrue(Exit.isFailure(outcome))
+          if (Exit.isFailure(outcome)) {
+            const reason = outcome.cause.reasons[0]
+            assert.strictEqual(reason?._tag === "Fail" ? reason.error._tag : reason?._tag, "CallOutcomeUnknown")
+          }
+          assert.strictEqual(NodeFs.readFileSync(journal, "utf8"), "once\n")
+
+          const left = yield* gone(
+            moved.flatMap((s) => (s.pid === undefined ? [] : [s.pid])),
+            10
+          )
+          assert.deepStrictEqual(left, [])
+        })
+    )
+
+    it.effect("SIGTERM of a runner moves its toolsets to the one that came back; the status watch follows them", () =>
+      Effect.gen(function* () {
+        const { registry, runners, postgres } = yield* Scenario
+        const comeback = yield* startRunner(postgres, ports[1])
+        runners.set(comeback.id, comeback)
+        // Shards flow back to the new runner; wait until it hosts some and everything is Ready.
+        yield* until(
+          registry,
+          30,
+          (board) => allReadyOn([...runners.keys()])(board) && board.some((s) => runnerOf(s.pid) === comeback.id)
+        )
+        const leaving = [...runners.values()].find((r) => r.id !== comeback.id)
+        assert.isDefined(leaving)
+        const boards: Array<ReadonlyArray<State.StatusSnapshot>> = []
+        const watch = yield* registry.status.pipe(
+          Stream.runForEach((board) => Effect.sync(() => boards.push(board))),
+          Effect.forkChild({ startImmediately: true })
+        )
+        const before = yield* registry.snapshot
+        const moving = before.filter((s) => runnerOf(s.pid) === leaving?.id)
+
+        leaving?.child.kill("SIGTERM")
+        const code = yield* Effect.promise(() => leaving?.exited ?? Promise.resolve(null))
+        runners.delete(leaving?.id ?? "")
+        assert.strictEqual(code, 0)
+        // A graceful stop closes every server it ran, stubborn ones included.
+        assert.deepStrictEqual(
+          yield* gone(
+            moving.flatMap((s) => (s.pid === undefined ? [] : [s.pid])),
+            5
+          ),
+          []
+        )
+
+        const { seconds } = yield* until(registry, 30, allReadyOn([comeback.id]))
+        yield* Effect.log(`all Ready on the remaining runner ${seconds.toFixed(2)} s after the SIGTERMed one exited`)
+        yield* Fiber.interrupt(watch)
+        const last = boards.at(-1) ?? []
+        assert.isTrue(allReadyOn([comeback.id])(last))
+        // The watch saw the move as it happened, not only its end.
+        const seen = new Set(
+          boards.flatMap((b) => b.filter((s) => moving.some((m) => m.name === s.name)).map((s) => s.state))
+        )
+        assert.isTrue(seen.has("Restarting") || seen.has("Starting"))
+      })
+    )
+  })
+})

@@ -1,0 +1,116 @@
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { ServerProcess } from "@toolvisor/core"
+import * as Entity from "effect/cluster/Entity"
+import * as TestRunner from "effect/cluster/TestRunner"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as CallLedger from "../src/CallLedger.ts"
+import * as ClusterRegistry from "../src/ClusterRegistry.ts"
+import * as Orphans from "../src/Orphans.ts"
+import * as ToolsetHost from "../src/ToolsetHost.ts"
+import { config, journalEntry } from "./helpers.ts"
+
+/** A ledger that has seen every request already, as after a runner crash. */
+const replayedLedger = Layer.succeed(CallLedger.CallLedger, {
+  begin: () => Effect.succeed({ runner: "10.0.0.9:34431", startedAt: new Date(0) })
+})
+
+const cluster = (ledger: Layer.Layer<CallLedger.CallLedger>) =>
+  ToolsetHost.layer({ activationWait: "5 seconds" }).pipe(Layer.provide(ledger), Layer.provideMerge(TestRunner.layer))
+
+const journal = () => NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cluster-")), "journal")
+
+const readyBoard = (registry: { readonly status: Stream.Stream<ReadonlyArray<{ readonly state: string }>> }) =>
+  registry.status.pipe(
+    Stream.filter((board) => board.length > 0 && board.every((s) => s.state === "Ready")),
+    Stream.runHead
+  )
+
+describe("toolsets hosted as cluster entities (in-process test runner)", () => {
+  it.live("a toolset starts on a runner, serves calls through the registry and stops for good", () =>
+    Effect.gen(function* () {
+      const file = journal()
+      const registry = yield* ClusterRegistry.make(config([journalEntry("notes", { env: { JOURNAL_FILE: file } })]))
+      yield* registry.start
+      yield* readyBoard(registry)
+      const [status] = yield* registry.snapshot
+      assert.strictEqual(status?.state, "Ready")
+      assert.strictEqual(status?.kind, "mcp-stdio")
+      const pid = status?.pid ?? 0
+      assert.isTrue(ServerProcess.isAlive(pid))
+      // The server carries the runner's mark, which the orphan sweep looks for.
+      const environ = NodeFs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")
+      assert.isTrue(environ.some((e) => e.startsWith(`${Orphans.envKey}=`)))
+
+      const echoed = yield* registry.callTool("notes_echo", { message: "hi" })
+      assert.deepStrictEqual(echoed.content, [{ type: "text", text: "hi" }])
+      yield* registry.callTool("notes_append", { line: "one" })
+      assert.strictEqual(NodeFs.readFileSync(file, "utf8"), "one\n")
+      const catalog = yield* registry.catalog()
+      assert.deepStrictEqual(catalog.tools.map((t) => t.name).sort(), ["notes_append", "notes_echo", "notes_pid"])
+
+      yield* registry.stopToolset("notes")
+      yield* registry.status.pipe(
+        Stream.filter((board) => board[0]?.state === "Stopped"),
+        Stream.runHead
+      )
+      assert.isFalse(ServerProcess.isAlive(pid))
+    }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
+  )
+
+  it.live("a call re-delivered after its runner died is refused unless the tool is safe to repeat", () =>
+    Effect.gen(function* () {
+      const file = journal()
+      const registry = yield* ClusterRegistry.make(config([journalEntry("notes", { env: { JOURNAL_FILE: file } })]))
+      yield* registry.start
+      const refused = yield* Effect.flip(registry.callTool("notes_append", { line: "twice?" }))
+      assert.strictEqual(refused._tag, "CallOutcomeUnknown")
+      assert.include(refused.message, "10.0.0.9:34431")
+      assert.isFalse(NodeFs.existsSync(file))
+      // Read-only tools skip the ledger: repeating them is harmless.
+      const echoed = yield* registry.callTool("notes_echo", { message: "again" })
+      assert.deepStrictEqual(echoed.content, [{ type: "text", text: "again" }])
+      yield* registry.stopToolset("notes")
+    }).pipe(Effect.scoped, Effect.provide(cluster(replayedLedger)))
+  )
+
+  it.live(
+    "a fresh activation answers calls once its start request arrives, and fails them in bounded time if none does",
+    () =>
+      Effect.gen(function* () {
+        const entry = journalEntry("late")
+        const registry = yield* ClusterRegistry.make(config([entry]))
+        // No start yet: the entity has no spec, so a call waits for one, then fails with NotStarted.
+        const failed = yield* Effect.flip(registry.callTool("late_echo", { message: "x" }))
+        assert.strictEqual(failed._tag, "UnknownTool")
+        yield* registry.start
+        const echoed = yield* registry.callTool("late_echo", { message: "x" })
+        assert.deepStrictEqual(echoed.content, [{ type: "text", text: "x" }])
+        yield* registry.stopToolset("late")
+      }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
+  )
+
+  it.live("closing a client lets go of its toolsets without stopping them; another client finds them running", () =>
+    Effect.gen(function* () {
+      const entry = journalEntry("shared")
+      const first = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const registry = yield* ClusterRegistry.make(config([entry]))
+          yield* registry.start
+          return (yield* registry.snapshot)[0]?.pid ?? 0
+        })
+      )
+      assert.isTrue(ServerProcess.isAlive(first))
+      const registry = yield* ClusterRegistry.make(config([entry]))
+      const board = yield* readyBoard(registry)
+      assert.strictEqual(board._tag === "Some" ? board.value[0]?.pid : undefined, first)
+      yield* registry.stopToolset("shared")
+    }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
+  )
+})
+
+void Entity
