@@ -5,9 +5,13 @@
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import { LifecycleError } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Timers from "./Timers.ts"
 
 export interface Options {
@@ -16,7 +20,28 @@ export interface Options {
   readonly timers?: Partial<Timers.Timers>
 }
 
-export const database = (url: string) => PgClient.layer({ url: Redacted.make(url), applicationName: "toolvisor" })
+/** The cluster's database cannot be reached: no member can work without it. */
+export class ClusterUnavailable extends Schema.TaggedError<ClusterUnavailable>()("ClusterUnavailable", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/**
+ * The cluster's PostgreSQL client, checked with one query when built: the cluster's own layers
+ * treat a database they cannot reach as a defect, which would surface as a stack trace.
+ */
+export const database = (url: string) =>
+  Layer.effectDiscard(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`).pipe(
+      Effect.mapError(
+        (cause) =>
+          new ClusterUnavailable({
+            message: `cannot reach the cluster's PostgreSQL at ${LifecycleError.redact(url)}: ${cause.message}`,
+            cause
+          })
+      )
+    )
+  ).pipe(Layer.provideMerge(PgClient.layer({ url: Redacted.make(url), applicationName: "toolvisor" })))
 
 export const layer = (options: Options) =>
   NodeClusterSocket.layer({

@@ -4,7 +4,6 @@
  * runners; half of them ignore stdin EOF and SIGTERM, as some real servers do. The scenario runs
  * in order: spread, SIGKILL a runner with a call in flight, bring it back, SIGTERM the other.
  */
-import * as ChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -23,62 +22,7 @@ import * as ClusterRegistry from "../src/ClusterRegistry.ts"
 import * as Orphans from "../src/Orphans.ts"
 import { config, journalEntry } from "./helpers.ts"
 import * as Postgres from "./Postgres.ts"
-
-const cli = NodePath.resolve(import.meta.dirname, "../../../apps/cli/src/main.ts")
-const leaseSeconds = 4
-const timerFlags = [
-  "--lease",
-  `${leaseSeconds}s`,
-  "--lease-refresh",
-  "1s",
-  "--health-check",
-  "2s",
-  "--assignments-refresh",
-  "500ms",
-  "--message-poll",
-  "1s",
-  "--shutdown-grace",
-  "5s"
-]
-const timers = {
-  lease: `${leaseSeconds} seconds`,
-  leaseRefresh: "1 second",
-  healthCheck: "2 seconds",
-  assignmentsRefresh: "500 millis",
-  messagePoll: "1 second",
-  shutdownGrace: "5 seconds"
-} as const
-
-interface RunnerProcess {
-  readonly id: string
-  readonly child: ChildProcess.ChildProcess
-  readonly exited: Promise<number | null>
-}
-
-/** Starts `toolvisor runner` and waits for its "is up" line. */
-const startRunner = (postgres: string, port: number) =>
-  Effect.callback<RunnerProcess, Error>((resume) => {
-    const child = ChildProcess.spawn(
-      process.execPath,
-      ["--conditions=@toolvisor/source", cli, "runner", "--postgres", postgres, "--port", String(port), ...timerFlags],
-      { stdio: ["ignore", "pipe", "pipe"] }
-    )
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-    let stderr = ""
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-4000)
-    })
-    child.stdout?.on("data", (chunk: Buffer) => {
-      if (chunk.toString().includes("is up")) resume(Effect.succeed({ id: `127.0.0.1:${port}`, child, exited }))
-    })
-    child.once("exit", (code) => resume(Effect.fail(new Error(`runner on ${port} exited ${code}: ${stderr}`))))
-  })
-
-const stopRunner = (runner: RunnerProcess) =>
-  Effect.promise(() => {
-    if (runner.child.exitCode === null && runner.child.signalCode === null) runner.child.kill("SIGTERM")
-    return runner.exited
-  })
+import { leaseSeconds, type RunnerProcess, startRunner, stopRunner, timers } from "./Runners.ts"
 
 class Scenario extends Context.Service<
   Scenario,

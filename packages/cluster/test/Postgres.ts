@@ -98,5 +98,5 @@ const stop = (server: { readonly child: ChildProcess.ChildProcess; readonly dir:
 
 export const layer: Layer.Layer<Postgres> = Layer.effect(
   Postgres,
-  Effect.map(Effect.acquireRelease(start, stop), ({ url }) => ({ url }))
+  Effect.map(Effect.acquireRelease(Effect.orDie(start), stop), ({ url }) => ({ url }))
 )

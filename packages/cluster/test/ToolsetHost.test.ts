@@ -3,7 +3,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
-import * as Entity from "effect/cluster/Entity"
+import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as TestRunner from "effect/cluster/TestRunner"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -24,7 +24,7 @@ const cluster = (ledger: Layer.Layer<CallLedger.CallLedger>) =>
 
 const journal = () => NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cluster-")), "journal")
 
-const readyBoard = (registry: { readonly status: Stream.Stream<ReadonlyArray<{ readonly state: string }>> }) =>
+const readyBoard = (registry: ToolsetRegistry.Registry) =>
   registry.status.pipe(
     Stream.filter((board) => board.length > 0 && board.every((s) => s.state === "Ready")),
     Stream.runHead
@@ -112,5 +112,3 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
     }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
   )
 })
-
-void Entity

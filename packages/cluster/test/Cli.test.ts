@@ -1,0 +1,147 @@
+/**
+ * The CLI as a cluster client: `status`, `tools`, `call` and `serve` with `--cluster`, against
+ * one real runner process and a real PostgreSQL server; and the runner's own bad input.
+ */
+import * as ChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, layer } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Orphans from "../src/Orphans.ts"
+import { journalServer } from "./helpers.ts"
+import * as Postgres from "./Postgres.ts"
+import { cli, startRunner, stopRunner } from "./Runners.ts"
+
+interface Finished {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const runCli = (args: ReadonlyArray<string>) =>
+  Effect.promise(
+    () =>
+      new Promise<Finished>((resolve) => {
+        const child = ChildProcess.spawn(process.execPath, ["--conditions=@toolvisor/source", cli, ...args], {
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let stdout = ""
+        let stderr = ""
+        child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+        child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+        child.on("close", (code) => resolve({ code, stdout, stderr }))
+      })
+  )
+
+class Setup extends Context.Service<
+  Setup,
+  { readonly postgres: string; readonly config: string; readonly journal: string }
+>()("test/Setup") {}
+
+const setup = Layer.effect(
+  Setup,
+  Effect.gen(function* () {
+    const { url } = yield* Postgres.Postgres
+    const runner = yield* startRunner(url, 34471)
+    yield* Effect.addFinalizer(() => stopRunner(runner))
+    const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cluster-cli-"))
+    const journal = NodePath.join(dir, "journal")
+    const config = NodePath.join(dir, "agent.yaml")
+    NodeFs.writeFileSync(
+      config,
+      [
+        "agents:",
+        "  root:",
+        "    toolsets:",
+        "      - type: mcp",
+        "        name: notes",
+        `        command: "${process.execPath}"`,
+        `        args: ["${journalServer}"]`,
+        `        env: { JOURNAL_FILE: "${journal}" }`
+      ].join("\n")
+    )
+    return { postgres: url, config, journal }
+  })
+).pipe(Layer.provide(Postgres.layer))
+
+describe("the CLI as a cluster client", () => {
+  layer(setup, { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("status and tools report the toolsets the runner hosts; the server is the runner's, not the CLI's", () =>
+      Effect.gen(function* () {
+        const { postgres, config } = yield* Setup
+        const status = yield* runCli(["status", config, "--json", "--cluster", postgres, "--timeout", "60s"])
+        assert.strictEqual(status.code, 0, status.stderr)
+        const [notes] = JSON.parse(status.stdout) as ReadonlyArray<{ state: string; pid: number }>
+        assert.strictEqual(notes?.state, "Ready")
+        // The CLI has exited; the server lives on under the runner, marked as its own.
+        const environ = NodeFs.readFileSync(`/proc/${notes?.pid}/environ`, "utf8")
+        assert.include(environ, `${Orphans.envKey}=127.0.0.1:34471/`)
+        const tools = yield* runCli(["tools", config, "--json", "--cluster", postgres])
+        assert.strictEqual(tools.code, 0, tools.stderr)
+        const names = (JSON.parse(tools.stdout) as { tools: ReadonlyArray<{ name: string }> }).tools.map((t) => t.name)
+        assert.deepStrictEqual(names.sort(), ["notes_append", "notes_echo", "notes_pid"])
+      })
+    )
+
+    it.effect("call runs the tool on the runner", () =>
+      Effect.gen(function* () {
+        const { postgres, config, journal } = yield* Setup
+        const called = yield* runCli(["call", config, "notes_append", '{"line":"from the cli"}', "--cluster", postgres])
+        assert.strictEqual(called.code, 0, called.stderr)
+        assert.include(called.stdout, "appended from the cli")
+        assert.strictEqual(NodeFs.readFileSync(journal, "utf8"), "from the cli\n")
+      })
+    )
+
+    it.effect("serve fronts the cluster's toolsets as one MCP server", () =>
+      Effect.gen(function* () {
+        const { postgres, config } = yield* Setup
+        const client = new Client({ name: "test", version: "1.0.0" })
+        yield* Effect.promise(() =>
+          client.connect(
+            new StdioClientTransport({
+              command: process.execPath,
+              args: ["--conditions=@toolvisor/source", cli, "serve", config, "--cluster", postgres],
+              stderr: "ignore"
+            })
+          )
+        )
+        const result = yield* Effect.promise(async () => {
+          // The gateway lists what the cluster reports; wait for the toolset to be in it.
+          for (let i = 0; i < 200; i++) {
+            const { tools } = await client.listTools()
+            if (tools.some((t) => t.name === "notes_echo")) break
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          }
+          return client.callTool({ name: "notes_echo", arguments: { message: "through the gateway" } })
+        })
+        yield* Effect.promise(() => client.close())
+        assert.deepStrictEqual(result.content, [{ type: "text", text: "through the gateway" }])
+      })
+    )
+
+    it.effect("bad runner input is a clear one-line error, not a stack trace", () =>
+      Effect.gen(function* () {
+        const lease = yield* runCli(["runner", "--postgres", "postgres://x@127.0.0.1:1/x", "--lease", "soon"])
+        assert.strictEqual(lease.code, 2)
+        assert.include(lease.stderr, `--lease: expected a duration like 30s, got "soon"`)
+        const unreachable = yield* runCli([
+          "runner",
+          "--postgres",
+          "postgres://me:s3cret-pw@127.0.0.1:1/x",
+          "--port",
+          "34479"
+        ])
+        assert.strictEqual(unreachable.code, 1)
+        assert.include(unreachable.stderr, "cannot reach the cluster's PostgreSQL at postgres://me:***@127.0.0.1:1/x")
+        assert.notInclude(unreachable.stderr, "s3cret-pw")
+        assert.notInclude(unreachable.stderr, "    at ")
+      })
+    )
+  })
+})

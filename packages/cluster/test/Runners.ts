@@ -1,0 +1,63 @@
+/**
+ * Runner processes for the multi-process tests: the real `toolvisor runner` command on the
+ * TypeScript sources, with short timers (a 4 s lease) that the test clients share.
+ */
+import * as ChildProcess from "node:child_process"
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+
+export const cli = NodePath.resolve(import.meta.dirname, "../../../apps/cli/src/main.ts")
+export const leaseSeconds = 4
+export const timerFlags = [
+  "--lease",
+  `${leaseSeconds}s`,
+  "--lease-refresh",
+  "1s",
+  "--health-check",
+  "2s",
+  "--assignments-refresh",
+  "500ms",
+  "--message-poll",
+  "1s",
+  "--shutdown-grace",
+  "5s"
+]
+export const timers = {
+  lease: `${leaseSeconds} seconds`,
+  leaseRefresh: "1 second",
+  healthCheck: "2 seconds",
+  assignmentsRefresh: "500 millis",
+  messagePoll: "1 second",
+  shutdownGrace: "5 seconds"
+} as const
+
+export interface RunnerProcess {
+  readonly id: string
+  readonly child: ChildProcess.ChildProcess
+  readonly exited: Promise<number | null>
+}
+
+/** Starts `toolvisor runner` and waits for its "is up" line. */
+export const startRunner = (postgres: string, port: number) =>
+  Effect.callback<RunnerProcess, Error>((resume) => {
+    const child = ChildProcess.spawn(
+      process.execPath,
+      ["--conditions=@toolvisor/source", cli, "runner", "--postgres", postgres, "--port", String(port), ...timerFlags],
+      { stdio: ["ignore", "pipe", "pipe"] }
+    )
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+    let stderr = ""
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000)
+    })
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("is up")) resume(Effect.succeed({ id: `127.0.0.1:${port}`, child, exited }))
+    })
+    child.once("exit", (code) => resume(Effect.fail(new Error(`runner on ${port} exited ${code}: ${stderr}`))))
+  })
+
+export const stopRunner = (runner: RunnerProcess) =>
+  Effect.promise(() => {
+    if (runner.child.exitCode === null && runner.child.signalCode === null) runner.child.kill("SIGTERM")
+    return runner.exited
+  })
