@@ -12,7 +12,7 @@ import * as CallLedger from "../src/CallLedger.ts"
 import * as ClusterRegistry from "../src/ClusterRegistry.ts"
 import * as Orphans from "../src/Orphans.ts"
 import * as ToolsetHost from "../src/ToolsetHost.ts"
-import { config, journalEntry } from "./helpers.ts"
+import { config, journalEntry, tsEntry } from "./helpers.ts"
 
 /** A ledger that has seen every request already, as after a runner crash. */
 const replayedLedger = Layer.succeed(CallLedger.CallLedger, {
@@ -92,6 +92,22 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
         assert.deepStrictEqual(echoed.content, [{ type: "text", text: "x" }])
         yield* registry.stopToolset("late")
       }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
+  )
+
+  it.live("a language server runs as an entity too, with its tools filtered by what it advertises", () =>
+    Effect.gen(function* () {
+      const registry = yield* ClusterRegistry.make(config([tsEntry()]))
+      yield* registry.start
+      const [status] = yield* registry.snapshot
+      assert.strictEqual(status?.kind, "lsp")
+      assert.strictEqual(status?.state, "Ready")
+      const hover = yield* registry.callTool("lsp_hover", { file: "src/math.ts", line: 2, character: 17 })
+      assert.include(JSON.stringify(hover.content), "add(a: number, b: number): number")
+      const names = (yield* registry.catalog()).tools.map((t) => t.name)
+      assert.include(names, "lsp_definition")
+      yield* registry.stopToolset("typescript")
+      assert.isFalse(ServerProcess.isAlive(status?.pid ?? 0))
+    }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
   )
 
   it.live("closing a client lets go of its toolsets without stopping them; another client finds them running", () =>

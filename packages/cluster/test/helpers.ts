@@ -54,3 +54,31 @@ export const config = (toolsets: ReadonlyArray<AgentConfig.ToolsetConfig>): Agen
   toolsets,
   skipped: []
 })
+
+/** typescript-language-server on the LSP package's fixture project. */
+export const tsEntry = (): AgentConfig.ToolsetConfig => {
+  const lifecycle = Schema.decodeUnknownSync(Policy.Lifecycle)({ startup_timeout: "60s", call_timeout: "30s" })
+  const root = NodePath.resolve(import.meta.dirname, "../../..")
+  const transport = {
+    _tag: "stdio" as const,
+    command: NodePath.join(root, "node_modules/.bin/typescript-language-server"),
+    args: ["--stdio"],
+    env: {},
+    cwd: NodePath.join(root, "packages/lsp/test/fixtures/ts-project")
+  }
+  return {
+    identity: "lsp/typescript",
+    signature: NodeCrypto.createHash("sha256").update(JSON.stringify(transport)).digest("hex"),
+    name: "typescript",
+    prefix: undefined,
+    type: "lsp",
+    transport,
+    fileTypes: [".ts"],
+    tools: undefined,
+    lifecycle,
+    policy: Policy.fromLifecycle(lifecycle),
+    lazy: false,
+    secrets: [],
+    path: "agents.root.toolsets.typescript"
+  }
+}
