@@ -28,7 +28,8 @@ export const layer = (options: Options) => {
   const address = RunnerAddress.make(options.host, options.port)
   return ToolsetHost.layer(options).pipe(
     Layer.provide(CallLedger.layerSql),
-    Layer.provide(
+    // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
+    Layer.provideMerge(
       NodeClusterSocket.layer({
         storage: "sql",
         shardingConfig: {

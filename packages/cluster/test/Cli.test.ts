@@ -84,7 +84,7 @@ describe("the CLI as a cluster client", () => {
         const tools = yield* runCli(["tools", config, "--json", "--cluster", postgres])
         assert.strictEqual(tools.code, 0, tools.stderr)
         const names = (JSON.parse(tools.stdout) as { tools: ReadonlyArray<{ name: string }> }).tools.map((t) => t.name)
-        assert.deepStrictEqual(names.sort(), ["notes_append", "notes_echo", "notes_pid"])
+        assert.deepStrictEqual(names.sort(), ["notes_append", "notes_echo", "notes_echo_unmarked", "notes_pid"])
       })
     )
 

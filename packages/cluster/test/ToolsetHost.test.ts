@@ -51,7 +51,12 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       yield* registry.callTool("notes_append", { line: "one" })
       assert.strictEqual(NodeFs.readFileSync(file, "utf8"), "one\n")
       const catalog = yield* registry.catalog()
-      assert.deepStrictEqual(catalog.tools.map((t) => t.name).sort(), ["notes_append", "notes_echo", "notes_pid"])
+      assert.deepStrictEqual(catalog.tools.map((t) => t.name).sort(), [
+        "notes_append",
+        "notes_echo",
+        "notes_echo_unmarked",
+        "notes_pid"
+      ])
 
       yield* registry.stopToolset("notes")
       yield* registry.status.pipe(

@@ -1,0 +1,244 @@
+/**
+ * Cluster benchmark (issue 7), all on 127.0.0.1 with a throwaway PostgreSQL server and the
+ * journal MCP server (a real stdio process) as the toolset:
+ *   1. call latency, p50/p99 of sequential calls of a read-only tool (`echo`), in the same run:
+ *      the in-process registry (no cluster) vs a cluster registry in a process that is itself the
+ *      only runner (same-runner) vs a client-only process calling a runner process (cross-runner);
+ *   2. the call ledger: the same cross-runner path and the same echo, once annotated read-only
+ *      (no ledger) and once not (`echo_unmarked`: one SQL insert per call), interleaved;
+ *   3. throughput with 16 concurrent callers, in-process vs cross-runner;
+ *   4. failover with two runner processes and the test timers (4 s lease): from SIGKILL (and from
+ *      SIGTERM) of the runner hosting the toolset until the registry shows it Ready on the other,
+ *      three times each.
+ *
+ * Run: cd /work/main && npm run bench:cluster
+ */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { NodeRuntime } from "@effect/platform-node"
+import type { ToolsetRegistry } from "@toolvisor/runtime"
+import { LocalRegistry } from "@toolvisor/runtime"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as ClusterClient from "../../packages/cluster/src/ClusterClient.ts"
+import * as ClusterRegistry from "../../packages/cluster/src/ClusterRegistry.ts"
+import * as Orphans from "../../packages/cluster/src/Orphans.ts"
+import * as Runner from "../../packages/cluster/src/Runner.ts"
+import { config, journalEntry } from "../../packages/cluster/test/helpers.ts"
+import * as Postgres from "../../packages/cluster/test/Postgres.ts"
+import { type RunnerProcess, startRunner, stopRunner, timers } from "../../packages/cluster/test/Runners.ts"
+import { ascending, formatter, median, percentile, renderTable } from "./stats.ts"
+
+const calls = 2_000
+const warmup = 200
+const concurrentCallers = 16
+const concurrentCalls = 4_000
+const failovers = 3
+const ms = formatter(3)
+const journals = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-bench-cluster-"))
+const entry = journalEntry("bench", { env: { JOURNAL_FILE: NodePath.join(journals, "journal") } })
+const setup = config([entry])
+
+/** Latencies (ms) of `n` sequential calls, after a warm-up. */
+const latencies = (registry: ToolsetRegistry.Registry, tool: string, n: number) =>
+  Effect.gen(function* () {
+    const args = { message: "x" }
+    for (let i = 0; i < warmup; i++) yield* registry.callTool(tool, args)
+    const out: Array<number> = []
+    for (let i = 0; i < n; i++) {
+      const started = performance.now()
+      yield* registry.callTool(tool, args)
+      out.push(performance.now() - started)
+    }
+    return ascending(out)
+  })
+
+/** Calls per second with `callers` concurrent callers sharing `total` calls. */
+const throughput = (registry: ToolsetRegistry.Registry, callers: number, total: number) =>
+  Effect.gen(function* () {
+    const started = performance.now()
+    yield* Effect.forEach(
+      Array.from({ length: callers }),
+      () =>
+        Effect.gen(function* () {
+          for (let i = 0; i < total / callers; i++) yield* registry.callTool("bench_echo", { message: "x" })
+        }),
+      { concurrency: "unbounded", discard: true }
+    )
+    return total / ((performance.now() - started) / 1000)
+  })
+
+const started = (registry: ToolsetRegistry.Registry) =>
+  Effect.andThen(
+    registry.start,
+    registry.snapshot.pipe(
+      Effect.repeat({
+        schedule: Schedule.spaced("100 millis"),
+        until: (board) => board.every((s) => s.state === "Ready")
+      })
+    )
+  )
+
+const row = (name: string, sorted: ReadonlyArray<number>, baseline?: ReadonlyArray<number>) => [
+  name,
+  ms(percentile(sorted, 0.5)),
+  ms(percentile(sorted, 0.99)),
+  baseline === undefined ? "1.00" : formatter(2)(percentile(sorted, 0.5) / percentile(baseline, 0.5))
+]
+
+const runnerOf = (pid: number | undefined): string | undefined => {
+  try {
+    const value = NodeFs.readFileSync(`/proc/${pid}/environ`, "utf8")
+      .split("\0")
+      .find((e) => e.startsWith(`${Orphans.envKey}=`))
+    return value?.slice(Orphans.envKey.length + 1, value.lastIndexOf("/"))
+  } catch {
+    return undefined
+  }
+}
+
+/** Seconds from `act` until the toolset is Ready with a new server, started by another runner than `from`. */
+const failover = (registry: ToolsetRegistry.Registry, from: string, act: Effect.Effect<void>) =>
+  Effect.gen(function* () {
+    const before = new Set((yield* registry.snapshot).map((s) => s.pid))
+    const t0 = performance.now()
+    yield* act
+    yield* registry.snapshot.pipe(
+      Effect.repeat({
+        schedule: Schedule.spaced("20 millis"),
+        until: (board) =>
+          board.every((s) => {
+            const host = runnerOf(s.pid)
+            return s.state === "Ready" && !before.has(s.pid) && host !== undefined && host !== from
+          })
+      })
+    )
+    return (performance.now() - t0) / 1000
+  })
+
+const program = Effect.gen(function* () {
+  const { url } = yield* Postgres.Postgres
+  yield* Console.log(
+    `cluster benchmark: ${calls} sequential calls, ${concurrentCallers} callers, ${failovers} failovers`
+  )
+
+  // 1. In-process registry, no cluster.
+  const local = yield* Effect.scoped(
+    Effect.gen(function* () {
+      const registry = yield* LocalRegistry.make(setup)
+      yield* started(registry)
+      return {
+        echo: yield* latencies(registry, "bench_echo", calls),
+        rate: yield* throughput(registry, concurrentCallers, concurrentCalls)
+      }
+    })
+  )
+
+  // 2. This process is the only runner: the entity is local, reached through Sharding.
+  const sameRunner = yield* Effect.scoped(
+    Effect.gen(function* () {
+      const context = yield* Layer.build(Runner.layer({ postgres: url, host: "127.0.0.1", port: 34481, timers }))
+      const registry = yield* ClusterRegistry.make(setup).pipe(Effect.provideContext(context))
+      yield* started(registry)
+      const echo = yield* latencies(registry, "bench_echo", calls)
+      yield* registry.stopToolset("bench")
+      return echo
+    })
+  )
+
+  // 3. A client-only process and runner processes.
+  const runners = new Map<string, RunnerProcess>()
+  yield* Effect.addFinalizer(() => Effect.forEach([...runners.values()], stopRunner, { discard: true }))
+  const first = yield* startRunner(url, 34482)
+  runners.set(first.id, first)
+  const context = yield* Layer.build(ClusterClient.layer({ postgres: url, timers }))
+  const registry = yield* ClusterRegistry.make(setup).pipe(Effect.provideContext(context))
+  yield* started(registry)
+  const cross = yield* latencies(registry, "bench_echo", calls)
+  const rate = yield* throughput(registry, concurrentCallers, concurrentCalls)
+  const ledger: Array<number> = []
+  const readOnly: Array<number> = []
+  for (let round = 0; round < 4; round++) {
+    readOnly.push(...(yield* latencies(registry, "bench_echo", calls / 4)))
+    ledger.push(...(yield* latencies(registry, "bench_echo_unmarked", calls / 4)))
+  }
+
+  yield* Console.log("\ncall latency (ms), read-only tool")
+  yield* Console.log(
+    renderTable(
+      ["path", "p50", "p99", "p50 ratio"],
+      [
+        row("in-process registry", local.echo),
+        row("cluster, same runner", sameRunner, local.echo),
+        row("cluster, cross-runner (client → runner process)", cross, local.echo)
+      ]
+    )
+  )
+  yield* Console.log("\ncall ledger: cross-runner, interleaved rounds")
+  yield* Console.log(
+    renderTable(
+      ["tool", "p50", "p99", "p50 ratio"],
+      [
+        row("echo (read-only: no ledger)", ascending(readOnly)),
+        row("echo_unmarked (same work, one SQL insert)", ascending(ledger), ascending(readOnly))
+      ]
+    )
+  )
+  yield* Console.log(
+    `  ledger cost per call: p50 +${ms(percentile(ascending(ledger), 0.5) - percentile(ascending(readOnly), 0.5))} ms`
+  )
+  yield* Console.log(`\nthroughput with ${concurrentCallers} concurrent callers (calls/s)`)
+  yield* Console.log(
+    renderTable(
+      ["path", "calls/s", "ratio"],
+      [
+        ["in-process registry", formatter(0)(local.rate), "1.00"],
+        ["cluster, cross-runner", formatter(0)(rate), formatter(2)(rate / local.rate)]
+      ]
+    )
+  )
+
+  // 4. Failover between two runner processes.
+  const second = yield* startRunner(url, 34483)
+  runners.set(second.id, second)
+  const kills: Array<number> = []
+  const terms: Array<number> = []
+  for (let i = 0; i < failovers * 2; i++) {
+    const [status] = yield* registry.snapshot
+    const host = runnerOf(status?.pid) ?? ""
+    const victim = runners.get(host)
+    if (victim === undefined) return yield* Effect.die(new Error(`no runner ${host}`))
+    const signal = i % 2 === 0 ? "SIGKILL" : "SIGTERM"
+    const seconds = yield* failover(
+      registry,
+      host,
+      Effect.sync(() => victim.child.kill(signal))
+    )
+    ;(signal === "SIGKILL" ? kills : terms).push(seconds)
+    yield* Effect.promise(() => victim.exited)
+    runners.delete(host)
+    const port = Number(host.split(":")[1])
+    const back = yield* startRunner(url, port)
+    runners.set(back.id, back)
+    // Let the shards settle back before the next round.
+    yield* started(registry)
+    yield* Effect.sleep("3 seconds")
+    yield* started(registry)
+  }
+  yield* registry.stopToolset("bench")
+  yield* Console.log(`\nfailover, 4 s lease: until Ready on the other runner (s)`)
+  yield* Console.log(
+    renderTable(
+      ["event", "runs", "median", "all"],
+      [
+        ["SIGKILL", String(kills.length), formatter(2)(median(kills)), kills.map((s) => formatter(2)(s)).join(" ")],
+        ["SIGTERM", String(terms.length), formatter(2)(median(terms)), terms.map((s) => formatter(2)(s)).join(" ")]
+      ]
+    )
+  )
+}).pipe(Effect.scoped, Effect.provide(Postgres.layer))
+
+NodeRuntime.runMain(program)
