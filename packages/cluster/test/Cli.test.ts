@@ -9,6 +9,7 @@ import * as NodePath from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { ServerProcess } from "@toolvisor/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -122,6 +123,38 @@ describe("the CLI as a cluster client", () => {
         })
         yield* Effect.promise(() => client.close())
         assert.deepStrictEqual(result.content, [{ type: "text", text: "through the gateway" }])
+      })
+    )
+
+    it.effect("run --json follows the cluster's toolsets and exits 0 on SIGTERM, leaving them running", () =>
+      Effect.gen(function* () {
+        const { postgres, config } = yield* Setup
+        const child = ChildProcess.spawn(
+          process.execPath,
+          ["--conditions=@toolvisor/source", cli, "run", config, "--json", "--cluster", postgres],
+          { stdio: ["pipe", "pipe", "pipe"] }
+        )
+        const ready = yield* Effect.promise(
+          () =>
+            new Promise<{ pid: number }>((resolve) => {
+              let buffered = ""
+              child.stdout.on("data", (chunk: Buffer) => {
+                buffered += chunk.toString()
+                const line = buffered
+                  .split("\n")
+                  .map((l) =>
+                    l.startsWith("{") ? (JSON.parse(l) as { type: string; state?: string; pid: number }) : undefined
+                  )
+                  .find((l) => l?.type === "status" && l.state === "Ready")
+                if (line !== undefined) resolve(line)
+              })
+            })
+        )
+        const exited = new Promise<number | null>((resolve) => child.once("exit", resolve))
+        child.kill("SIGTERM")
+        assert.strictEqual(yield* Effect.promise(() => exited), 0)
+        // The toolset belongs to the cluster: a client going away does not stop it.
+        assert.isTrue(ServerProcess.isAlive(ready.pid))
       })
     )
 

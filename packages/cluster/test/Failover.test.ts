@@ -20,6 +20,8 @@ import * as Stream from "effect/Stream"
 import * as ClusterClient from "../src/ClusterClient.ts"
 import * as ClusterRegistry from "../src/ClusterRegistry.ts"
 import * as Orphans from "../src/Orphans.ts"
+import * as RemoteToolset from "../src/RemoteToolset.ts"
+import * as ToolsetEntity from "../src/ToolsetEntity.ts"
 import { config, journalEntry } from "./helpers.ts"
 import * as Postgres from "./Postgres.ts"
 import { leaseSeconds, type RunnerProcess, startRunner, stopRunner, timers } from "./Runners.ts"
@@ -208,6 +210,27 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
           boards.flatMap((b) => b.filter((s) => moving.some((m) => m.name === s.name)).map((s) => s.state))
         )
         assert.isTrue(seen.has("Restarting") || seen.has("Starting"))
+      })
+    )
+
+    it.effect("with no runner left, requests fail within their deadlines with typed errors", () =>
+      Effect.gen(function* () {
+        const { postgres, runners } = yield* Scenario
+        yield* Effect.forEach([...runners.values()], stopRunner, { discard: true })
+        runners.clear()
+        const context = yield* Layer.build(ClusterClient.layer({ postgres, timers }))
+        const client = yield* ToolsetEntity.ToolsetEntity.client.pipe(Effect.provideContext(context))
+        const entry = journalEntry("t0", { lifecycle: { call_timeout: "2s" } })
+        const { toolset } = yield* RemoteToolset.make(client, entry, { requestTimeout: "1 second" })
+        const started = Date.now()
+        const call = yield* Effect.flip(toolset.callTool("echo", { message: "anyone?" }))
+        const listing = yield* Effect.flip(toolset.tools)
+        const seconds = (Date.now() - started) / 1000
+        assert.strictEqual(call._tag, "TransportError")
+        assert.include(call.message, "no answer from the cluster")
+        assert.strictEqual(listing._tag, "TransportError")
+        // 3 s for the call (call_timeout + request timeout), 1 s for the listing, and some slack.
+        assert.isBelow(seconds, 6)
       })
     )
   })
