@@ -4,7 +4,7 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { ClusterClient, ClusterRegistry, Runner } from "@toolvisor/cluster"
+import { ClusterClient, ClusterRegistry, Runner, Sealing } from "@toolvisor/cluster"
 import { ConfigLoader, JsonSchema } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
 import { LocalRegistry, Runtime, type ToolsetRegistry } from "@toolvisor/runtime"
@@ -53,6 +53,12 @@ const clusterFlag = Flag.String("cluster").pipe(
   Flag.optional
 )
 
+/** The cluster key from the environment, when set: clients seal secrets with it, runners open them. */
+const sealing = () => {
+  const key = Sealing.fromEnv()
+  return key === undefined ? {} : { key }
+}
+
 const parseDuration = (text: string, flag = "--timeout") =>
   Schema.decodeUnknownEffect(Policy.DurationString)(text).pipe(
     Effect.mapError(() => new UsageError({ message: `${flag}: expected a duration like 30s, got "${text}"` }))
@@ -72,7 +78,7 @@ const open = (config: Option.Option<string>, agent: Option.Option<string>, clust
       onNone: () => LocalRegistry.make(loaded, options),
       onSome: (postgres) =>
         Effect.flatMap(Layer.build(ClusterClient.layer({ postgres })), (context) =>
-          ClusterRegistry.make(loaded, options).pipe(Effect.provideContext(context))
+          ClusterRegistry.make(loaded, { ...options, ...sealing() }).pipe(Effect.provideContext(context))
         )
     })
     return { path, config: loaded, registry }
@@ -302,6 +308,7 @@ const runner = Command.make(
         host: flags.host,
         port: flags.port,
         timers,
+        ...sealing(),
         ...Option.match(flags.listenHost, { onNone: () => ({}), onSome: (listenHost) => ({ listenHost }) })
       })
     )

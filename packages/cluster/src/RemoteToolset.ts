@@ -17,6 +17,7 @@ import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Sealing from "./Sealing.ts"
 import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./ToolsetEntity.ts"
 
 export type Client = Effect.Success<typeof ToolsetEntity.client>
@@ -26,6 +27,8 @@ export interface Options {
   readonly requestTimeout?: Duration.Input
   /** Pause before a watch that ended is opened again. */
   readonly rewatchDelay?: Duration.Input
+  /** The cluster key: seals the secrets in a toolset's persisted start request (see `Sealing`). */
+  readonly key?: Sealing.Key
 }
 
 const kindOf = (config: AgentConfig.ToolsetConfig): string =>
@@ -37,7 +40,12 @@ export const make = (
   options: Options = {}
 ): Effect.Effect<Toolsets.Built, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const spec: Spec = toSpec(config)
+    const spec: Spec = toSpec(config, options.key)
+    if (options.key === undefined && config.secrets.length > 0) {
+      yield* Effect.logWarning(
+        `${config.name}: values from the environment will be stored in the cluster's database in the clear; set ${Sealing.envKey} on clients and runners to seal them`
+      )
+    }
     const id = entityId(spec)
     const entity = client(id)
     const name = config.name

@@ -11,10 +11,12 @@ import * as Entity from "effect/cluster/Entity"
 import * as Duration from "effect/Duration"
 import * as Rpc from "effect/rpc/Rpc"
 import * as Schema from "effect/Schema"
+import * as Sealing from "./Sealing.ts"
 
 const Env = Schema.Record(Schema.String, Schema.String)
 
-export const Transport = Schema.Union([
+/** How to reach the server, in the clear. */
+export const Reach = Schema.Union([
   Schema.TaggedStruct("stdio", {
     command: Schema.String,
     args: Schema.Array(Schema.String),
@@ -24,6 +26,12 @@ export const Transport = Schema.Union([
   Schema.TaggedStruct("http", { url: Schema.String, headers: Env }),
   Schema.TaggedStruct("sse", { url: Schema.String, headers: Env })
 ])
+export type Reach = typeof Reach.Type
+
+/** How to reach the server, and the secrets in it, sealed with the cluster key. */
+export const Sealed = Schema.TaggedStruct("sealed", { data: Schema.String })
+
+const SealedPart = Schema.fromJsonString(Schema.Struct({ transport: Reach, secrets: Schema.Array(Schema.String) }))
 
 /** What a runner needs to build a toolset: a resolved config entry, as data. */
 export const Spec = Schema.Struct({
@@ -31,19 +39,23 @@ export const Spec = Schema.Struct({
   identity: Schema.String,
   signature: Schema.String,
   type: Schema.Literals(["mcp", "lsp"]),
-  transport: Transport,
+  transport: Schema.Union([Reach, Sealed]),
   fileTypes: Schema.Array(Schema.String),
   lifecycle: Policy.Lifecycle,
+  /** Every value from the environment, to mask in status; empty when sealed (they are inside). */
   secrets: Schema.Array(Schema.String)
 })
 export type Spec = typeof Spec.Type
 
-export const toSpec = (config: AgentConfig.ToolsetConfig): Spec => ({
-  name: config.name,
-  identity: config.identity,
-  signature: config.signature,
-  type: config.type,
-  transport:
+/** A spec whose transport is in the clear. */
+export type Opened = Spec & { readonly transport: Reach }
+
+/**
+ * The spec of a config entry. With a cluster key, an entry that holds secrets has its transport
+ * and secrets sealed, so that the persisted start request does not hold them in the clear.
+ */
+export const toSpec = (config: AgentConfig.ToolsetConfig, key?: Sealing.Key): Spec => {
+  const transport: Reach =
     config.transport._tag === "stdio"
       ? {
           _tag: "stdio",
@@ -52,14 +64,38 @@ export const toSpec = (config: AgentConfig.ToolsetConfig): Spec => ({
           env: config.transport.env,
           ...(config.transport.cwd === undefined ? {} : { cwd: config.transport.cwd })
         }
-      : config.transport,
-  fileTypes: config.fileTypes,
-  lifecycle: config.lifecycle,
-  secrets: config.secrets
-})
+      : config.transport
+  const spec = {
+    name: config.name,
+    identity: config.identity,
+    signature: config.signature,
+    type: config.type,
+    transport,
+    fileTypes: config.fileTypes,
+    lifecycle: config.lifecycle,
+    secrets: config.secrets
+  }
+  if (key === undefined || config.secrets.length === 0) return spec
+  const sealed = Sealing.seal(key, Schema.encodeSync(SealedPart)({ transport, secrets: config.secrets }))
+  return { ...spec, transport: { _tag: "sealed", data: sealed }, secrets: [] }
+}
+
+/** The spec in the clear, or why it cannot be opened here. */
+export const open = (spec: Spec, key: Sealing.Key | undefined): Opened | string => {
+  const transport = spec.transport
+  if (transport._tag !== "sealed") return { ...spec, transport }
+  if (key === undefined) {
+    return `${spec.name}: its config is sealed, and this runner has no cluster key (set ${Sealing.envKey} as on the client)`
+  }
+  const plaintext = Sealing.open(key, transport.data)
+  if (plaintext === undefined) {
+    return `${spec.name}: its config is sealed with another cluster key than this runner's ${Sealing.envKey}`
+  }
+  return { ...spec, ...Schema.decodeSync(SealedPart)(plaintext) }
+}
 
 /** The spec as the runtime builds it, with the runner's own variables added to a process's environment. */
-export const buildable = (spec: Spec, extraEnv: Readonly<Record<string, string>>): Toolsets.Buildable => ({
+export const buildable = (spec: Opened, extraEnv: Readonly<Record<string, string>>): Toolsets.Buildable => ({
   name: spec.name,
   type: spec.type,
   transport:

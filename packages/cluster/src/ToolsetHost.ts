@@ -21,7 +21,8 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallLedger from "./CallLedger.ts"
 import * as Orphans from "./Orphans.ts"
-import { buildable, heartbeat, type Spec, ToolsetEntity } from "./ToolsetEntity.ts"
+import type * as Sealing from "./Sealing.ts"
+import { buildable, heartbeat, type Opened, open, type Spec, ToolsetEntity } from "./ToolsetEntity.ts"
 
 export interface Options {
   /**
@@ -29,10 +30,12 @@ export interface Options {
    * and for the toolset to be usable; re-delivered calls can arrive before either (default 30 s).
    */
   readonly activationWait?: Duration.Input
+  /** The cluster key, to open toolset configs that clients sealed (see `Sealing`). */
+  readonly key?: Sealing.Key
 }
 
 interface Hosted {
-  readonly spec: Spec
+  readonly spec: Opened
   readonly toolset: Toolset.Toolset
   readonly mask: (text: string) => string
 }
@@ -62,11 +65,15 @@ export const layer = (options: Options = {}) =>
       const entity = address.entityId
 
       /** Builds the toolset once per activation; its server processes carry the runner's mark. */
-      const install = (spec: Spec) =>
+      const install = (sealed: Spec) =>
         lock
           .withPermits(1)(
             Effect.gen(function* () {
               if (installed !== undefined) return installed
+              const spec = open(sealed, options.key)
+              if (typeof spec === "string") {
+                return yield* new LifecycleError.ServerUnavailable({ toolset: sealed.name, message: spec })
+              }
               const { toolset } = yield* Toolsets.make(buildable(spec, { [Orphans.envKey]: Orphans.mark(runner) }))
               const mask = Secrets.masker(spec.secrets)
               yield* toolset.changes.pipe(
@@ -153,8 +160,13 @@ export const layer = (options: Options = {}) =>
       return ToolsetEntity.of({
         Ensure: ({ payload }) =>
           Effect.gen(function* () {
-            const h = yield* install(payload.spec)
-            yield* Effect.forkIn(keepStarted(h), scope)
+            yield* install(payload.spec).pipe(
+              Effect.matchEffect({
+                // Held open all the same: another runner (or this one, set up right) may run it later.
+                onFailure: (error) => Effect.logError(error.message),
+                onSuccess: (h) => Effect.forkIn(keepStarted(h), scope)
+              })
+            )
             yield* Deferred.await(yield* Ref.get(stopped))
           }),
         Start: ({ payload }) => Effect.flatMap(install(payload.spec), (h) => h.toolset.start),

@@ -11,6 +11,8 @@ import * as Stream from "effect/Stream"
 import * as CallLedger from "../src/CallLedger.ts"
 import * as ClusterRegistry from "../src/ClusterRegistry.ts"
 import * as Orphans from "../src/Orphans.ts"
+import * as Sealing from "../src/Sealing.ts"
+import * as ToolsetEntity from "../src/ToolsetEntity.ts"
 import * as ToolsetHost from "../src/ToolsetHost.ts"
 import { config, journalEntry, tsEntry } from "./helpers.ts"
 
@@ -19,8 +21,11 @@ const replayedLedger = Layer.succeed(CallLedger.CallLedger, {
   begin: () => Effect.succeed({ runner: "10.0.0.9:34431", startedAt: new Date(0) })
 })
 
-const cluster = (ledger: Layer.Layer<CallLedger.CallLedger>) =>
-  ToolsetHost.layer({ activationWait: "5 seconds" }).pipe(Layer.provide(ledger), Layer.provideMerge(TestRunner.layer))
+const cluster = (ledger: Layer.Layer<CallLedger.CallLedger>, key?: Sealing.Key) =>
+  ToolsetHost.layer({ activationWait: "5 seconds", ...(key === undefined ? {} : { key }) }).pipe(
+    Layer.provide(ledger),
+    Layer.provideMerge(TestRunner.layer)
+  )
 
 const journal = () => NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cluster-")), "journal")
 
@@ -132,4 +137,46 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       yield* registry.stopToolset("shared")
     }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
   )
+
+  describe("with a cluster key", () => {
+    const token = "tok-9f8e7d6c5b4a"
+    const sealedEntry = (file: string) => ({
+      ...journalEntry("vault", { env: { JOURNAL_FILE: file, API_TOKEN: token }, lifecycle: { required: true } }),
+      secrets: [token]
+    })
+
+    it("the persisted spec holds no secret, and opens only with the same key", () => {
+      const spec = ToolsetEntity.toSpec(sealedEntry("/tmp/x"), Sealing.key("right"))
+      assert.notInclude(JSON.stringify(spec), token)
+      assert.strictEqual(spec.transport._tag, "sealed")
+      const opened = ToolsetEntity.open(spec, Sealing.key("right"))
+      assert.isTrue(typeof opened !== "string" && JSON.stringify(opened).includes(token))
+      assert.include(ToolsetEntity.open(spec, Sealing.key("wrong")), "sealed with another cluster key")
+      assert.include(ToolsetEntity.open(spec, undefined), Sealing.envKey)
+    })
+
+    it.live("a runner with the key runs the sealed toolset with its secrets", () =>
+      Effect.gen(function* () {
+        const file = journal()
+        const registry = yield* ClusterRegistry.make(config([sealedEntry(file)]), { key: Sealing.key("right") })
+        yield* registry.start
+        yield* registry.callTool("vault_append", { line: "sealed" })
+        assert.strictEqual(NodeFs.readFileSync(file, "utf8"), "sealed\n")
+        const [status] = yield* registry.snapshot
+        const environ = NodeFs.readFileSync(`/proc/${status?.pid}/environ`, "utf8")
+        assert.include(environ, `API_TOKEN=${token}`)
+        yield* registry.stopToolset("vault")
+      }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory, Sealing.key("right"))))
+    )
+
+    it.live("a runner with another key refuses to start it, saying why", () =>
+      Effect.gen(function* () {
+        const registry = yield* ClusterRegistry.make(config([sealedEntry(journal())]), { key: Sealing.key("right") })
+        const failed = yield* Effect.flip(registry.start)
+        assert.strictEqual(failed.failures[0]?.tag, "ServerUnavailable")
+        assert.include(failed.message, "sealed with another cluster key")
+        assert.notInclude(failed.message, token)
+      }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory, Sealing.key("wrong"))))
+    )
+  })
 })
