@@ -89,16 +89,8 @@ const row = (name: string, sorted: ReadonlyArray<number>, baseline?: ReadonlyArr
   baseline === undefined ? "1.00" : formatter(2)(percentile(sorted, 0.5) / percentile(baseline, 0.5))
 ]
 
-const runnerOf = (pid: number | undefined): string | undefined => {
-  try {
-    const value = NodeFs.readFileSync(`/proc/${pid}/environ`, "utf8")
-      .split("\0")
-      .find((e) => e.startsWith(`${Orphans.envKey}=`))
-    return value?.slice(Orphans.envKey.length + 1, value.lastIndexOf("/"))
-  } catch {
-    return undefined
-  }
-}
+const runnerOf = (pid: number | undefined): string | undefined =>
+  pid === undefined ? undefined : Orphans.markOf(pid)?.runner
 
 /** Seconds from `act` until the toolset is Ready with a new server, started by another runner than `from`. */
 const failover = (registry: ToolsetRegistry.Registry, from: string, act: Effect.Effect<void>) =>

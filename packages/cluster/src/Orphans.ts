@@ -50,23 +50,30 @@ const alive = (pid: number): boolean => {
   return state !== undefined && state !== "Z"
 }
 
+/** The runner that started a live process, from the mark in its environment. */
+export const markOf = (pid: number): { readonly runner: string; readonly runnerPid: number } | undefined => {
+  const value = readProc(`/proc/${pid}/environ`)
+    ?.split("\0")
+    .find((e) => e.startsWith(`${envKey}=`))
+    ?.slice(envKey.length + 1)
+  const slash = value?.lastIndexOf("/") ?? -1
+  if (value === undefined || slash < 0) return undefined
+  return { runner: value.slice(0, slash), runnerPid: Number(value.slice(slash + 1)) }
+}
+
 /** Every live marked process group on this host, except this process's own. */
 export const scan = (): ReadonlyArray<Marked> => {
   const found = new Map<number, Marked>()
   for (const entry of NodeFs.readdirSync("/proc")) {
     const pid = Number(entry)
     if (!Number.isInteger(pid) || pid === process.pid) continue
-    const value = readProc(`/proc/${pid}/environ`)
-      ?.split("\0")
-      .find((e) => e.startsWith(`${envKey}=`))
-      ?.slice(envKey.length + 1)
-    if (value === undefined) continue
+    const mark = markOf(pid)
+    if (mark === undefined) continue
     const fields = statFields(pid)
     if (fields === undefined || fields[0] === "Z") continue
     const pgid = Number(fields[2])
-    const slash = value.lastIndexOf("/")
-    if (!Number.isInteger(pgid) || pgid <= 1 || pgid === process.pid || slash < 0) continue
-    found.set(pgid, { pgid, runner: value.slice(0, slash), runnerPid: Number(value.slice(slash + 1)) })
+    if (!Number.isInteger(pgid) || pgid <= 1 || pgid === process.pid) continue
+    found.set(pgid, { pgid, ...mark })
   }
   return [...found.values()]
 }

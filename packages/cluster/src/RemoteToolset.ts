@@ -7,8 +7,7 @@
  */
 import type { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, State, type Toolset } from "@toolvisor/core"
-import { LspSpec } from "@toolvisor/lsp"
-import type { Toolsets } from "@toolvisor/runtime"
+import { Toolsets } from "@toolvisor/runtime"
 import * as Clock from "effect/Clock"
 import type * as ClusterError from "effect/cluster/ClusterError"
 import * as Duration from "effect/Duration"
@@ -184,23 +183,7 @@ export const make = (
       callTool: (tool, args) =>
         entity.CallTool({ tool, args }).pipe(deadline(`call "${tool}"`, within(config.policy.callTimeout)))
     }
-    const transport = config.transport
-    return {
-      toolset,
-      lsp:
-        config.type === "lsp" && transport._tag === "stdio"
-          ? {
-              ...toolset,
-              spec: LspSpec.LspSpec.make({
-                command: transport.command,
-                args: transport.args,
-                env: transport.env,
-                cwd: transport.cwd ?? process.cwd(),
-                fileTypes: config.fileTypes
-              })
-            }
-          : undefined
-    }
+    return { toolset, lsp: config.type === "lsp" ? { ...toolset, spec: Toolsets.lspSpec(config) } : undefined }
   })
 
 /** What the cluster client fails with when it could not hand a message to the entity. */

@@ -65,16 +65,8 @@ const scenario = Layer.effect(
 ).pipe(Layer.provide(Postgres.layer))
 
 /** The runner a server process was started by, from the mark in its environment. */
-const runnerOf = (pid: number | undefined): string | undefined => {
-  try {
-    const value = NodeFs.readFileSync(`/proc/${pid}/environ`, "utf8")
-      .split("\0")
-      .find((e) => e.startsWith(`${Orphans.envKey}=`))
-    return value?.slice(Orphans.envKey.length + 1, value.lastIndexOf("/"))
-  } catch {
-    return undefined
-  }
-}
+const runnerOf = (pid: number | undefined): string | undefined =>
+  pid === undefined ? undefined : Orphans.markOf(pid)?.runner
 
 /** Polls the board until `done` holds, at most `seconds`; returns the board and the time it took. */
 const until = (

@@ -42,20 +42,24 @@ export const make = (config: Buildable): Effect.Effect<Built, never, Scope.Scope
       (toolset) => ({ toolset, lsp: undefined })
     )
   }
+  return Effect.map(
+    LspToolset.make({ name: config.name, spec: lspSpec(config), policy: config.policy }),
+    (toolset) => ({
+      toolset,
+      lsp: toolset
+    })
+  )
+}
+
+/** The language server of an LSP entry (config validation guarantees a stdio transport). */
+export const lspSpec = (config: Buildable): LspSpec.LspSpec => {
   const transport = config.transport
   const stdio = transport._tag === "stdio" ? transport : { command: "", args: [], env: {}, cwd: undefined }
-  return Effect.map(
-    LspToolset.make({
-      name: config.name,
-      spec: LspSpec.LspSpec.make({
-        command: stdio.command,
-        args: stdio.args,
-        env: stdio.env,
-        cwd: stdio.cwd ?? process.cwd(),
-        fileTypes: config.fileTypes
-      }),
-      policy: config.policy
-    }),
-    (toolset) => ({ toolset, lsp: toolset })
-  )
+  return LspSpec.LspSpec.make({
+    command: stdio.command,
+    args: stdio.args,
+    env: stdio.env,
+    cwd: stdio.cwd ?? process.cwd(),
+    fileTypes: config.fileTypes
+  })
 }
