@@ -3,5 +3,14 @@ import { defineProject } from "vitest/config"
 export default defineProject({
   resolve: { conditions: ["@toolvisor/source"] },
   ssr: { resolve: { conditions: ["@toolvisor/source"] } },
-  test: { name: "lsp", include: ["test/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 60_000 }
+  test: {
+    name: "lsp",
+    include: ["test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // One test file at a time: typescript-language-server is four processes and ~470 MB, and
+    // several loading projects at once on a small machine push the first diagnostics past the
+    // 10 s that lsp_diagnostics waits for them (test-peers.md: run heavy LSP peers one at a time).
+    fileParallelism: false
+  }
 })

@@ -26,15 +26,22 @@ export interface Diagnostics {
   readonly get: (path: string) => Entry | undefined
   /** Every document with at least one diagnostic, with its count. */
   readonly summary: () => ReadonlyArray<{ readonly path: string; readonly count: number }>
+  /** Wakes every `awaitFresh` to look again, e.g. at its `unless` after a registration. */
+  readonly wake: () => void
   /**
    * Waits until a publish for `path` newer than `after` arrives, then until the server has been
    * quiet about it for `settle` — servers publish in steps (syntax first, semantics later) — all
-   * within `within`. True when a fresh publish arrived.
+   * within `within`, and only while `unless` (checked at each wake) is false. True when a fresh
+   * publish arrived.
    */
   readonly awaitFresh: (
     path: string,
     after: number,
-    bounds: { readonly within: Duration.Input; readonly settle: Duration.Input }
+    bounds: {
+      readonly within: Duration.Input
+      readonly settle: Duration.Input
+      readonly unless?: () => boolean
+    }
   ) => Effect.Effect<boolean>
 }
 
@@ -44,21 +51,26 @@ export const make = (): Diagnostics => {
   /** Completed and replaced on every publish, to wake whoever waits. */
   let pulse = Deferred.makeUnsafe<void>()
 
-  /** Waits for the next publish of anything, at most `millis`; false on timeout. */
+  /** Waits for the next publish (or wake) of anything, at most `millis`; false on timeout. */
   const nextPublish = (millis: number) =>
     Deferred.await(pulse).pipe(
       Effect.as(true),
       Effect.timeoutOrElse({ duration: Duration.millis(Math.max(millis, 0)), orElse: () => Effect.succeed(false) })
     )
 
+  const wake = () => {
+    const woken = pulse
+    pulse = Deferred.makeUnsafe<void>()
+    Deferred.doneUnsafe(woken, Effect.void)
+  }
+
   return {
     publishUnsafe: (params) => {
       seq += 1
       entries.set(Paths.fromUri(params.uri), { seq, at: Date.now(), items: params.diagnostics })
-      const woken = pulse
-      pulse = Deferred.makeUnsafe<void>()
-      Deferred.doneUnsafe(woken, Effect.void)
+      wake()
     },
+    wake,
     seqUnsafe: () => seq,
     get: (path) => entries.get(path),
     summary: () =>
@@ -73,6 +85,7 @@ export const make = (): Diagnostics => {
           const entry = entries.get(path)
           const now = Date.now()
           const fresh = entry !== undefined && entry.seq > after
+          if (!fresh && bounds.unless?.() === true) return false
           if (fresh && (now - entry.at >= settle || now >= deadline)) return true
           if (!fresh && now >= deadline) return false
           const wait = fresh ? Math.min(settle - (now - entry.at), deadline - now) : deadline - now

@@ -5,13 +5,13 @@
  * session: a reconnected server knows no documents, and none are assumed.
  */
 import * as NodeFs from "node:fs"
-import { Classify, type LifecycleError } from "@toolvisor/core"
+import type { LifecycleError } from "@toolvisor/core"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
-import type * as Rpc from "vscode-jsonrpc/node"
 import * as Protocol from "vscode-languageserver-protocol"
 import * as Paths from "./Paths.ts"
+import type * as Requests from "./Requests.ts"
 
 /** A file argument the tool cannot use: missing, a directory, unreadable. A tool error, not a crash. */
 export class FileProblem extends Data.TaggedError("FileProblem")<{
@@ -48,24 +48,18 @@ export interface Documents {
 }
 
 export const make = Effect.fnUntraced(function* (options: {
-  readonly name: string
-  readonly connection: Rpc.MessageConnection
+  /** Sends a notification to the server, bounded like a request. */
+  readonly notify: Requests.Requests["notify"]
   readonly sync: Protocol.ServerCapabilities["textDocumentSync"]
   /** The diagnostics sequence number now, recorded with each version sent. */
   readonly seq: () => number
 }) {
-  const { name, connection } = options
+  const { notify } = options
   const documents = new Map<string, Document>()
-  // One sync at a time: two tools on one file must not both send version 1.
+  // One send at a time: two tools on one file must not both send version 1.
   const lock = yield* Semaphore.make(1)
   const changeKind =
     typeof options.sync === "number" ? options.sync : (options.sync?.change ?? Protocol.TextDocumentSyncKind.None)
-
-  const notify = (send: () => Promise<void>) =>
-    Effect.tryPromise({
-      try: send,
-      catch: (cause) => Classify.classify(name, cause)
-    })
 
   const problem = (path: string, argument: string) => (cause: unknown) =>
     new FileProblem({
@@ -76,16 +70,18 @@ export const make = Effect.fnUntraced(function* (options: {
 
   // Synchronous on purpose: this runs before every request, and for a source file one stat (and,
   // when it changed, one read) costs microseconds, where the thread pool's round trips cost a
-  // good part of a millisecond.
+  // good part of a millisecond. Size, mtime and ctime (which a rewrite that restores the mtime
+  // still moves), to a fraction of a microsecond, tell a changed file from the one we sent.
+  const stampUnsafe = (path: string): string => {
+    const stat = NodeFs.statSync(path)
+    if (!stat.isFile()) throw new Error("not a regular file")
+    return `${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`
+  }
+
   const stampOf = (path: string, argument: string) =>
-    Effect.try({
-      try: () => {
-        const stat = NodeFs.statSync(path)
-        if (!stat.isFile()) throw new Error("not a regular file")
-        return `${stat.size}:${stat.mtimeMs}`
-      },
-      catch: problem(path, argument)
-    })
+    Effect.try({ try: () => stampUnsafe(path), catch: problem(path, argument) })
+
+  const current = (document: Document): Synced => ({ document, sent: false })
 
   const read = (path: string, argument: string) =>
     Effect.try({ try: () => NodeFs.readFileSync(path, "utf8"), catch: problem(path, argument) })
@@ -103,26 +99,18 @@ export const make = Effect.fnUntraced(function* (options: {
       }
       const textDocument = { uri: document.uri, version: document.version }
       if (previous !== undefined && changeKind !== Protocol.TextDocumentSyncKind.None) {
-        yield* notify(() =>
-          connection.sendNotification(Protocol.DidChangeTextDocumentNotification.type, {
-            textDocument,
-            contentChanges: [{ text }]
-          })
-        )
+        yield* notify(Protocol.DidChangeTextDocumentNotification.type, {
+          textDocument,
+          contentChanges: [{ text }]
+        })
       } else {
         // A server that takes no changes learns new text by a close and a fresh open.
         if (previous !== undefined) {
-          yield* notify(() =>
-            connection.sendNotification(Protocol.DidCloseTextDocumentNotification.type, {
-              textDocument: { uri: document.uri }
-            })
-          )
+          yield* notify(Protocol.DidCloseTextDocumentNotification.type, { textDocument: { uri: document.uri } })
         }
-        yield* notify(() =>
-          connection.sendNotification(Protocol.DidOpenTextDocumentNotification.type, {
-            textDocument: { ...textDocument, languageId: document.languageId, text }
-          })
-        )
+        yield* notify(Protocol.DidOpenTextDocumentNotification.type, {
+          textDocument: { ...textDocument, languageId: document.languageId, text }
+        })
       }
       documents.set(path, document)
       return document
@@ -132,7 +120,7 @@ export const make = Effect.fnUntraced(function* (options: {
     Effect.gen(function* () {
       const previous = documents.get(path)
       const stamp = yield* stampOf(path, argument)
-      if (previous !== undefined && previous.stamp === stamp) return { document: previous, sent: false }
+      if (previous !== undefined && previous.stamp === stamp) return current(previous)
       const text = yield* read(path, argument)
       if (previous !== undefined && previous.text === text) {
         const touched = { ...previous, stamp }
@@ -143,7 +131,19 @@ export const make = Effect.fnUntraced(function* (options: {
     })
 
   return {
-    sync: (path, argument = "file") => lock.withPermits(1)(syncUnlocked(path, argument)),
+    // The common case — open, and unchanged on disk — takes no lock: a sync holding it records
+    // its new stamp only after sending, so a stamp that matches is one the server has.
+    sync: (path, argument = "file") => {
+      const previous = documents.get(path)
+      if (previous !== undefined) {
+        try {
+          if (stampUnsafe(path) === previous.stamp) return Effect.succeed(current(previous))
+        } catch (cause) {
+          return Effect.fail(problem(path, argument)(cause))
+        }
+      }
+      return lock.withPermits(1)(syncUnlocked(path, argument))
+    },
     refresh: (path) =>
       lock.withPermits(1)(documents.has(path) ? Effect.asVoid(syncUnlocked(path, "file")) : Effect.void),
     open: () => [...documents.values()]

@@ -1,13 +1,14 @@
 /**
  * Opens an LSP session for the Supervisor: spawns the server through `ServerProcess`, speaks
- * JSON-RPC to it with `vscode-jsonrpc`, runs `initialize` → `initialized`, answers the requests
- * a server sends the client, and keeps the session's capabilities, documents and diagnostics.
- * Closing the session sends `shutdown` + `exit` (bounded), because some servers ignore a closed
- * stdin; ServerProcess then escalates to SIGTERM and SIGKILL for the ones that ignore that too.
+ * JSON-RPC to it with `vscode-jsonrpc` (requests through `Requests`, so each carries the tool
+ * call's deadline and fails when the connection is lost), runs `initialize` → `initialized`,
+ * answers the requests a server sends the client, and keeps the session's capabilities,
+ * documents and diagnostics. Closing the session sends `shutdown` + `exit` (bounded), because
+ * some servers ignore a closed stdin; ServerProcess then escalates to SIGTERM and SIGKILL for the
+ * ones that ignore that too.
  */
 import * as NodePath from "node:path"
-import { Classify, type LifecycleError, ServerProcess, type Session } from "@toolvisor/core"
-import * as Data from "effect/Data"
+import { Classify, LifecycleError, ServerProcess, type Session } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -18,18 +19,11 @@ import * as Capabilities from "./Capabilities.ts"
 import * as Diagnostics from "./Diagnostics.ts"
 import * as Documents from "./Documents.ts"
 import * as Edits from "./Edits.ts"
-import type * as LspSpec from "./LspSpec.ts"
+import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
 import * as Paths from "./Paths.ts"
-
-/** The server answered a request with an error; the session itself is fine. */
-export class ResponseFailed extends Data.TaggedError("ResponseFailed")<{
-  readonly method: string
-  readonly code: number
-  readonly message: string
-}> {}
-
-export type RequestError = ResponseFailed | LifecycleError.LifecycleError
+import * as Requests from "./Requests.ts"
+import * as StdinWriter from "./StdinWriter.ts"
 
 /** What tool requests run on. */
 export interface LspSession {
@@ -39,11 +33,18 @@ export interface LspSession {
   readonly documents: Documents.Documents
   readonly diagnostics: Diagnostics.Diagnostics
   readonly server: { readonly name: string; readonly version: string }
-  /** A request with the fiber's interruption wired to `$/cancelRequest`. */
-  readonly request: <P, R, E>(
-    type: Rpc.RequestType<P, R, E>,
-    params: Rpc.RequestParam<P>
-  ) => Effect.Effect<R, RequestError>
+  /**
+   * The JSON-RPC connection itself, for a caller that needs what `request` does not wrap (a
+   * benchmark's baseline, a custom notification). It is disposed when the session closes.
+   */
+  readonly connection: Rpc.MessageConnection
+  /**
+   * A request bounded by the tool call's `Deadline`, cancelled on the server when the caller gives
+   * up, and failed at once when the session is lost.
+   */
+  readonly request: Requests.Requests["request"]
+  /** Fails once the session is lost or closed: race it against waits that are not requests. */
+  readonly lost: Requests.Requests["lost"]
   /** Applies a workspace edit to disk and re-syncs the open documents it touched. */
   readonly applyEdit: (
     edit: Protocol.WorkspaceEdit
@@ -101,17 +102,21 @@ export const clientCapabilities: Protocol.ClientCapabilities = {
   window: { workDoneProgress: true },
   workspace: {
     configuration: true,
+    didChangeConfiguration: { dynamicRegistration: false },
     workspaceFolders: true,
     applyEdit: true,
     workspaceEdit: { documentChanges: true, resourceOperations: ["create", "rename", "delete"] },
-    symbol: { dynamicRegistration: true }
+    symbol: { dynamicRegistration: true },
+    // Answered (with nothing to do): see the refresh handlers in `make`.
+    diagnostics: { refreshSupport: true }
   },
   textDocument: {
     synchronization: { dynamicRegistration: false, didSave: false, willSave: false },
-    // No `diagnostic` (pull) client capability: pyright 1.1.414 then registers pull diagnostics
-    // and exits (code 1) when pulled during its first workspace scan. Servers that offer pull
-    // on their own (`diagnosticProvider`, e.g. tsc --lsp) are still pulled.
     publishDiagnostics: { versionSupport: true },
+    // Pull diagnostics. pyright turns them on only with `dynamicRegistration` (it then registers
+    // `textDocument/diagnostic` after `initialized` and stops pushing); servers that advertise
+    // `diagnosticProvider` statically (tsc --lsp, vscode-json) are pulled either way.
+    diagnostic: { dynamicRegistration: true, relatedDocumentSupport: false },
     hover: { dynamicRegistration: true, contentFormat: ["markdown", "plaintext"] },
     definition: { dynamicRegistration: true, linkSupport: true },
     references: { dynamicRegistration: true },
@@ -151,54 +156,55 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     })
     const connection = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        Rpc.createMessageConnection(new Rpc.StreamMessageReader(proc.stdout), new Rpc.StreamMessageWriter(proc.stdin))
+        Rpc.createMessageConnection(new Rpc.StreamMessageReader(proc.stdout), StdinWriter.make(proc.stdin))
       ),
       (connection) => Effect.sync(() => connection.dispose())
     )
+    const requests = Requests.make(name, connection)
     const closed = Deferred.makeUnsafe<void>()
-    // A closed connection throws on any send, `$/cancelRequest` included.
-    let isClosed = false
+    /** Why the connection closed: the process exit (with its code and stderr) if it comes soon. */
+    const exitReport = Effect.raceFirst(
+      proc.exited,
+      wallSleep(exitReportGrace).pipe(
+        Effect.andThen(Effect.fail(Classify.classify(name, new Error("connection closed by the server"))))
+      )
+    )
     connection.onClose(() => {
-      isClosed = true
       Deferred.doneUnsafe(closed, Effect.void)
+      requests.close(
+        exitReport.pipe(
+          Effect.andThen(
+            Effect.fail(
+              new LifecycleError.ServerCrashed({
+                toolset: name,
+                message: `${name}: the server exited while the request was in flight`,
+                exitCode: 0,
+                signal: null
+              })
+            )
+          )
+        )
+      )
     })
+    // Runs after the polite goodbye below and before `dispose` (finalizers are LIFO): what is
+    // still in flight then will not be answered.
     yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        isClosed = true
-      })
+      Effect.sync(() =>
+        requests.close(
+          Effect.fail(
+            new LifecycleError.NotStarted({
+              toolset: name,
+              message: `${name}: the session closed while the request was in flight`
+            })
+          )
+        )
+      )
     )
     const context = yield* Effect.context<never>()
     const runPromise = Effect.runPromiseWith(context)
     connection.onError(([error]) => {
       Effect.runForkWith(context)(Effect.logWarning(`${name}: JSON-RPC error: ${error.message}`))
     })
-
-    const request = <P, R, E>(
-      type: Rpc.RequestType<P, R, E>,
-      params: Rpc.RequestParam<P>
-    ): Effect.Effect<R, RequestError> =>
-      Effect.tryPromise({
-        try: (signal) => {
-          const source = new Rpc.CancellationTokenSource()
-          let settled = false
-          // Only a request still in flight is cancelled: Effect also aborts the signal after the
-          // answer, and a late `$/cancelRequest` makes pyright exit.
-          signal.addEventListener(
-            "abort",
-            () => {
-              if (!settled && !isClosed) source.cancel()
-            },
-            { once: true }
-          )
-          return connection.sendRequest(type, params, source.token).finally(() => {
-            settled = true
-          })
-        },
-        catch: (cause) =>
-          cause instanceof Rpc.ResponseError
-            ? new ResponseFailed({ method: type.method, code: cause.code, message: cause.message })
-            : Classify.classify(name, cause)
-      })
 
     // Registered before `listen`, so nothing the server sends early goes unanswered.
     const diagnostics = Diagnostics.make()
@@ -218,23 +224,46 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
         return changes
       })
 
-    const announce = (changed: boolean): void => {
-      if (changed) Queue.offerUnsafe(toolCounts, LspTools.available(capabilities).length)
+    const catalogue = () =>
+      LspTools.available(capabilities)
+        .map((tool) => tool.name)
+        .join(",")
+    /** Applies a (un)registration; a change of the catalogue is announced, any change wakes waiters. */
+    const reregister = (update: () => boolean): void => {
+      const before = catalogue()
+      if (!update()) return
+      diagnostics.wake()
+      if (catalogue() !== before) Queue.offerUnsafe(toolCounts, LspTools.available(capabilities).length)
     }
 
     connection.onNotification(Protocol.PublishDiagnosticsNotification.type, diagnostics.publishUnsafe)
-    // An empty object per section, not null: pyright (with pull diagnostics) exits on a null
-    // section, and vscode-css-language-server pushes nothing without an object.
-    connection.onRequest(Protocol.ConfigurationRequest.type, (params) => params.items.map(() => ({})))
+    connection.onRequest(Protocol.ConfigurationRequest.type, (params) =>
+      params.items.map((item) => LspSpec.section(spec, item.section))
+    )
     connection.onRequest(Protocol.WorkDoneProgressCreateRequest.type, () => undefined)
     connection.onRequest(Protocol.WorkspaceFoldersRequest.type, () => folders)
     connection.onRequest(Protocol.ShowMessageRequest.type, () => null)
     connection.onRequest(Protocol.RegistrationRequest.type, (params) =>
-      announce(capabilities.register(params.registrations))
+      reregister(() => capabilities.register(params.registrations))
     )
     connection.onRequest(Protocol.UnregistrationRequest.type, (params) =>
-      announce(capabilities.unregister(params.unregisterations))
+      reregister(() => capabilities.unregister(params.unregisterations))
     )
+    // A refresh asks the client to pull again what it shows; every tool call pulls afresh, so an
+    // answer is all it takes. It must be an answer: pyright sends `workspace/diagnostic/refresh`
+    // whenever it registered pull diagnostics, without checking `refreshSupport`, and exits
+    // (code 1, unhandled rejection) when the client answers with an error such as "method not
+    // found".
+    for (const refresh of [
+      Protocol.DiagnosticRefreshRequest.method,
+      Protocol.InlayHintRefreshRequest.method,
+      Protocol.SemanticTokensRefreshRequest.method,
+      Protocol.CodeLensRefreshRequest.method,
+      Protocol.InlineValueRefreshRequest.method,
+      Protocol.FoldingRangeRefreshRequest.method
+    ]) {
+      connection.onRequest(refresh, () => null)
+    }
     connection.onRequest(Protocol.ApplyWorkspaceEditRequest.type, (params) =>
       runPromise(
         applyEdit(params.edit).pipe(
@@ -246,26 +275,28 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     connection.listen()
 
     const initialized = yield* proc.whileRunning(
-      request(Protocol.InitializeRequest.type, {
-        processId: process.pid,
-        clientInfo: options.clientInfo ?? { name: "toolvisor", version: "0.1.0" },
-        rootUri,
-        rootPath: spec.cwd,
-        workspaceFolders: folders,
-        capabilities: clientCapabilities
-      }).pipe(Effect.catchTag("ResponseFailed", (error) => Effect.fail(Classify.classify(name, error))))
+      requests
+        .request(Protocol.InitializeRequest.type, {
+          processId: process.pid,
+          clientInfo: options.clientInfo ?? { name: "toolvisor", version: "0.1.0" },
+          rootUri,
+          rootPath: spec.cwd,
+          workspaceFolders: folders,
+          capabilities: clientCapabilities,
+          ...(spec.initializationOptions === undefined ? {} : { initializationOptions: spec.initializationOptions })
+        })
+        .pipe(Effect.catchTag("ResponseFailed", (error) => Effect.fail(Classify.classify(name, error))))
     )
     capabilities = Capabilities.make(initialized.capabilities)
     documents = yield* Documents.make({
-      name,
-      connection,
+      notify: requests.notify,
       sync: initialized.capabilities.textDocumentSync,
       seq: diagnostics.seqUnsafe
     })
-    yield* Effect.tryPromise({
-      try: () => connection.sendNotification(Protocol.InitializedNotification.type, {}),
-      catch: (cause) => Classify.classify(name, cause)
-    })
+    yield* requests.notify(Protocol.InitializedNotification.type, {})
+    if (spec.settings !== undefined) {
+      yield* requests.notify(Protocol.DidChangeConfigurationNotification.type, { settings: spec.settings })
+    }
     yield* proc.established
     // Runs first on close (finalizers are LIFO): the polite goodbye, then dispose, then the process.
     yield* Effect.addFinalizer(() =>
@@ -279,16 +310,6 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       })
     )
 
-    const lostConnection = Deferred.await(closed).pipe(
-      Effect.andThen(
-        Effect.raceFirst(
-          proc.exited,
-          wallSleep(exitReportGrace).pipe(
-            Effect.andThen(Effect.fail(Classify.classify(name, new Error("connection closed by the server"))))
-          )
-        )
-      )
-    )
     const serverInfo = initialized.serverInfo
     const session: LspSession = {
       name,
@@ -296,18 +317,20 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       capabilities,
       documents,
       diagnostics,
+      connection,
       // Not every server names itself (typescript-language-server does not): the command does.
       server:
         serverInfo === undefined
           ? { name: NodePath.basename(spec.command), version: "" }
           : { name: serverInfo.name, version: serverInfo.version ?? "" },
-      request,
+      request: requests.request,
+      lost: requests.lost,
       applyEdit
     }
     return {
       handle: session,
-      ended: Effect.raceFirst(proc.exited, lostConnection),
-      probe: request(ping, {}).pipe(Effect.catchTag("ResponseFailed", () => Effect.void)),
+      ended: Effect.raceFirst(proc.exited, Effect.andThen(Deferred.await(closed), exitReport)),
+      probe: requests.request(ping, {}).pipe(Effect.catchTag("ResponseFailed", () => Effect.void)),
       pid: proc.pid,
       toolCount: LspTools.available(capabilities).length,
       toolCountChanges: Stream.fromQueue(toolCounts),

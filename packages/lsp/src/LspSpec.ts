@@ -1,10 +1,11 @@
 /**
  * How to run a language server: the command, its arguments and environment, the workspace root
- * it serves (its working directory and `rootUri`), and the file types it is responsible for.
- * A Schema, so config files decode into it with errors that name the field.
+ * it serves (its working directory and `rootUri`), the file types it is responsible for, and the
+ * server's own settings. A Schema, so config files decode into it with errors that name the field.
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 
 export class LspSpec extends Schema.Class<LspSpec>("LspSpec")({
@@ -14,7 +15,15 @@ export class LspSpec extends Schema.Class<LspSpec>("LspSpec")({
   /** The workspace root: the server's working directory, `rootUri` and only workspace folder. */
   cwd: Schema.NonEmptyString,
   /** Extensions this server handles, with or without the dot, any case; empty means every file. */
-  fileTypes: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([])))
+  fileTypes: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([]))),
+  /**
+   * The server's settings, by section (`{ typescript: { inlayHints: { ... } } }`): sent with
+   * `workspace/didChangeConfiguration` after the handshake, and the answer to
+   * `workspace/configuration` for each section asked for (an empty object for any other).
+   */
+  settings: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
+  /** Sent as `initializationOptions` in `initialize`; what it may hold is up to the server. */
+  initializationOptions: Schema.optionalKey(Schema.Unknown)
 }) {}
 
 /** Builds a spec from already-decoded values, filling the defaults. */
@@ -24,14 +33,31 @@ export const make = (fields: {
   readonly env?: Readonly<Record<string, string>>
   readonly cwd: string
   readonly fileTypes?: ReadonlyArray<string>
+  readonly settings?: { readonly [section: string]: unknown }
+  readonly initializationOptions?: unknown
 }): LspSpec =>
   Schema.decodeUnknownSync(LspSpec)({
     command: fields.command,
     args: fields.args ?? [],
     cwd: fields.cwd,
     fileTypes: fields.fileTypes ?? [],
-    ...(fields.env === undefined ? {} : { env: fields.env })
+    ...(fields.env === undefined ? {} : { env: fields.env }),
+    ...(fields.settings === undefined ? {} : { settings: fields.settings }),
+    ...(fields.initializationOptions === undefined ? {} : { initializationOptions: fields.initializationOptions })
   })
+
+/**
+ * The settings of one `workspace/configuration` section, e.g. `typescript.inlayHints`; all of
+ * them for no section; an empty object when absent — not null: vscode-css-language-server pushes
+ * nothing without an object.
+ */
+export const section = (spec: Pick<LspSpec, "settings">, name: string | undefined): unknown => {
+  let value: unknown = spec.settings ?? {}
+  for (const key of name === undefined || name === "" ? [] : name.split(".")) {
+    value = Predicate.hasProperty(value, key) ? value[key] : undefined
+  }
+  return value ?? {}
+}
 
 const normalize = (extension: string): string => extension.replace(/^\./, "").toLowerCase()
 

@@ -210,18 +210,38 @@ export const available = (
   )
 
 /** OpenAI-style clients send explicit nulls for omitted optional arguments. */
-const withoutNulls = (args: { readonly [key: string]: unknown }) =>
-  Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+const withoutNulls = (args: { readonly [key: string]: unknown }) => {
+  for (const key in args) {
+    if (args[key] === null) return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+  }
+  return args
+}
 
 /**
- * Decodes a tool's arguments. The failure is a message for the agent that names each bad
- * argument, e.g. `line: Expected a value greater than or equal to 1, got 0`.
+ * A tool's argument decoder, built once, since it runs before every call. The failure is a
+ * message for the agent that names each bad argument, e.g. `line: Expected a value greater than
+ * or equal to 1, got 0`. Valid arguments are decoded on Schema's fast path (default options);
+ * only invalid ones are decoded again with `errors: "all"`, which takes the slow one, to report
+ * every problem at once.
  */
+export const validator = <S extends Schema.ConstraintDecoder<unknown>>(
+  definition: Definition<S>
+): ((args: { readonly [key: string]: unknown }) => Result.Result<S["Type"], string>) => {
+  const decode = Schema.decodeUnknownResult(definition.args)
+  return (args) => {
+    const input = withoutNulls(args)
+    const decoded = decode(input)
+    return Result.isSuccess(decoded)
+      ? Result.succeed(decoded.success)
+      : Result.mapError(
+          decode(input, { errors: "all" }),
+          (error) => `Invalid arguments for ${definition.name}:\n${error.message}`
+        )
+  }
+}
+
+/** Decodes a tool's arguments once; see `validator` for the decoder a caller keeps. */
 export const validate = <S extends Schema.ConstraintDecoder<unknown>>(
   definition: Definition<S>,
   args: { readonly [key: string]: unknown }
-): Result.Result<S["Type"], string> =>
-  Result.mapError(
-    Schema.decodeUnknownResult(definition.args)(withoutNulls(args), { errors: "all" }),
-    (error) => `Invalid arguments for ${definition.name}:\n${error.message}`
-  )
+): Result.Result<S["Type"], string> => validator(definition)(args)

@@ -3,12 +3,17 @@
  * `lsp_*` tools filtered by what the server supports, and tool calls bounded by `call_timeout`.
  * Before the first connect the catalogue is the full one (the capabilities are not known yet);
  * after it, only the tools the server can answer, updated when it registers providers later.
+ *
+ * A call runs on the session directly (`Supervisor.useDirect`): the session's requests carry the
+ * call's `Deadline` themselves and fail as soon as the connection is lost, so the Supervisor's
+ * per-call race against the session's end and its sleeping deadline fiber would only add cost.
  */
 import { LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Capabilities from "./Capabilities.ts"
+import * as Deadline from "./Deadline.ts"
 import * as LspConnector from "./LspConnector.ts"
 import type * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
@@ -74,6 +79,10 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
 
     type CallResult = Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
 
+    const callTimeout =
+      supervisor.policy.callTimeout === undefined ? undefined : Duration.toMillis(supervisor.policy.callTimeout)
+    const withDeadline = Deadline.within(callTimeout)
+
     const callTool = (tool: string, args: { readonly [key: string]: unknown }): CallResult => {
       const handler = ToolHandlers.handlers.get(tool)
       if (handler === undefined) {
@@ -85,34 +94,36 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
           })
         )
       }
-      return supervisor.use((session): CallResult => {
-        lastCapabilities = session.capabilities
-        const provider = handler.definition.provider
-        if (provider !== undefined && !session.capabilities.supports(provider)) {
-          return Effect.fail(
-            new Toolset.ToolNotFound({
-              toolset: name,
-              tool,
-              message: `${name}: the server does not support ${tool} (no ${provider})`
+      return supervisor
+        .useDirect((session): CallResult => {
+          lastCapabilities = session.capabilities
+          const provider = handler.definition.provider
+          if (provider !== undefined && !session.capabilities.supports(provider)) {
+            return Effect.fail(
+              new Toolset.ToolNotFound({
+                toolset: name,
+                tool,
+                message: `${name}: the server does not support ${tool} (no ${provider})`
+              })
+            )
+          }
+          return handler.call(session, args).pipe(
+            Effect.catchTags({
+              FileProblem: (problem) => Effect.succeed(ToolHandlers.failure(problem.message)),
+              EditFailed: (problem) => Effect.succeed(ToolHandlers.failure(`${tool}: ${problem.message}`)),
+              ResponseFailed: (error) =>
+                Effect.fail(
+                  new Toolset.ToolCallFailed({
+                    toolset: name,
+                    tool,
+                    message: `${name}/${tool}: ${error.method} failed: ${LifecycleError.redact(error.message)}`,
+                    code: error.code
+                  })
+                )
             })
           )
-        }
-        return handler.call(session, args).pipe(
-          Effect.catchTags({
-            FileProblem: (problem) => Effect.succeed(ToolHandlers.failure(problem.message)),
-            EditFailed: (problem) => Effect.succeed(ToolHandlers.failure(`${tool}: ${problem.message}`)),
-            ResponseFailed: (error) =>
-              Effect.fail(
-                new Toolset.ToolCallFailed({
-                  toolset: name,
-                  tool,
-                  message: `${name}/${tool}: ${error.method} failed: ${LifecycleError.redact(error.message)}`,
-                  code: error.code
-                })
-              )
-          })
-        )
-      })
+        })
+        .pipe(withDeadline)
     }
 
     return {

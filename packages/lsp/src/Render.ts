@@ -105,6 +105,10 @@ export interface SymbolItem {
   readonly children?: ReadonlyArray<SymbolItem>
 }
 
+/** Source order: servers may answer in any order (typescript-language-server sorts by name). */
+const byLine = (a: SymbolItem, b: SymbolItem) => a.line - b.line
+
+/** A document's symbols, nested as the server nests them, each level in source order. */
 export const documentSymbols = (
   answer: ReadonlyArray<Protocol.DocumentSymbol> | ReadonlyArray<Protocol.SymbolInformation> | null
 ): ReadonlyArray<SymbolItem> => {
@@ -113,18 +117,20 @@ export const documentSymbols = (
     kind: symbolKind(s.kind),
     line: s.selectionRange.start.line + 1,
     ...(s.detail === undefined || s.detail === "" ? {} : { detail: s.detail }),
-    ...(s.children === undefined || s.children.length === 0 ? {} : { children: s.children.map(tree) })
+    ...(s.children === undefined || s.children.length === 0 ? {} : { children: s.children.map(tree).sort(byLine) })
   })
-  return (answer ?? []).map((s: Protocol.DocumentSymbol | Protocol.SymbolInformation) =>
-    "location" in s
-      ? {
-          name: s.name,
-          kind: symbolKind(s.kind),
-          line: s.location.range.start.line + 1,
-          ...(s.containerName === undefined ? {} : { container: s.containerName })
-        }
-      : tree(s)
-  )
+  return (answer ?? [])
+    .map((s: Protocol.DocumentSymbol | Protocol.SymbolInformation) =>
+      "location" in s
+        ? {
+            name: s.name,
+            kind: symbolKind(s.kind),
+            line: s.location.range.start.line + 1,
+            ...(s.containerName === undefined ? {} : { container: s.containerName })
+          }
+        : tree(s)
+    )
+    .sort(byLine)
 }
 
 export const symbolsText = (items: ReadonlyArray<SymbolItem>, depth = 0): string =>

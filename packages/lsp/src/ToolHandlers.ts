@@ -10,6 +10,7 @@ import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import * as Protocol from "vscode-languageserver-protocol"
 import * as Capabilities from "./Capabilities.ts"
+import * as DocumentDiagnostics from "./DocumentDiagnostics.ts"
 import * as Documents from "./Documents.ts"
 import * as Edits from "./Edits.ts"
 import type * as LspConnector from "./LspConnector.ts"
@@ -17,8 +18,10 @@ import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
 import * as Paths from "./Paths.ts"
 import * as Render from "./Render.ts"
+import type * as Requests from "./Requests.ts"
+import * as TypeHierarchy from "./TypeHierarchy.ts"
 
-export type HandlerError = LspConnector.RequestError | Documents.FileProblem | Edits.EditFailed
+export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed
 
 export interface Handler {
   readonly definition: LspTools.Definition<Schema.ConstraintDecoder<unknown>>
@@ -27,9 +30,6 @@ export interface Handler {
     args: { readonly [key: string]: unknown }
   ) => Effect.Effect<Toolset.ToolResult, HandlerError>
 }
-
-/** How long `lsp_diagnostics` waits for a push after opening a file, and after re-syncing one. */
-export const diagnosticsWait = { opened: 10_000, changed: 3_000, settle: 500 } as const
 
 export const result = (text: string, structured: { readonly [key: string]: unknown }): Toolset.ToolResult => ({
   content: [{ type: "text", text }],
@@ -41,14 +41,17 @@ export const failure = (text: string): Toolset.ToolResult => ({ content: [{ type
 const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   definition: LspTools.Definition<S>,
   run: (session: LspConnector.LspSession, args: S["Type"]) => Effect.Effect<Toolset.ToolResult, HandlerError>
-): Handler => ({
-  definition,
-  call: (session, args) =>
-    Result.match(LspTools.validate(definition, args), {
-      onFailure: (message) => Effect.succeed(failure(message)),
-      onSuccess: (decoded) => run(session, decoded)
-    })
-})
+): Handler => {
+  const validate = LspTools.validator(definition)
+  return {
+    definition,
+    call: (session, args) =>
+      Result.match(validate(args), {
+        onFailure: (message) => Effect.succeed(failure(message)),
+        onSuccess: (decoded) => run(session, decoded)
+      })
+  }
+}
 
 /** Opens (or re-syncs) the file argument, refusing files of a type this server does not handle. */
 const open = (session: LspConnector.LspSession, file: string) => {
@@ -109,7 +112,7 @@ const workspace = bind(LspTools.workspace, (session) =>
       `Root: ${root}`,
       `File types: ${session.spec.fileTypes.length === 0 ? "all" : session.spec.fileTypes.join(", ")}`,
       `Capabilities: ${providers.join(", ") || "none"}`,
-      ...(registered.length === 0 ? [] : [`Registered: ${registered.map((r) => r.method).join(", ")}`]),
+      ...(registered.length === 0 ? [] : [`Registered: ${[...new Set(registered.map((r) => r.method))].join(", ")}`]),
       `Tools: ${tools.join(", ")}`,
       `Open documents: ${open.length === 0 ? "none" : open.map((d) => `${d.file} (v${d.version})`).join(", ")}`,
       `Documents with diagnostics: ${diagnostics.length === 0 ? "none" : diagnostics.map((d) => `${d.file} (${d.count})`).join(", ")}`
@@ -130,21 +133,7 @@ const workspace = bind(LspTools.workspace, (session) =>
 const diagnostics = bind(LspTools.diagnostics, (session, args) =>
   Effect.gen(function* () {
     const { document } = yield* open(session, args.file)
-    let items: ReadonlyArray<Protocol.Diagnostic>
-    let fresh = true
-    if (session.capabilities.supports("diagnosticProvider")) {
-      const report = yield* session.request(Protocol.DocumentDiagnosticRequest.type, {
-        textDocument: { uri: document.uri }
-      })
-      // We never send a previous result id, so "unchanged" cannot come back; keep it total anyway.
-      items = report.kind === "full" ? report.items : (session.diagnostics.get(document.path)?.items ?? [])
-    } else {
-      fresh = yield* session.diagnostics.awaitFresh(document.path, document.sentAt, {
-        within: document.version === 1 ? diagnosticsWait.opened : diagnosticsWait.changed,
-        settle: diagnosticsWait.settle
-      })
-      items = session.diagnostics.get(document.path)?.items ?? []
-    }
+    const { items, fresh, mode } = yield* DocumentDiagnostics.current(session, document)
     const list = items.map((item) => Render.diagnostic(session.spec.cwd, document.uri, item))
     const file = Paths.display(session.spec.cwd, document.path)
     const note = fresh ? "" : " (the server sent none for this version yet)"
@@ -152,7 +141,7 @@ const diagnostics = bind(LspTools.diagnostics, (session, args) =>
       list.length === 0
         ? `No diagnostics in ${file}${note}.`
         : `${list.length} diagnostics in ${file}${note}:\n${list.map(Render.diagnosticText).join("\n")}`
-    return result(text, { file, version: document.version, fresh, diagnostics: list })
+    return result(text, { file, version: document.version, fresh, mode, diagnostics: list })
   })
 )
 
@@ -236,7 +225,7 @@ const codeActions = bind(LspTools.codeActions, (session, args) =>
       start: { line: args.start_line - 1, character: 0 },
       end: { line: end, character: 0 }
     }
-    const overlapping = (session.diagnostics.get(document.path)?.items ?? []).filter(
+    const overlapping = (yield* DocumentDiagnostics.known(session, document)).filter(
       (d) => d.range.start.line <= end - 1 && d.range.end.line >= args.start_line - 1
     )
     const answer = yield* session.request(Protocol.CodeActionRequest.type, {
@@ -320,14 +309,10 @@ const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
 const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
   Effect.gen(function* () {
     const { document } = yield* open(session, args.file)
-    const items = yield* session.request(Protocol.TypeHierarchyPrepareRequest.type, positionParams(document, args))
-    const item = items?.[0]
-    if (item === undefined) return result(`No type at ${at(args.file, args)}.`, { types: [] })
-    const answer =
-      args.direction === "supertypes"
-        ? yield* session.request(Protocol.TypeHierarchySupertypesRequest.type, { item })
-        : yield* session.request(Protocol.TypeHierarchySubtypesRequest.type, { item })
-    const types = (answer ?? []).map((t) => ({
+    const hierarchy = yield* TypeHierarchy.around(session, positionParams(document, args), args.direction)
+    if (hierarchy === undefined) return result(`No type at ${at(args.file, args)}.`, { types: [] })
+    const { item } = hierarchy
+    const types = hierarchy.types.map((t) => ({
       name: t.name,
       kind: Render.symbolKind(t.kind),
       ...Render.place(session.spec.cwd, t.uri, t.selectionRange)
@@ -377,10 +362,12 @@ const inlayHints = bind(LspTools.inlayHints, (session, args) =>
       textDocument: { uri: document.uri },
       range: { start: { line: first - 1, character: 0 }, end: { line: last, character: 0 } }
     })
-    const hints = (answer ?? []).map((h) => ({
-      ...Paths.fromWire(h.position),
-      label: typeof h.label === "string" ? h.label : h.label.map((part) => part.value).join("")
-    }))
+    const hints = (answer ?? [])
+      .map((h) => ({
+        ...Paths.fromWire(h.position),
+        label: typeof h.label === "string" ? h.label : h.label.map((part) => part.value).join("")
+      }))
+      .sort((a, b) => a.line - b.line || a.character - b.character)
     if (hints.length === 0) return result(`No inlay hints in ${args.file}:${first}-${last}.`, { hints })
     return result(hints.map((h) => `${h.line}:${h.character} ${h.label}`).join("\n"), { hints })
   })

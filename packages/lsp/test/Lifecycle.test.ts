@@ -1,13 +1,26 @@
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as LspSpec from "../src/LspSpec.ts"
+import type * as LspToolset from "../src/LspToolset.ts"
 import { fake, fastPolicy, fixtures, open, processesWith, textOf, toolNames, until } from "./helpers.ts"
 
 const someFile = NodePath.join(fixtures, "py-project/app.py")
+
+/** Polls until the toolset's session has `file` open, i.e. the tool call got as far as its request. */
+const untilOpen = (toolset: LspToolset.LspToolset, file: string) =>
+  toolset.supervisor
+    .useDirect((session) => Effect.sync(() => session.documents.open().some((d) => d.path === file)))
+    .pipe(
+      Effect.repeat({ until: (isOpen) => isOpen, schedule: Schedule.spaced("20 millis") }),
+      Effect.timeout("10 seconds")
+    )
 
 describe("LspToolset lifecycle", () => {
   it.live("a missing binary is ServerUnavailable and leaves the toolset Stopped", () =>
@@ -120,6 +133,96 @@ describe("LspToolset lifecycle", () => {
       const unknown = yield* Effect.flip(toolset.callTool("lsp_nope", {}))
       assert.strictEqual(unknown._tag, "ToolNotFound")
       assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a request that is never answered fails with CallTimeout at call_timeout; the session stays Ready", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "hang",
+        spec: fake("hang"),
+        policy: fastPolicy({ call_timeout: "1s" })
+      })
+      yield* toolset.start
+      const startedAt = Date.now()
+      const error = yield* Effect.flip(toolset.callTool("lsp_hover", { file: someFile, line: 1, character: 1 }))
+      const elapsed = Date.now() - startedAt
+      assert.strictEqual(error._tag, "CallTimeout")
+      assert.include(error.message, "did not complete within 1s")
+      assert.isAtLeast(elapsed, 900)
+      assert.isBelow(elapsed, 3_000)
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a request in flight fails as soon as the server dies, with its exit, not at call_timeout", () =>
+    Effect.gen(function* () {
+      const spec = fake("hang")
+      const marker = spec.args[1] ?? ""
+      const { toolset, close } = yield* open({ name: "hang", spec, policy: fastPolicy({ restart: "never" }) })
+      yield* toolset.start
+      const call = yield* Effect.forkChild(
+        Effect.flip(toolset.callTool("lsp_hover", { file: someFile, line: 1, character: 1 })),
+        { startImmediately: true }
+      )
+      yield* untilOpen(toolset, someFile)
+      const killedAt = Date.now()
+      process.kill((yield* toolset.state).pid ?? 0, "SIGKILL")
+      const error = yield* Fiber.join(call)
+      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.include(error.message, "signal SIGKILL")
+      assert.isBelow(Date.now() - killedAt, 3_000)
+      yield* close
+      assert.deepStrictEqual(processesWith(marker), [])
+    })
+  )
+
+  it.live("stop while a request is in flight: the request fails with NotStarted, no process is left", () =>
+    Effect.gen(function* () {
+      const spec = fake("hang")
+      const marker = spec.args[1] ?? ""
+      const { toolset, close } = yield* open({ name: "hang", spec, policy: fastPolicy() })
+      yield* toolset.start
+      const call = yield* Effect.forkChild(
+        Effect.flip(toolset.callTool("lsp_hover", { file: someFile, line: 1, character: 1 })),
+        { startImmediately: true }
+      )
+      yield* untilOpen(toolset, someFile)
+      yield* toolset.stop
+      const error = yield* Fiber.join(call)
+      assert.strictEqual(error._tag, "NotStarted")
+      assert.include(error.message, "closed while the request was in flight")
+      assert.deepStrictEqual(processesWith(marker), [])
+      yield* close
+    })
+  )
+
+  it.live("pull diagnostics registered after Ready: the refresh request is answered and lsp_diagnostics pulls", () =>
+    Effect.gen(function* () {
+      const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-lsp-pull-"))
+      const file = NodePath.join(dir, "notes.txt")
+      NodeFs.writeFileSync(file, "first\nTODO second\n")
+      const { toolset, close } = yield* open({ name: "pull", spec: fake("pull"), policy: fastPolicy() })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid
+      // Called before the registration arrives: it starts waiting for a push, then pulls.
+      const startedAt = Date.now()
+      const first = yield* toolset.callTool("lsp_diagnostics", { file })
+      assert.isBelow(Date.now() - startedAt, 5_000)
+      assert.strictEqual(first.structuredContent?.mode, "pull")
+      assert.include(textOf(first), "notes.txt:2:1: warning [fake]: todo on line 2")
+      NodeFs.writeFileSync(file, "TODO first\nsecond\nthird TODO\n")
+      const second = yield* toolset.callTool("lsp_diagnostics", { file })
+      assert.strictEqual(second.structuredContent?.version, 2)
+      assert.include(textOf(second), "2 diagnostics")
+      assert.include(textOf(second), "notes.txt:1:1: warning [fake]: todo on line 1")
+      assert.include(textOf(second), "notes.txt:3:1: warning [fake]: todo on line 3")
+      // The fake exits if `workspace/diagnostic/refresh` gets an error, as pyright does.
+      const status = yield* toolset.state
+      assert.strictEqual(status.state, "Ready")
+      assert.strictEqual(status.pid, pid)
       yield* close
     })
   )

@@ -1,11 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Result from "effect/Result"
+import * as Protocol from "vscode-languageserver-protocol"
 import * as Capabilities from "../src/Capabilities.ts"
 import * as Edits from "../src/Edits.ts"
 import * as LspRouter from "../src/LspRouter.ts"
 import * as LspSpec from "../src/LspSpec.ts"
 import * as LspTools from "../src/LspTools.ts"
 import * as Paths from "../src/Paths.ts"
+import * as Render from "../src/Render.ts"
 
 describe("positions and paths", () => {
   it("tool positions are 1-based, wire positions 0-based", () => {
@@ -94,11 +96,58 @@ describe("argument validation", () => {
     const direction = LspTools.validate(LspTools.callHierarchy, { file: "a", line: 1, character: 1, direction: "up" })
     assert.isTrue(Result.isFailure(direction) && direction.failure.includes('"incoming" | "outgoing"'))
   })
+  it("a validator built once decodes good arguments the same as every time, and still names bad ones", () => {
+    const validate = LspTools.validator(LspTools.inlayHints)
+    assert.deepStrictEqual(
+      validate({ file: "a.ts", start_line: 2, end_line: null }),
+      Result.succeed({ file: "a.ts", start_line: 2 })
+    )
+    const bad = validate({ file: "a.ts", start_line: 0, end_line: -1 })
+    assert.isTrue(
+      Result.isFailure(bad) && bad.failure.includes('at ["start_line"]') && bad.failure.includes('at ["end_line"]')
+    )
+  })
   it("every tool has an object JSON Schema with its required arguments", () => {
     const hover = LspTools.toTool(LspTools.hover)
     assert.strictEqual(hover.inputSchema.type, "object")
     assert.deepStrictEqual(hover.inputSchema.required, ["file", "line", "character"])
     assert.lengthOf(new Set(LspTools.all.map((d) => d.name)), 15)
+  })
+})
+
+describe("server settings", () => {
+  const spec = LspSpec.make({
+    command: "x",
+    cwd: "/w",
+    settings: { typescript: { inlayHints: { includeInlayVariableTypeHints: true } }, yaml: { validate: false } }
+  })
+  it("answer a configuration section by its dotted path; an absent one is an empty object, never null", () => {
+    assert.deepStrictEqual(LspSpec.section(spec, "typescript.inlayHints"), { includeInlayVariableTypeHints: true })
+    assert.deepStrictEqual(LspSpec.section(spec, "yaml.validate"), false)
+    assert.deepStrictEqual(LspSpec.section(spec, "python.analysis"), {})
+    assert.deepStrictEqual(LspSpec.section(spec, undefined), spec.settings)
+    assert.deepStrictEqual(LspSpec.section(LspSpec.make({ command: "x", cwd: "/w" }), "css"), {})
+  })
+})
+
+describe("rendering", () => {
+  it("lists document symbols in source order at every level, whatever order the server used", () => {
+    const range = (line: number) => ({ start: { line, character: 0 }, end: { line, character: 1 } })
+    const symbol = (name: string, line: number, children?: Array<Protocol.DocumentSymbol>) => ({
+      name,
+      kind: Protocol.SymbolKind.Function,
+      range: range(line),
+      selectionRange: range(line),
+      ...(children === undefined ? {} : { children })
+    })
+    const items = Render.documentSymbols([symbol("b", 9), symbol("a", 2, [symbol("y", 5), symbol("x", 3)])])
+    assert.deepStrictEqual(
+      items.map((s) => [s.name, s.line, s.children?.map((c) => c.name)]),
+      [
+        ["a", 3, ["x", "y"]],
+        ["b", 10, undefined]
+      ]
+    )
   })
 })
 

@@ -1,3 +1,5 @@
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
@@ -36,5 +38,50 @@ describe("LspToolset with pyright-langserver", () => {
       yield* close
       assert.isFalse(ServerProcess.groupAlive(pid))
     })
+  )
+})
+
+describe("pull diagnostics with pyright-langserver", () => {
+  it.live(
+    "pyright registers textDocument/diagnostic; lsp_diagnostics pulls, follows edits on disk, and pyright stays up",
+    () =>
+      Effect.gen(function* () {
+        const root = project("py-project")
+        const { toolset, close } = yield* open({ name: "py", spec: pyright(root), policy: fastPolicy() })
+        yield* toolset.start
+        const pid = (yield* toolset.state).pid
+
+        const first = yield* toolset.callTool("lsp_diagnostics", { file: "app.py" })
+        assert.strictEqual(first.structuredContent?.mode, "pull")
+        assert.isTrue(first.structuredContent?.fresh)
+        assert.include(textOf(first), "1 diagnostics in app.py:")
+        assert.include(textOf(first), 'app.py:5:14: error [Pyright reportAssignmentType]: Type "str" is not assignable')
+        const workspace = yield* toolset.callTool("lsp_workspace", {})
+        assert.include(textOf(workspace), "Registered: textDocument/diagnostic")
+        assert.include(textOf(workspace), "Documents with diagnostics: app.py (1)")
+
+        NodeFs.writeFileSync(
+          NodePath.join(root, "app.py"),
+          'def greet(name: str) -> str:\n    return "hello " + name\n\n\ncount: str = greet("world")\n'
+        )
+        const fixed = yield* toolset.callTool("lsp_diagnostics", { file: "app.py" })
+        assert.strictEqual(textOf(fixed), "No diagnostics in app.py.")
+        assert.strictEqual(fixed.structuredContent?.version, 2)
+        NodeFs.writeFileSync(
+          NodePath.join(root, "app.py"),
+          'def greet(name: str) -> str:\n    return "hello " + name\n\n\ngreet(42)\n'
+        )
+        const broken = yield* toolset.callTool("lsp_diagnostics", { file: "app.py" })
+        assert.include(textOf(broken), "app.py:5:7: error")
+        assert.include(textOf(broken), '"Literal[42]" is not assignable to "str"')
+
+        // pyright sent workspace/diagnostic/refresh along the way; answered, it did not exit.
+        const status = yield* toolset.state
+        assert.strictEqual(status.state, "Ready")
+        assert.strictEqual(status.pid, pid)
+        assert.strictEqual(status.restarts, 0)
+        yield* close
+        assert.isFalse(ServerProcess.groupAlive(pid ?? 0))
+      })
   )
 })

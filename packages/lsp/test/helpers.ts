@@ -25,21 +25,33 @@ export const fixtures = NodePath.join(import.meta.dirname, "fixtures")
 export const brokenSource = 'import { add } from "./math.ts"\n\nexport const wrong: string = add(1, 2)\n'
 
 /** A fresh copy of a fixture project, so tests that edit files do not touch the originals. */
-export const project = (name: "ts-project" | "py-project"): string => {
+export const project = (name: "ts-project" | "py-project" | "cpp-project"): string => {
   const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), `toolvisor-lsp-${name}-`))
   NodeFs.cpSync(NodePath.join(fixtures, name), dir, { recursive: true })
   if (name === "ts-project") NodeFs.writeFileSync(NodePath.join(dir, "src/broken.ts"), brokenSource)
   return dir
 }
 
-export const typescript = (cwd: string) =>
-  LspSpec.make({ command: bin("typescript-language-server"), args: ["--stdio"], cwd, fileTypes: ["ts", ".TSX"] })
+export const typescript = (cwd: string, settings?: { readonly [section: string]: unknown }) =>
+  LspSpec.make({
+    command: bin("typescript-language-server"),
+    args: ["--stdio"],
+    cwd,
+    fileTypes: ["ts", ".TSX"],
+    ...(settings === undefined ? {} : { settings })
+  })
 
 export const pyright = (cwd: string) =>
   LspSpec.make({ command: bin("pyright-langserver"), args: ["--stdio"], cwd, fileTypes: ["py"] })
 
+/** clangd from the system (`apt-get install clangd`, which `.ci/run` does). */
+export const clangd = (cwd: string) => LspSpec.make({ command: "clangd", cwd, fileTypes: ["cpp", "h"] })
+
 /** The fake server; `marker` is an extra argument that lets a test find its processes. */
-export const fake = (mode: "silent" | "wedge" | "dynamic", marker = `toolvisor-test-${process.pid}-${Date.now()}`) =>
+export const fake = (
+  mode: "silent" | "wedge" | "dynamic" | "hang" | "pull",
+  marker = `toolvisor-test-${process.pid}-${Date.now()}`
+) =>
   LspSpec.make({
     command: process.execPath,
     args: [NodePath.join(fixtures, "fake-server.mjs"), marker],

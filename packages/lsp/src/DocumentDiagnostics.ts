@@ -1,0 +1,74 @@
+/**
+ * The diagnostics a server has for the version of a document just sent. Pulled
+ * (`textDocument/diagnostic`) when the server offers that — the answer is for that version, no
+ * waiting — otherwise waited for as pushes, within the tool call's deadline. A server can switch
+ * to pull after the handshake (pyright registers it right after `initialized` and from then on
+ * pushes nothing), so a wait for a push also ends when that happens.
+ */
+import * as Effect from "effect/Effect"
+import * as Protocol from "vscode-languageserver-protocol"
+import * as Deadline from "./Deadline.ts"
+import type * as Documents from "./Documents.ts"
+import type * as LspConnector from "./LspConnector.ts"
+import type * as Requests from "./Requests.ts"
+
+/** How long to wait for a push after opening a file, and after re-syncing one; then for quiet. */
+export const waits = { opened: 10_000, changed: 3_000, settle: 500 } as const
+
+export interface Current {
+  readonly items: ReadonlyArray<Protocol.Diagnostic>
+  /** False when a push was waited for and none came for this version. */
+  readonly fresh: boolean
+  readonly mode: "pull" | "push"
+}
+
+const pulls = (session: LspConnector.LspSession) => session.capabilities.supports("diagnosticProvider")
+
+/** Pulls; the answer is stored like a push, so `lsp_workspace` and `lsp_code_actions` see it too. */
+const pull = (session: LspConnector.LspSession, document: Documents.Document) =>
+  session.request(Protocol.DocumentDiagnosticRequest.type, { textDocument: { uri: document.uri } }).pipe(
+    Effect.map((report) => {
+      // We never send a previous result id, so "unchanged" cannot come back; keep it total anyway.
+      if (report.kind !== "full") return session.diagnostics.get(document.path)?.items ?? []
+      session.diagnostics.publishUnsafe({ uri: document.uri, version: document.version, diagnostics: report.items })
+      return report.items
+    })
+  )
+
+/** Waits for a push for this version; fails with CallTimeout when the call's deadline cut it short. */
+const awaitPushed = (session: LspConnector.LspSession, document: Documents.Document) =>
+  Effect.gen(function* () {
+    const wait = document.version === 1 ? waits.opened : waits.changed
+    const deadline = yield* Deadline.Current
+    const within = deadline === undefined ? wait : Math.min(wait, Deadline.remaining(deadline))
+    const fresh = yield* Effect.raceFirst(
+      session.diagnostics.awaitFresh(document.path, document.sentAt, {
+        within,
+        settle: waits.settle,
+        unless: () => pulls(session)
+      }),
+      session.lost
+    )
+    if (!fresh && deadline !== undefined && within < wait && Deadline.remaining(deadline) === 0) {
+      return yield* Effect.fail(Deadline.exceeded(session.name, deadline))
+    }
+    return fresh
+  })
+
+/** The diagnostics of `document` as just sent: pulled, or pushed and waited for. */
+export const current = (
+  session: LspConnector.LspSession,
+  document: Documents.Document
+): Effect.Effect<Current, Requests.RequestError> =>
+  Effect.gen(function* () {
+    const pushed = pulls(session) ? false : yield* awaitPushed(session, document)
+    if (pulls(session)) return { items: yield* pull(session, document), fresh: true, mode: "pull" }
+    return { items: session.diagnostics.get(document.path)?.items ?? [], fresh: pushed, mode: "push" }
+  })
+
+/** What the server has for `document` now, without waiting: pulled when it can be, else the last push. */
+export const known = (
+  session: LspConnector.LspSession,
+  document: Documents.Document
+): Effect.Effect<ReadonlyArray<Protocol.Diagnostic>, Requests.RequestError> =>
+  pulls(session) ? pull(session, document) : Effect.succeed(session.diagnostics.get(document.path)?.items ?? [])
