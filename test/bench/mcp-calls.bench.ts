@@ -2,11 +2,18 @@
  * MCP call benchmark: a supervised `McpToolset` against a raw SDK `Client` + `StdioClientTransport`,
  * both on `@modelcontextprotocol/server-everything` over stdio, measured in the same run:
  *   1. call overhead: p50/p99 of sequential `echo` calls, the two series alternated in ABBA blocks;
- *   2. throughput with 32 calls in flight, alternated in rounds;
+ *   2. throughput with 32 calls in flight: 32 workers on each side, each calling in a loop (async
+ *      functions for the raw client, fibers for the toolset), alternated in rounds, median of rounds;
  *   3. crash recovery: SIGKILL the server, time until Ready with a new pid (via `changes`), minus
  *      the configured backoff; next to it, what a fresh SDK client needs to spawn and initialize.
  * A third, diagnostic series calls the toolset's own SDK client directly (its PipeTransport,
  * no supervision), to tell transport cost from supervision cost.
+ *
+ * Both servers are the same kind of process: the toolset spawns its server as the leader of a
+ * session of its own (so that closing reaches its whole group), and the raw client's server is
+ * started through `setsid` with the same environment. Under the kernel's autogroup scheduling a
+ * session leader gets a CPU share of its own, so spawning only one of them that way would measure
+ * the scheduler rather than the code.
  *
  * Run: cd /work/main && npm run bench:mcp   (needs node --expose-gc, set in the npm script)
  */
@@ -31,9 +38,11 @@ const SEQ_BLOCK = 500
 /** Blocks per series; run in ABBA order so drift falls on both alike. */
 const SEQ_BLOCKS = 4
 const CONCURRENCY = 32
-const CONC_CALLS = 4_000
-const CONC_WARMUP = 500
-const CONC_ROUNDS = 3
+/** Long enough (about half a second) that a round is not one scheduler hiccup on a shared machine. */
+const CONC_CALLS = 10_000
+const CONC_WARMUP = 2_000
+/** Odd, for a true median; alternated so drift falls on every series alike. */
+const CONC_ROUNDS = 7
 const CRASHES = 10
 const FRESH_SPAWNS = 5
 const BACKOFF_MS = 100
@@ -43,6 +52,10 @@ const root = NodePath.resolve(import.meta.dirname, "../..")
 const everythingDir = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything")
 const everythingBin = NodePath.join(everythingDir, "dist/index.js")
 const serverArgs = [everythingBin, "stdio"]
+/** The toolset's server inherits this process's environment; the raw one gets the same. */
+const serverEnv = Object.fromEntries(
+  Object.entries(process.env).flatMap(([key, value]) => (value === undefined ? [] : [[key, value]]))
+)
 
 const PackageJson = Schema.Struct({ version: Schema.String })
 const packageVersion = (dir: string) =>
@@ -75,7 +88,13 @@ interface Raw {
 /** Spawns the server and runs `initialize` with the SDK's own stdio transport, as a Promise. */
 const connectRawPromise = async (): Promise<Raw> => {
   const client = new Client({ name: "bench-raw", version: "0.0.0" }, { capabilities: {} })
-  const transport = new StdioClientTransport({ command: process.execPath, args: serverArgs, stderr: "ignore" })
+  // `setsid` execs the server in place (same pid), as the leader of its own session, as the toolset's is.
+  const transport = new StdioClientTransport({
+    command: "setsid",
+    args: [process.execPath, ...serverArgs],
+    env: { ...serverEnv },
+    stderr: "ignore"
+  })
   await client.connect(transport)
   const pid = transport.pid
   if (pid === null) throw new Error("the SDK transport has no pid")
@@ -121,20 +140,37 @@ const promiseSeries = (client: Client, n: number, series: Series) =>
     })
   )
 
-/** `total` calls with at most `CONCURRENCY` in flight, in plain async code; returns elapsed ms. */
-const promiseConcurrent = (client: Client, total: number) =>
-  Effect.promise(async () => {
-    let issued = 0
-    const worker = async () => {
-      while (issued < total) {
-        issued += 1
-        await client.callTool({ name: "echo", arguments: echoArgs })
-      }
-    }
+/** One concurrent round: how long it took, and the CPU this process spent on it. */
+interface Round {
+  readonly ms: number
+  readonly cpuMicros: number
+}
+
+const timedRound = <E, R>(effect: Effect.Effect<void, E, R>): Effect.Effect<Round, E, R> =>
+  Effect.suspend(() => {
+    const cpu = process.cpuUsage()
     const start = performance.now()
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker))
-    return performance.now() - start
+    return Effect.map(effect, () => {
+      const ms = performance.now() - start
+      const used = process.cpuUsage(cpu)
+      return { ms, cpuMicros: used.user + used.system }
+    })
   })
+
+/** `total` calls by `CONCURRENCY` async workers, each calling in a loop (no Effect on the baseline's path). */
+const promiseConcurrent = (client: Client, total: number) =>
+  timedRound(
+    Effect.promise(async () => {
+      let issued = 0
+      const worker = async () => {
+        while (issued < total) {
+          issued += 1
+          await client.callTool({ name: "echo", arguments: echoArgs })
+        }
+      }
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+    })
+  )
 
 /** A fresh SDK client: spawn + `initialize`, then `tools/list`; closed before returning. */
 const freshSpawn = Effect.promise(async () => {
@@ -161,16 +197,29 @@ const toolsetSeries = (toolset: McpToolset.McpToolset, n: number, series: Series
     })
   )
 
+/**
+ * `total` calls by `CONCURRENCY` fibers, each calling in a loop: the same shape as the raw
+ * workers. (`Effect.forEach` with `concurrency` would fork a fiber per call, a cost of the
+ * caller's loop rather than of the toolset.)
+ */
 const toolsetConcurrent = (toolset: McpToolset.McpToolset, total: number) =>
-  Effect.gen(function* () {
-    const start = performance.now()
-    yield* Effect.forEach(
-      Array.from({ length: total }, (_, i) => i),
-      () => toolset.callTool("echo", echoArgs),
-      { concurrency: CONCURRENCY, discard: true }
-    )
-    return performance.now() - start
-  })
+  timedRound(
+    Effect.suspend(() => {
+      let issued = 0
+      const worker = Effect.whileLoop({
+        while: () => issued < total,
+        body: () => {
+          issued += 1
+          return toolset.callTool("echo", echoArgs)
+        },
+        step: () => {}
+      })
+      return Effect.all(
+        Array.from({ length: CONCURRENCY }, () => worker),
+        { concurrency: "unbounded", discard: true }
+      )
+    })
+  )
 
 /** The live session's own SDK client (PipeTransport, no supervision): a diagnostic series. */
 const sessionClient = (toolset: McpToolset.McpToolset) =>
@@ -311,34 +360,62 @@ const program = Effect.gen(function* () {
   )
 
   // ---- 2. concurrent throughput ------------------------------------------------------------------
-  yield* promiseConcurrent(raw.client, CONC_WARMUP)
-  yield* toolsetConcurrent(toolset, CONC_WARMUP)
-  const rawRates: Array<number> = []
-  const toolsetRates: Array<number> = []
+  const concurrentSeries = [
+    { label: "toolset", run: (n: number) => toolsetConcurrent(toolset, n) },
+    { label: "raw SDK", run: (n: number) => promiseConcurrent(raw.client, n) },
+    { label: "session client*", run: (n: number) => promiseConcurrent(direct, n) }
+  ]
+  for (const series of concurrentSeries) yield* series.run(CONC_WARMUP)
+  const rounds = new Map<string, Array<Round>>(concurrentSeries.map((series) => [series.label, []]))
+  const concStart = performance.now()
   for (let round = 0; round < CONC_ROUNDS; round++) {
-    const toolsetFirst = round % 2 === 1
-    gc("bench:mcp")
-    if (toolsetFirst) toolsetRates.push(CONC_CALLS / ((yield* toolsetConcurrent(toolset, CONC_CALLS)) / 1000))
-    else rawRates.push(CONC_CALLS / ((yield* promiseConcurrent(raw.client, CONC_CALLS)) / 1000))
-    gc("bench:mcp")
-    if (toolsetFirst) rawRates.push(CONC_CALLS / ((yield* promiseConcurrent(raw.client, CONC_CALLS)) / 1000))
-    else toolsetRates.push(CONC_CALLS / ((yield* toolsetConcurrent(toolset, CONC_CALLS)) / 1000))
+    // ABBA over rounds: toolset, raw, session; session, raw, toolset; …
+    const order = round % 2 === 0 ? concurrentSeries : [...concurrentSeries].reverse()
+    for (const series of order) {
+      gc("bench:mcp")
+      rounds.get(series.label)?.push(yield* series.run(CONC_CALLS))
+    }
   }
-  const tRate = median(toolsetRates)
-  const rRate = median(rawRates)
+  const concSeconds = (performance.now() - concStart) / 1000
+  const rates = (label: string) => (rounds.get(label) ?? []).map((r) => CONC_CALLS / (r.ms / 1000))
+  const cpuPerCall = (label: string) => median((rounds.get(label) ?? []).map((r) => r.cpuMicros / CONC_CALLS))
+  const tRate = median(rates("toolset"))
+  const rRate = median(rates("raw SDK"))
+  const dRate = median(rates("session client*"))
   const rateRatio = tRate / rRate
 
   yield* Console.log(
-    `\n2. Concurrent echo calls: ${CONC_CALLS} per round, ${CONCURRENCY} in flight, ${CONC_ROUNDS} rounds per series (alternated)`
+    `\n2. Concurrent echo calls: ${CONC_CALLS} per round, ${CONCURRENCY} workers in flight, ${CONC_ROUNDS} rounds per series after ${CONC_WARMUP} warm-up, alternated (${fmt(concSeconds, 1)} s)`
   )
   yield* Console.log(
     renderTable(
-      ["calls/s", "toolset", "raw SDK", "ratio", "target", ""],
+      ["calls/s", "toolset", "raw SDK", "ratio", "target", "", "session client*"],
       [
-        ["median", fmt(tRate, 0), fmt(rRate, 0), fmt(rateRatio), ">= 0.95", verdict(rateRatio >= 0.95)],
-        ["rounds", toolsetRates.map((x) => fmt(x, 0)).join(" "), rawRates.map((x) => fmt(x, 0)).join(" "), "", "", ""]
+        ["median", fmt(tRate, 0), fmt(rRate, 0), fmt(rateRatio), ">= 0.95", verdict(rateRatio >= 0.95), fmt(dRate, 0)],
+        [
+          "CPU µs/call‡",
+          fmt(cpuPerCall("toolset"), 1),
+          fmt(cpuPerCall("raw SDK"), 1),
+          fmt(cpuPerCall("toolset") / cpuPerCall("raw SDK")),
+          "",
+          "",
+          fmt(cpuPerCall("session client*"), 1)
+        ]
       ]
     )
+  )
+  yield* Console.log(
+    concurrentSeries
+      .map(
+        ({ label }) =>
+          `  rounds, ${label}: ${rates(label)
+            .map((x) => fmt(x, 0))
+            .join(" ")}`
+      )
+      .join("\n")
+  )
+  yield* Console.log(
+    "  ‡ process.cpuUsage() of this process per call, median of rounds (the servers' CPU is not included)"
   )
 
   // ---- 3. crash recovery --------------------------------------------------------------------------

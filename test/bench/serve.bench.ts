@@ -1,31 +1,44 @@
 /**
- * `toolvisor serve` benchmark (issue 6), on the MCP fixture server over stdio, in one run:
- *   1. gateway overhead: p50/p99 of sequential `tools/call` of the fixture's `echo` through the real
- *      CLI process (`toolvisor serve config.yaml`, a raw SDK `Client` + `StdioClientTransport` on its
- *      stdio, tool `fx_echo`) against a raw SDK Client on the fixture server itself (tool `echo`);
- *      100 warm-up calls each, then 1,000 per series in ABBA blocks. Three diagnostic series ride in
- *      the middle of each block, to tell where the time goes: a plain SDK pass-through proxy process
- *      (this file run with `--proxy`: the floor for any gateway in a second process), the same
- *      config's registry in this process (`registry.callTool`), and `Gateway.connect` on that
- *      registry over an in-memory transport (the gateway without a second process);
- *   2. cold start: `toolvisor run config.yaml --json` spawned until its first `"state":"Ready"` line
+ * `toolvisor serve` benchmark (issue 6), in one run, for two kinds of backend:
+ *   1. gateway overhead, backend on stdio (the MCP fixture server): p50/p99 of sequential
+ *      `tools/call` of the fixture's `echo` (a) directly, with a raw SDK `Client` +
+ *      `StdioClientTransport` on the fixture (tool `echo`); (b) through a bare SDK pass-through proxy
+ *      process (this file run with `--proxy`: an SDK `Server` forwarding to an SDK `Client`, no
+ *      Toolvisor code: the floor for any gateway in a second process); (c) through the real CLI
+ *      process (`toolvisor serve config.yaml`, tool `fx_echo`). 100 warm-up calls each, then 1,000
+ *      per series in ABBA blocks. Two diagnostic series ride in the middle of each block, to tell
+ *      where the time goes: the same config's registry in this process (`registry.callTool`), and
+ *      `Gateway.connect` on that registry over an in-memory transport (the gateway without a second
+ *      process);
+ *   2. the same three with the backend reached over streamable HTTP on a loopback port (this file
+ *      run with `--http-backend`: an SDK `Server` with the same `echo` tool behind the SDK's
+ *      `StreamableHTTPServerTransport`), the case of a gateway fronting a remote server: direct is
+ *      an SDK `Client` + `StreamableHTTPClientTransport`, the proxy's upstream and serve's toolset
+ *      reach the backend the same way;
+ *   3. cold start: `toolvisor run config.yaml --json` spawned until its first `"state":"Ready"` line
  *      (SIGTERM after each; exit code 0 expected), next to what the fixture server alone needs to
  *      answer `initialize` through a raw SDK client, and to what the CLI takes for `--version`.
- * At the end no CLI or fixture-server process of this run may be alive (checked in /proc).
+ * The CLI runs from source (`node --conditions=@toolvisor/source apps/cli/src/main.ts`, types
+ * stripped by Node at load), as `npm run toolvisor` does, not from `dist`. At the end no CLI,
+ * proxy or server process of this run may be alive (checked in /proc).
  *
  * Run: cd /work/main && npm run bench:serve   (needs node --expose-gc, set in the npm script)
  */
 
 import * as NodeChild from "node:child_process"
+import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
+import * as NodeHttp from "node:http"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as NodeReadline from "node:readline"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { ConfigLoader } from "@toolvisor/config"
 import { LocalRegistry, type ToolsetRegistry } from "@toolvisor/runtime"
@@ -37,28 +50,30 @@ import { ascending, formatter, gc, median, percentile, processCpuMs, renderTable
 
 const WARMUP = 100
 const CALLS = 1_000
-/** Blocks per series, run in ABBA order (gateway, raw, raw, gateway, …) so drift falls on both alike. */
+/** Blocks per series, run in ABBA order (serve, …, direct, direct, …, serve) so drift falls on all alike. */
 const BLOCKS = 4
 const BLOCK = CALLS / BLOCKS
 const TARGET = 1.15
 const COLD_RUNS = 5
 const READY_TIMEOUT_MS = 30_000
-/** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux). */
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
 const cliMain = NodePath.join(root, "apps/cli/src/main.ts")
 const fixtureServer = NodePath.join(root, "packages/mcp/test/fixtures/fixture-server.mjs")
 const cliArgs = ["--conditions=@toolvisor/source", cliMain]
 
-/** Run as `serve.bench.ts --proxy <marker>`, this file is the plain SDK proxy (see `proxy` below). */
-const proxyMode = process.argv[2] === "--proxy"
+/**
+ * Run as `serve.bench.ts --proxy <marker> [url]`, this file is the plain SDK proxy (see `proxy`
+ * below), to the fixture over stdio or to `url` over streamable HTTP; run as
+ * `serve.bench.ts --http-backend <marker>`, it is the streamable HTTP backend (see `httpBackend`).
+ */
+const mode = process.argv[2] === "--proxy" ? "proxy" : process.argv[2] === "--http-backend" ? "http-backend" : "main"
 /** Every process of this run carries this string in its command line (the temp dir's name). */
-const tempDir = proxyMode ? "" : NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-serve-bench-"))
-const marker = proxyMode ? (process.argv[3] ?? "") : NodePath.basename(tempDir)
+const tempDir = mode === "main" ? NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-serve-bench-")) : ""
+const marker = mode === "main" ? NodePath.basename(tempDir) : (process.argv[3] ?? "")
 /** An extra argument the fixture server ignores, so its processes can be found in /proc. */
 const fixtureArgs = [fixtureServer, `--bench=${marker}`]
-const configPath = NodePath.join(tempDir, "agent.yaml")
-const proxyArgs = ["--conditions=@toolvisor/source", import.meta.filename, "--proxy", marker]
+const thisFile = ["--conditions=@toolvisor/source", import.meta.filename]
 
 const echoArgs = { message: "x" }
 
@@ -95,8 +110,9 @@ const ourProcesses = (): Array<{ readonly pid: number; readonly cmd: string }> =
 
 interface Connected {
   readonly client: Client
-  readonly transport: StdioClientTransport
-  readonly pid: number
+  readonly close: () => Promise<void>
+  /** The process the client talks to, when it spawned one. */
+  readonly pid?: number
   /** The last few kB the process wrote on stderr, for error messages. */
   readonly stderr: () => string
 }
@@ -116,20 +132,39 @@ const connectStdio = async (args: ReadonlyArray<string>, cwd?: string): Promise<
   await client.connect(transport)
   const pid = transport.pid
   if (pid === null) throw new Error("the SDK transport has no pid")
-  return { client, transport, pid, stderr: () => err }
+  return { client, close: () => client.close(), pid, stderr: () => err }
+}
+
+/** `pid`, when given, is the server's process, whose CPU the series counts. */
+const connectHttp = async (url: string, pid?: number): Promise<Connected> => {
+  const client = new Client({ name: "bench-serve", version: "0.0.0" }, { capabilities: {} })
+  const transport = new StreamableHTTPClientTransport(new URL(url))
+  await client.connect(transport)
+  return {
+    client,
+    close: async () => {
+      await transport.terminateSession().catch(() => undefined)
+      await client.close()
+    },
+    ...(pid === undefined ? {} : { pid }),
+    stderr: () => ""
+  }
 }
 
 const connectFixture = () => connectStdio(fixtureArgs)
-const connectGateway = () => connectStdio([...cliArgs, "serve", configPath], root)
-const connectProxy = () => connectStdio(proxyArgs, root)
+
+/** The backend a series calls: the fixture over stdio, or the HTTP backend at `url`. */
+type Backend =
+  | { readonly _tag: "stdio" }
+  | { readonly _tag: "http"; readonly url: string; readonly pid: number | undefined }
 
 /**
  * The floor for a gateway in a second process: an SDK `Server` on stdio that forwards tools/list
- * and tools/call to an SDK `Client` of the fixture server, prefixing names as serve does. No
- * registry and no Effect on the call path. Exits when its stdin ends.
+ * and tools/call to an SDK `Client` of the backend, prefixing names as serve does. No registry and
+ * no Effect on the call path. Exits when its stdin ends.
  */
-const proxy = async () => {
-  const upstream = await connectFixture()
+const proxy = async (upstreamUrl: string | undefined) => {
+  const upstream = upstreamUrl === undefined ? await connectFixture() : await connectHttp(upstreamUrl)
   const server = new Server({ name: "bench-proxy", version: "0.0.0" }, { capabilities: { tools: {} } })
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const { tools } = await upstream.client.listTools()
@@ -139,9 +174,93 @@ const proxy = async () => {
     upstream.client.callTool({ ...request.params, name: request.params.name.replace(/^fx_/, "") })
   )
   process.stdin.once("end", () => {
-    void upstream.client.close().finally(() => process.exit(0))
+    void upstream.close().finally(() => process.exit(0))
   })
   await server.connect(new StdioServerTransport())
+}
+
+/** The backend's one tool, as the fixture declares its `echo`. */
+const echoTool = {
+  name: "echo",
+  description: "Echoes its message",
+  inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
+  annotations: { readOnlyHint: true }
+}
+
+/**
+ * The streamable HTTP backend: an SDK `Server` per session behind the SDK's transport, as the
+ * SDK's stateful examples do, answering `echo` as the fixture does. It prints its port on the
+ * first line of stdout and exits when its stdin ends.
+ */
+const httpBackend = async () => {
+  const sessions = new Map<string, StreamableHTTPServerTransport>()
+  const open = async () => {
+    const server = new Server({ name: "bench-http-backend", version: "0.0.0" }, { capabilities: { tools: {} } })
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [echoTool] }))
+    server.setRequestHandler(CallToolRequestSchema, async (request) => ({
+      content: [{ type: "text", text: String(request.params.arguments?.message ?? "") }]
+    }))
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => NodeCrypto.randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport)
+      }
+    })
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
+    }
+    await server.connect(transport)
+    return transport
+  }
+  const http = NodeHttp.createServer((req, res) => {
+    const id = req.headers["mcp-session-id"]
+    const known = typeof id === "string" ? sessions.get(id) : undefined
+    const handled =
+      known !== undefined
+        ? known.handleRequest(req, res)
+        : open().then((transport) => transport.handleRequest(req, res))
+    handled.catch(() => {
+      if (!res.headersSent) res.writeHead(500)
+      res.end()
+    })
+  })
+  http.listen(0, "127.0.0.1", () => {
+    const address = http.address()
+    process.stdout.write(`${typeof address === "object" && address !== null ? address.port : 0}\n`)
+  })
+  process.stdin.resume()
+  process.stdin.once("end", () => {
+    http.closeAllConnections()
+    http.close(() => process.exit(0))
+  })
+}
+
+/** Starts the HTTP backend process and reads the port it bound. */
+const startHttpBackend = async () => {
+  const child = NodeChild.spawn(process.execPath, [...thisFile, "--http-backend", marker], {
+    cwd: root,
+    stdio: ["pipe", "pipe", "inherit"]
+  })
+  const lines = NodeReadline.createInterface({ input: child.stdout })
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the HTTP backend did not report its port")), READY_TIMEOUT_MS)
+    lines.once("line", (line) => {
+      clearTimeout(timer)
+      resolve(Number(line))
+    })
+  })
+  lines.close()
+  const exit = exited(child)
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    pid: child.pid,
+    stop: async () => {
+      child.stdin.end()
+      const killed = setTimeout(() => child.kill("SIGKILL"), 5_000)
+      await exit
+      clearTimeout(killed)
+    }
+  }
 }
 
 /** Polls tools/list until the gateway lists `tool` (the toolset starts in the background). */
@@ -211,12 +330,36 @@ const stats = (series: Series) => {
   }
 }
 
-// ---- 1. gateway overhead -----------------------------------------------------------------------
+type Stats = ReturnType<typeof stats>
 
-/** How long closing each stdio client took (stdin end → the process exited), by what it talks to. */
+// ---- 1, 2. gateway overhead --------------------------------------------------------------------
+
+/** How long closing each client took (for stdio: stdin end → the process exited), by label. */
 const closeMs = new Map<string, number>()
 
-const overhead = async () => {
+interface Overhead {
+  readonly direct: Stats
+  readonly proxy: Stats
+  readonly serve: Stats
+  /** The in-process diagnostics, measured for the stdio backend only. */
+  readonly registry?: Stats
+  readonly memory?: Stats
+  readonly elapsed: number
+}
+
+/** A series to run in the blocks: how to make one call, and the pid whose CPU it also counts. */
+interface Path {
+  readonly label: string
+  readonly call: () => Promise<unknown>
+  readonly pid?: number
+  readonly series: Series
+}
+
+/**
+ * Direct, proxy and serve on one backend, alternated in ABBA blocks; for the stdio backend also
+ * the registry and the gateway in this process.
+ */
+const overhead = async (backend: Backend, configPath: string): Promise<Overhead> => {
   const opened = new Map<string, Connected>()
   const open = async (label: string, connect: () => Promise<Connected>) => {
     const connected = await connect()
@@ -225,76 +368,177 @@ const overhead = async () => {
   }
   // The in-process diagnostics: the same config's registry here, and the gateway on it in memory.
   const scope = Effect.runSync(Scope.make())
+  const suffix = backend._tag === "stdio" ? "" : " (http)"
   try {
-    const raw = await open("fixture", connectFixture)
-    const gateway = await open("serve", connectGateway)
-    const sdkProxy = await open("proxy", connectProxy)
-    await waitForTool(gateway, "fx_echo")
-    const config = await Effect.runPromise(ConfigLoader.load(configPath))
-    const registry: ToolsetRegistry.Registry = await Effect.runPromise(
-      LocalRegistry.make(config).pipe(Scope.provide(scope))
+    const direct = await open(`direct${suffix}`, () =>
+      backend._tag === "stdio" ? connectFixture() : connectHttp(backend.url, backend.pid)
     )
-    await Effect.runPromise(registry.start)
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
-    await Effect.runPromise(Gateway.connect(registry, serverSide).pipe(Scope.provide(scope)))
-    const memory = new Client({ name: "bench-serve-memory", version: "0.0.0" }, { capabilities: {} })
-    await memory.connect(clientSide)
+    const gateway = await open(`serve${suffix}`, () => connectStdio([...cliArgs, "serve", configPath], root))
+    const sdkProxy = await open(`proxy${suffix}`, () =>
+      connectStdio([...thisFile, "--proxy", marker, ...(backend._tag === "stdio" ? [] : [backend.url])], root)
+    )
+    await waitForTool(gateway, "fx_echo")
     // The clients list first, as an agent would (the SDK Client then knows each tool's output schema).
-    await Promise.all([raw.client.listTools(), sdkProxy.client.listTools(), memory.listTools()])
+    await Promise.all([direct.client.listTools(), sdkProxy.client.listTools()])
 
-    const viaGateway = () => gateway.client.callTool({ name: "fx_echo", arguments: echoArgs })
-    const viaRaw = () => raw.client.callTool({ name: "echo", arguments: echoArgs })
-    const viaProxy = () => sdkProxy.client.callTool({ name: "fx_echo", arguments: echoArgs })
-    const viaMemory = () => memory.callTool({ name: "fx_echo", arguments: echoArgs })
-    const viaRegistry = registry.callTool("fx_echo", echoArgs)
+    const paths: Array<Path> = [
+      {
+        label: "serve",
+        call: () => gateway.client.callTool({ name: "fx_echo", arguments: echoArgs }),
+        ...(gateway.pid === undefined ? {} : { pid: gateway.pid }),
+        series: makeSeries()
+      },
+      {
+        label: "proxy",
+        call: () => sdkProxy.client.callTool({ name: "fx_echo", arguments: echoArgs }),
+        ...(sdkProxy.pid === undefined ? {} : { pid: sdkProxy.pid }),
+        series: makeSeries()
+      }
+    ]
+    let registrySeries: Series | undefined
+    let memorySeries: Series | undefined
+    let viaRegistry: Effect.Effect<unknown, unknown> | undefined
+    if (backend._tag === "stdio") {
+      const config = await Effect.runPromise(ConfigLoader.load(configPath))
+      const registry: ToolsetRegistry.Registry = await Effect.runPromise(
+        LocalRegistry.make(config).pipe(Scope.provide(scope))
+      )
+      await Effect.runPromise(registry.start)
+      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+      await Effect.runPromise(Gateway.connect(registry, serverSide).pipe(Scope.provide(scope)))
+      const memory = new Client({ name: "bench-serve-memory", version: "0.0.0" }, { capabilities: {} })
+      await memory.connect(clientSide)
+      opened.set("in-memory", { client: memory, close: () => memory.close(), stderr: () => "" })
+      await memory.listTools()
+      viaRegistry = registry.callTool("fx_echo", echoArgs)
+      const call = viaRegistry
+      registrySeries = makeSeries()
+      memorySeries = makeSeries()
+      paths.push(
+        { label: "registry", call: () => Effect.runPromise(call), series: registrySeries },
+        {
+          label: "in-memory",
+          call: () => memory.callTool({ name: "fx_echo", arguments: echoArgs }),
+          series: memorySeries
+        }
+      )
+    }
+    const directPath: Path = {
+      label: "direct",
+      call: () => direct.client.callTool({ name: "echo", arguments: echoArgs }),
+      ...(direct.pid === undefined ? {} : { pid: direct.pid }),
+      series: makeSeries()
+    }
+    paths.push(directPath)
 
     // Every path answers the echo.
-    const answers = [
-      textOf(await viaGateway()),
-      textOf(await viaRaw()),
-      textOf(await viaProxy()),
-      textOf(await viaMemory()),
-      textOf(await Effect.runPromise(viaRegistry))
-    ]
-    if (answers.some((a) => a !== echoArgs.message)) throw new Error(`unexpected echo answers: ${answers.join(", ")}`)
+    const answers = await Promise.all(paths.map(async (path) => textOf(await path.call())))
+    if (answers.some((a) => a === undefined || !a.endsWith(echoArgs.message))) {
+      throw new Error(`unexpected echo answers: ${answers.join(", ")}`)
+    }
 
-    const g = makeSeries()
-    const r = makeSeries()
-    const p = makeSeries()
-    const reg = makeSeries()
-    const m = makeSeries()
-    /** One block of every series: the measured pair first and last, the diagnostics in between. */
-    const blocks = (n: number, measure: boolean) => [
-      () => runSeries(measure ? g : makeSeries(), n, viaGateway, gateway.pid),
-      () => runSeries(measure ? p : makeSeries(), n, viaProxy, sdkProxy.pid),
-      () => effectSeries(measure ? reg : makeSeries(), n, viaRegistry),
-      () => runSeries(measure ? m : makeSeries(), n, viaMemory),
-      () => runSeries(measure ? r : makeSeries(), n, viaRaw, raw.pid)
-    ]
-    for (const run of blocks(WARMUP, false)) await run()
+    /** One block of every series: serve first and direct last (or the reverse), the rest between. */
+    const run = async (path: Path, n: number, measure: boolean) => {
+      const series = measure ? path.series : makeSeries()
+      if (path.label === "registry" && viaRegistry !== undefined) return effectSeries(series, n, viaRegistry)
+      return runSeries(series, n, path.call, path.pid)
+    }
+    for (const path of paths) await run(path, WARMUP, false)
     const started = performance.now()
     for (let block = 0; block < BLOCKS; block++) {
-      // ABBA for the measured pair: gateway … raw, raw … gateway, gateway … raw, raw … gateway.
-      const order = block % 2 === 0 ? blocks(BLOCK, true) : blocks(BLOCK, true).reverse()
-      for (const run of order) {
+      const order = block % 2 === 0 ? paths : [...paths].reverse()
+      for (const path of order) {
         gc("bench:serve")
-        await run()
+        await run(path, BLOCK, true)
       }
     }
     const elapsed = performance.now() - started
-    await memory.close()
-    return { g: stats(g), r: stats(r), p: stats(p), reg: stats(reg), m: stats(m), elapsed }
+    const of = (label: string) => stats(paths.find((p) => p.label === label)?.series ?? makeSeries())
+    return {
+      direct: of("direct"),
+      proxy: of("proxy"),
+      serve: of("serve"),
+      ...(registrySeries === undefined ? {} : { registry: stats(registrySeries) }),
+      ...(memorySeries === undefined ? {} : { memory: stats(memorySeries) }),
+      elapsed
+    }
   } finally {
+    const memory = opened.get("in-memory")
+    opened.delete("in-memory")
+    await memory?.close()
     await Effect.runPromise(Scope.close(scope, Exit.void))
     for (const [label, connected] of opened) {
       const start = performance.now()
-      await connected.client.close()
+      await connected.close()
       closeMs.set(label, performance.now() - start)
     }
   }
 }
 
-// ---- 2. cold start -----------------------------------------------------------------------------
+/** The table of one backend: direct, proxy and serve, with the ratios the issue asks for. */
+const report = (title: string, o: Overhead) => {
+  const ratio = o.serve.p50 / o.direct.p50
+  const missed = ratio > TARGET
+  const diagnostics = o.registry !== undefined && o.memory !== undefined
+  const row = (label: string, pick: (s: Stats) => number, digits = 3) => [
+    label,
+    fmt(pick(o.direct), digits),
+    fmt(pick(o.proxy), digits),
+    fmt(pick(o.serve), digits),
+    fmt(pick(o.proxy) / pick(o.direct)),
+    fmt(pick(o.serve) / pick(o.direct)),
+    fmt(pick(o.serve) / pick(o.proxy)),
+    ...(o.registry !== undefined && o.memory !== undefined ? [fmt(pick(o.registry)), fmt(pick(o.memory))] : [])
+  ]
+  const peer = (pick: (s: Stats) => number) => {
+    const cells = row("CPU ms/call, server§", pick)
+    return diagnostics ? [...cells.slice(0, -2), "", ""] : cells
+  }
+  console.log(
+    `\n${title}: sequential echo calls, ${BLOCKS} × ${BLOCK} per series after ${WARMUP} warm-up, ABBA blocks (${fmt(o.elapsed / 1000, 1)} s)`
+  )
+  console.log(
+    renderTable(
+      [
+        "ms per call",
+        "direct",
+        "SDK proxy*",
+        "serve (CLI)",
+        "proxy/direct",
+        "serve/direct",
+        "serve/proxy",
+        ...(diagnostics ? ["registry†", "in-memory‡"] : [])
+      ],
+      [
+        row("p50", (s) => s.p50),
+        row("p90", (s) => s.p90),
+        row("p99", (s) => s.p99),
+        row("mean", (s) => s.mean),
+        row("CPU ms/call, bench¶", (s) => s.cpu),
+        peer((s) => s.otherCpu)
+      ]
+    )
+  )
+  const step = (label: string, ms: number) => `    ${label.padEnd(58)} ${ms >= 0 ? "+" : ""}${fmt(ms)} ms`
+  console.log(
+    [
+      ...(o.registry !== undefined && o.memory !== undefined
+        ? [
+            `  where serve's p50 goes (differences of medians, so only roughly additive):`,
+            `    ${"raw SDK Client → fixture".padEnd(58)}  ${fmt(o.direct.p50)} ms`,
+            step("registry + McpToolset in process (registry† − direct)", o.registry.p50 - o.direct.p50),
+            step("SDK Server + in-memory hop (in-memory‡ − registry†)", o.memory.p50 - o.registry.p50),
+            step("a second process and stdio hop (serve − in-memory‡)", o.serve.p50 - o.memory.p50)
+          ]
+        : []),
+      `  serve − proxy at p50: ${fmt(o.serve.p50 - o.proxy.p50)} ms (what Toolvisor adds over a bare pass-through); proxy − direct: ${fmt(o.proxy.p50 - o.direct.p50)} ms (the second process and its hop)`,
+      `  p50 ratio serve / direct: ${fmt(ratio)} (target <= ${TARGET}): ${missed ? "MISSED" : "ok"}`
+    ].join("\n")
+  )
+  return missed
+}
+
+// ---- 3. cold start -----------------------------------------------------------------------------
 
 interface ExitStatus {
   readonly code: number | null
@@ -309,7 +553,7 @@ const exited = (child: NodeChild.ChildProcess) =>
   })
 
 /** Spawns `toolvisor run config --json`, times the first Ready status line, then SIGTERMs it. */
-const cliColdStart = async () => {
+const cliColdStart = async (configPath: string) => {
   const start = performance.now()
   const child = NodeChild.spawn(process.execPath, [...cliArgs, "run", configPath, "--json"], {
     cwd: root,
@@ -371,15 +615,15 @@ const cliVersion = async () => {
   return performance.now() - start
 }
 
-const coldStart = async () => {
+const coldStart = async (configPath: string) => {
   const cli: Array<number> = []
   const fixture: Array<number> = []
   const version: Array<number> = []
   // One untimed run of each first (file-system caches), then the timed ones interleaved.
-  await cliColdStart()
+  await cliColdStart(configPath)
   await fixtureColdStart()
   for (let i = 0; i < COLD_RUNS; i++) {
-    cli.push(await cliColdStart())
+    cli.push(await cliColdStart(configPath))
     fixture.push(await fixtureColdStart())
     version.push(await cliVersion())
   }
@@ -388,21 +632,21 @@ const coldStart = async () => {
 
 // ---- run ---------------------------------------------------------------------------------------
 
+const writeConfig = (name: string, toolset: ReadonlyArray<string>) => {
+  const path = NodePath.join(tempDir, name)
+  NodeFs.writeFileSync(
+    path,
+    ["agents:", "  root:", "    toolsets:", "      - type: mcp", "        name: fx", ...toolset, ""].join("\n")
+  )
+  return path
+}
+
 const main = async () => {
   const started = performance.now()
-  NodeFs.writeFileSync(
-    configPath,
-    [
-      "agents:",
-      "  root:",
-      "    toolsets:",
-      "      - type: mcp",
-      "        name: fx",
-      `        command: ${JSON.stringify(process.execPath)}`,
-      `        args: ${JSON.stringify(fixtureArgs)}`,
-      ""
-    ].join("\n")
-  )
+  const stdioConfig = writeConfig("agent.yaml", [
+    `        command: ${JSON.stringify(process.execPath)}`,
+    `        args: ${JSON.stringify(fixtureArgs)}`
+  ])
   const sdkPackage: unknown = JSON.parse(
     NodeFs.readFileSync(NodePath.join(root, "node_modules/@modelcontextprotocol/sdk/package.json"), "utf8")
   )
@@ -410,96 +654,54 @@ const main = async () => {
   const node = NodePath.basename(process.execPath)
   const local = (path: string) => NodePath.relative(root, path)
 
-  console.log("toolvisor serve benchmark: the CLI gateway vs a raw SDK Client, MCP fixture server over stdio")
+  console.log(
+    "toolvisor serve benchmark: direct vs a bare SDK proxy vs the CLI gateway, on a stdio and an HTTP backend"
+  )
   console.log(
     [
       `  Node ${process.version} (${process.platform}/${process.arch}, ${NodeOs.availableParallelism()} CPUs), @modelcontextprotocol/sdk ${sdkVersion}`,
-      `  serve: ${node} --conditions=@toolvisor/source ${local(cliMain)} serve <tmp>/agent.yaml (toolset fx, tool fx_echo)`,
-      `  raw:   ${node} ${local(fixtureServer)} (tool echo)`
+      `  serve:  ${node} --conditions=@toolvisor/source ${local(cliMain)} serve <tmp>/agent.yaml (from source; toolset fx, tool fx_echo)`,
+      `  stdio backend: ${node} ${local(fixtureServer)} (tool echo)`,
+      `  http backend:  ${node} ${local(import.meta.filename)} --http-backend (SDK Server + StreamableHTTPServerTransport on 127.0.0.1, tool echo)`
     ].join("\n")
   )
 
   let missed = false
+  let backend: Awaited<ReturnType<typeof startHttpBackend>> | undefined
   try {
-    const o = await overhead()
-    const ratio = o.g.p50 / o.r.p50
-    missed = ratio > TARGET
-    console.log(
-      `\n1. Sequential echo calls: ${BLOCKS} × ${BLOCK} per series after ${WARMUP} warm-up, ABBA blocks (${fmt(o.elapsed / 1000, 1)} s)`
-    )
-    type Stats = ReturnType<typeof stats>
-    const row = (label: string, pick: (s: Stats) => number, target = "", verdict = "") => [
-      label,
-      fmt(pick(o.g)),
-      fmt(pick(o.r)),
-      fmt(pick(o.g) / pick(o.r)),
-      fmt(pick(o.g) - pick(o.r)),
-      target,
-      verdict,
-      fmt(pick(o.p)),
-      fmt(pick(o.reg)),
-      fmt(pick(o.m))
-    ]
-    const peer = (pick: (s: Stats) => number) => {
-      const cells = row("CPU ms/call, server§", pick)
-      return [...cells.slice(0, -2), "", ""]
-    }
-    console.log(
-      renderTable(
-        [
-          "ms per call",
-          "serve (CLI)",
-          "raw SDK",
-          "ratio",
-          "Δ ms",
-          "target",
-          "",
-          "SDK proxy*",
-          "registry†",
-          "in-memory‡"
-        ],
-        [
-          row("p50", (s) => s.p50, `<= ${TARGET}`, missed ? "MISSED" : "ok"),
-          row("p90", (s) => s.p90),
-          row("p99", (s) => s.p99),
-          row("mean", (s) => s.mean),
-          row("CPU ms/call, bench¶", (s) => s.cpu),
-          peer((s) => s.otherCpu)
-        ]
-      )
-    )
+    const o = await overhead({ _tag: "stdio" }, stdioConfig)
+    missed = report("1. Backend on stdio (the fixture server)", o)
     console.log(
       [
-        "  diagnostics (not targets):",
         "  * a plain SDK Server → SDK Client pass-through process (no registry, no Effect): the floor for any gateway",
         "    in a second process",
         "  † registry.callTool on the same config in this process: registry + McpToolset + the stdio hop to the fixture",
         "  ‡ Gateway.connect on that registry, an SDK Client over an in-memory transport: the gateway without its process",
         "  ¶ process.cpuUsage() of this process over the series (for † and ‡ it includes the toolset's side)",
-        `  § /proc utime+stime of the process the client talks to: the CLI, the fixture, the proxy (${TICK_MS} ms ticks)`
-      ].join("\n")
-    )
-    const step = (label: string, ms: number) => `    ${label.padEnd(58)} ${ms >= 0 ? "+" : ""}${fmt(ms)} ms`
-    console.log(
-      [
-        `  where serve's p50 goes (differences of medians, so only roughly additive):`,
-        `    ${"raw SDK Client → fixture".padEnd(58)}  ${fmt(o.r.p50)} ms`,
-        step("registry + McpToolset in process (registry† − raw)", o.reg.p50 - o.r.p50),
-        step("SDK Server + in-memory hop (in-memory‡ − registry†)", o.m.p50 - o.reg.p50),
-        step("a second process and stdio hop (serve − in-memory‡)", o.g.p50 - o.m.p50),
-        `    floor: the plain SDK proxy* alone is ${fmt(o.p.p50 / o.r.p50, 2)}× raw (+${fmt(o.p.p50 - o.r.p50)} ms); serve is ${fmt(o.g.p50 / o.p.p50, 2)}× the proxy`,
-        `  p50 ratio serve / raw: ${fmt(ratio)} (target <= ${TARGET}): ${missed ? "MISSED" : "ok"}`,
+        `  § /proc utime+stime of the process the client talks to: the fixture, the proxy, the CLI (${TICK_MS} ms ticks);`,
+        "    over HTTP, direct talks to the backend, which the proxy and serve also call",
         `  closing the serve client (stdin end → CLI stopped its toolset and exited): ${fmt(closeMs.get("serve") ?? Number.NaN, 0)} ms`
       ].join("\n")
     )
 
-    const c = await coldStart()
+    backend = await startHttpBackend()
+    const httpConfig = writeConfig("agent-http.yaml", ["        remote:", `          url: ${backend.url}`])
+    const h = await overhead({ _tag: "http", url: backend.url, pid: backend.pid }, httpConfig)
+    const httpMissed = report("2. Backend over streamable HTTP (a remote server on loopback)", h)
+    missed = missed || httpMissed
+    console.log(
+      "  the direct client, the proxy's upstream and serve's toolset each hold their own HTTP session with the backend"
+    )
+    await backend.stop()
+    backend = undefined
+
+    const c = await coldStart(stdioConfig)
     const summary = (values: ReadonlyArray<number>) => {
       const sorted = ascending(values)
       return [fmt(median(sorted), 0), fmt(sorted[0] ?? Number.NaN, 0), fmt(sorted.at(-1) ?? Number.NaN, 0)]
     }
     console.log(
-      `\n2. Cold start, ${COLD_RUNS} runs each (after one untimed run), interleaved; every run exited 0 on SIGTERM`
+      `\n3. Cold start, ${COLD_RUNS} runs each (after one untimed run), interleaved; every run exited 0 on SIGTERM`
     )
     console.log(
       renderTable(
@@ -515,6 +717,7 @@ const main = async () => {
       `  run → Ready beyond loading the CLI (minus --version, medians): ${fmt(median(c.cli) - median(c.version), 0)} ms`
     )
   } finally {
+    await backend?.stop()
     // Everything is closed by now; give exiting processes a moment, then nothing of this run may be left.
     let left = ourProcesses()
     for (let i = 0; i < 50 && left.length > 0; i++) {
@@ -529,8 +732,9 @@ const main = async () => {
     NodeFs.rmSync(tempDir, { recursive: true, force: true })
     console.log(`total ${fmt((performance.now() - started) / 1000, 1)} s`)
   }
-  if (missed) console.log(`TARGET MISSED: serve's p50 is above ${TARGET}× the raw SDK's`)
+  if (missed) console.log(`TARGET MISSED: serve's p50 is above ${TARGET}× the direct client's`)
 }
 
-if (proxyMode) await proxy()
+if (mode === "proxy") await proxy(process.argv[4])
+else if (mode === "http-backend") await httpBackend()
 else await main()

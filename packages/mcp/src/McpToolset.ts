@@ -53,11 +53,25 @@ const connectionCodes = new Set([-32000, -32001])
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
 
-/** OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them. */
-export const stripNulls = (args: { readonly [key: string]: unknown }): { readonly [key: string]: unknown } =>
-  Object.values(args).includes(null)
-    ? Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
-    : args
+/**
+ * OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them.
+ * Arguments without a null (nearly every call) are passed on as they are, without a copy.
+ */
+export const stripNulls = (args: { readonly [key: string]: unknown }): { readonly [key: string]: unknown } => {
+  for (const key in args) {
+    if (args[key] === null && Object.hasOwn(args, key)) {
+      return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+    }
+  }
+  return args
+}
+
+/** How one attempt of a call can fail. */
+type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
+
+/** Whether the server says a tool can run twice without harm, so a call of unknown fate may be resent. */
+const isSafeToResend = (tool: Toolset.Tool | undefined): boolean =>
+  tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -121,21 +135,29 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
               })
             : Classify.classify(name, cause)
 
-    /** Only a current listing may veto a call: a stale one would miss a tool just added. */
-    const lookup = (session: McpConnector.McpSession, tool: string) =>
-      Effect.flatMap(session.tools.current, (known) => {
-        const found = known?.find((t) => t.name === tool)
-        if (known === undefined || found !== undefined) return Effect.succeed(found)
-        const names = known.map((t) => t.name)
-        const shown = `${names.slice(0, 20).join(", ")}${names.length > 20 ? ", …" : ""}`
-        return Effect.fail(
-          new Toolset.ToolNotFound({
-            toolset: name,
-            tool,
-            message: `${name}: no tool named "${tool}" (it has ${names.length}: ${shown})`
-          })
-        )
+    /**
+     * The current listing by name, built once per listing: a listing is replaced, never changed,
+     * so a call costs one map lookup however many tools the server has.
+     */
+    let indexed: { readonly tools: ReadonlyArray<Toolset.Tool>; readonly byName: Map<string, Toolset.Tool> } | undefined
+    const toolNamed = (tools: ReadonlyArray<Toolset.Tool>, tool: string) => {
+      if (indexed?.tools !== tools) {
+        const byName = new Map<string, Toolset.Tool>()
+        for (const t of tools) if (!byName.has(t.name)) byName.set(t.name, t)
+        indexed = { tools, byName }
+      }
+      return indexed.byName.get(tool)
+    }
+
+    const toolNotFound = (known: ReadonlyArray<Toolset.Tool>, tool: string) => {
+      const names = known.map((t) => t.name)
+      const shown = `${names.slice(0, 20).join(", ")}${names.length > 20 ? ", …" : ""}`
+      return new Toolset.ToolNotFound({
+        toolset: name,
+        tool,
+        message: `${name}: no tool named "${tool}" (it has ${names.length}: ${shown})`
       })
+    }
 
     /**
      * The SDK enforces `call_timeout` with a plain timer (mapped to CallTimeout), and rejects a
@@ -145,40 +167,52 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       policy.callTimeout === undefined ? McpConnector.noSdkTimeout : Duration.toMillis(policy.callTimeout)
 
     const invoke = (session: McpConnector.McpSession, tool: string, args: { readonly [key: string]: unknown }) =>
-      Effect.tryPromise({
-        try: (signal) =>
-          session.client.callTool({ name: tool, arguments: stripNulls(args) }, undefined, {
-            signal,
-            timeout: sdkTimeout
-          }),
-        catch: (cause) => callFailure(tool, cause)
-      }).pipe(Effect.map(toToolResult))
+      Effect.map(
+        Effect.tryPromise({
+          try: (signal) =>
+            session.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: sdkTimeout }),
+          catch: (cause) => callFailure(tool, cause)
+        }),
+        toToolResult
+      )
 
+    /**
+     * One attempt on the live session, then recovery by what the failure proves. The attempt
+     * reads the listing synchronously, and the recovery's effects are built only when an attempt
+     * fails: a call is one Effect operation per layer, which is what it costs under load.
+     */
     const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
+      const sent = stripNulls(args)
       let used: McpConnector.McpSession | undefined
       let safeToResend = false
-      const attempt = supervisor.useDirect((session) => {
+      const attempt = supervisor.useDirect((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
         used = session
-        return Effect.flatMap(lookup(session, tool), (found) => {
-          safeToResend = found?.annotations?.readOnlyHint === true || found?.annotations?.idempotentHint === true
-          return invoke(session, tool, args)
-        })
+        // Only a current listing may veto a call: a stale one would miss a tool just added.
+        const known = session.tools.currentUnsafe()
+        const found = known === undefined ? undefined : toolNamed(known, tool)
+        if (known !== undefined && found === undefined) return Effect.fail(toolNotFound(known, tool))
+        safeToResend = isSafeToResend(found)
+        return invoke(session, tool, sent)
       })
       /** Reconnects only if the session that failed is still the live one; a newer one is used as is. */
       const resend = () =>
         supervisor
           .useDirect((current) => (current === used ? supervisor.restart : Effect.void))
           .pipe(Effect.andThen(attempt), withCallTimeout(policy, name))
-      const unknownFate = (error: LifecycleError.ServerCrashed | LifecycleError.TransportError) =>
-        safeToResend ? resend() : Effect.fail(error)
-      return attempt.pipe(
-        Effect.catchTags({
-          SessionMissing: resend,
-          ServerUnavailable: (error) => (McpSpec.isRemote(spec) ? resend() : Effect.fail(error)),
-          ServerCrashed: unknownFate,
-          TransportError: unknownFate
-        })
-      )
+      return Effect.catch(attempt, (error) => {
+        switch (error._tag) {
+          case "SessionMissing":
+            return resend()
+          case "ServerUnavailable":
+            return McpSpec.isRemote(spec) ? resend() : Effect.fail(error)
+          case "ServerCrashed":
+          case "TransportError":
+            // The fate of the call is unknown: sent again only if running it twice is harmless.
+            return safeToResend ? resend() : Effect.fail(error)
+          default:
+            return Effect.fail(error)
+        }
+      })
     }
 
     return {

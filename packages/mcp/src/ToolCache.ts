@@ -16,6 +16,8 @@ export interface ToolCache<A, E> {
   readonly get: Effect.Effect<A, E>
   /** The cached listing if it is current, without fetching. */
   readonly current: Effect.Effect<A | undefined>
+  /** The same, read synchronously: for the per-call path, which runs it on every tool call. */
+  readonly currentUnsafe: () => A | undefined
   /** Forgets the listing; a fetch in flight will not store what it brings back. */
   readonly invalidate: Effect.Effect<void>
   /**
@@ -97,9 +99,12 @@ export const make = <A, E>(fetch: Effect.Effect<A, E>): Effect.Effect<ToolCache<
       cached = undefined
     }
 
+    const currentUnsafe = () => (cached !== undefined && cached.generation === generation ? cached.value : undefined)
+
     return {
       get,
-      current: Effect.sync(() => (cached !== undefined && cached.generation === generation ? cached.value : undefined)),
+      current: Effect.sync(currentUnsafe),
+      currentUnsafe,
       invalidate: Effect.sync(invalidateUnsafe),
       invalidateUnsafe,
       stored: SubscriptionRef.changes(latest).pipe(Stream.filter((value) => value !== undefined)),

@@ -54,6 +54,29 @@ interface Member {
   readonly toolset: Toolset.Toolset
 }
 
+/**
+ * How a call of one exposed name reaches its toolset, worked out with the catalog it belongs to,
+ * so a call costs one lookup. What every call needs is made here once: the span's attributes, the
+ * log annotation and the tagged metrics.
+ */
+interface Route {
+  readonly owner: Member
+  /** The tool's name as its toolset knows it. */
+  readonly tool: string
+  readonly span: { readonly attributes: { readonly toolset: string; readonly tool: string } }
+  readonly logs: { readonly toolset: string }
+  readonly recorder: Telemetry.CallRecorder
+}
+
+/** A call's span records no stack trace: its call site is always the same line of this file. */
+const noStackTrace = { captureStackTrace: false } as const
+
+/** An agent's catalog with the route of every tool in it, from the same members. */
+interface Routed {
+  readonly catalog: Catalog.Catalog
+  readonly routes: ReadonlyMap<string, Route>
+}
+
 const memberOf = (entry: Running): Member => ({
   name: entry.config.name,
   prefix: entry.config.prefix,
@@ -80,12 +103,16 @@ export const make = (
       return yield* unknownAgent(defaultAgent, agentNames())
     }
 
-    /** Bumped with every board change: a catalog computed at an older version may be stale. */
-    let boardVersion = 0
-    const complete = new Map<string, { readonly version: number; readonly catalog: Catalog.Catalog }>()
+    /**
+     * Bumped with every board change, and whenever the config or the set of running toolsets
+     * changes: a catalog (and its routes) computed at an older version may be stale.
+     */
+    let catalogVersion = 0
+    const complete = new Map<string, Routed & { readonly version: number }>()
+    const recorders = new Map<string, Telemetry.CallRecorder>()
 
     const publishBoard = Effect.suspend(() => {
-      boardVersion += 1
+      catalogVersion += 1
       return SubscriptionRef.set(
         board,
         config.toolsets.flatMap((t) => {
@@ -121,6 +148,7 @@ export const make = (
           Effect.forkIn(scope, { startImmediately: true })
         )
         running.set(entry.identity, { config: entry, toolset, lsp, scope, streak: 0 })
+        catalogVersion += 1
       }).pipe(Effect.annotateLogs({ toolset: entry.name }))
 
     const dismiss = (identity: string) =>
@@ -128,8 +156,11 @@ export const make = (
         const entry = running.get(identity)
         running.delete(identity)
         latest.delete(identity)
+        catalogVersion += 1
         // Stop before closing: closing a remote toolset's scope only lets go of it.
-        return entry === undefined ? Effect.void : Effect.andThen(entry.toolset.stop, Scope.close(entry.scope, Exit.void))
+        return entry === undefined
+          ? Effect.void
+          : Effect.andThen(entry.toolset.stop, Scope.close(entry.scope, Exit.void))
       })
 
     /**
@@ -255,25 +286,55 @@ export const make = (
         } satisfies Catalog.Source
       })
 
+    const recorderOf = (toolset: string) => {
+      let recorder = recorders.get(toolset)
+      if (recorder === undefined) {
+        recorder = Telemetry.callRecorder(toolset)
+        recorders.set(toolset, recorder)
+      }
+      return recorder
+    }
+
+    const routesOf = (catalog: Catalog.Catalog, all: ReadonlyArray<Member>): ReadonlyMap<string, Route> => {
+      const byName = new Map(all.map((member) => [member.name, member]))
+      const routes = new Map<string, Route>()
+      for (const entry of catalog.tools) {
+        const owner = byName.get(entry.toolset)
+        if (owner === undefined) continue
+        routes.set(entry.name, {
+          owner,
+          tool: entry.tool.name,
+          span: { attributes: { toolset: owner.name, tool: entry.name } },
+          logs: { toolset: owner.name },
+          recorder: recorderOf(owner.name)
+        })
+      }
+      return routes
+    }
+
     /**
-     * An agent's catalog. A complete one is kept until the board changes (a state, a re-listing:
-     * `toolsVersion`), so routing a call costs no listing; an incomplete one is never kept.
+     * An agent's catalog and its routes. A complete one is kept until the board changes (a state,
+     * a re-listing: `toolsVersion`) or the toolsets do, so routing a call costs no listing; an
+     * incomplete one is never kept.
      */
-    const catalog = (name: string = defaultAgent) =>
+    const routed = (name: string): Effect.Effect<Routed, ToolsetRegistry.UnknownAgent> =>
       Effect.suspend(() => {
         const kept = complete.get(name)
-        if (kept !== undefined && kept.version === boardVersion) return Effect.succeed(kept.catalog)
-        const version = boardVersion
+        if (kept !== undefined && kept.version === catalogVersion) return Effect.succeed(kept)
+        const version = catalogVersion
         return members(name).pipe(
-          Effect.flatMap((all) => Effect.forEach(all, sourceOf, { concurrency: "unbounded" })),
-          Effect.map(Catalog.make),
-          Effect.tap((fresh) =>
-            Effect.sync(() => {
-              if (fresh.complete && version === boardVersion) complete.set(name, { version, catalog: fresh })
+          Effect.flatMap((all) =>
+            Effect.map(Effect.forEach(all, sourceOf, { concurrency: "unbounded" }), (sources) => {
+              const catalog = Catalog.make(sources)
+              const fresh = { catalog, routes: routesOf(catalog, all) }
+              if (catalog.complete && version === catalogVersion) complete.set(name, { ...fresh, version })
+              return fresh
             })
           )
         )
       })
+
+    const catalog = (name: string = defaultAgent) => Effect.map(routed(name), (found) => found.catalog)
 
     /** A lazy toolset connects the first time a call needs a tool the catalog does not have yet. */
     const wakeLazy = (name: string) =>
@@ -291,52 +352,63 @@ export const make = (
         Effect.map((woken) => woken.length > 0)
       )
 
-    const callTool = (tool: string, args: { readonly [key: string]: unknown }, name: string = defaultAgent) =>
-      Effect.gen(function* () {
-        let current = yield* catalog(name)
-        let found = current.tools.find((t) => t.name === tool)
-        if (found === undefined && (yield* wakeLazy(name))) {
-          current = yield* catalog(name)
-          found = current.tools.find((t) => t.name === tool)
-        }
-        if (found === undefined) {
-          const near = Catalog.nearNames(
-            tool,
-            current.tools.map((t) => t.name)
-          )
-          return yield* new ToolsetRegistry.UnknownTool({
-            tool,
-            near,
-            incomplete: !current.complete,
-            message: [
-              `no tool named "${tool}"`,
-              near.length > 0 ? ` (did you mean ${near.map((n) => `"${n}"`).join(", ")}?)` : "",
-              current.complete
-                ? ""
-                : `; not ready: ${current.missing.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
-            ].join("")
-          })
-        }
-        const target = found
-        const owner = (yield* members(name)).find((m) => m.name === target.toolset)
-        if (owner === undefined) {
-          return yield* new ToolsetRegistry.UnknownTool({
-            tool,
-            near: [],
-            incomplete: true,
-            message: `no tool named "${tool}"`
-          })
-        }
-        const started = yield* Clock.currentTimeMillis
-        return yield* owner.toolset.callTool(target.tool.name, args).pipe(
+    const unknownTool = (tool: string, current: Catalog.Catalog) => {
+      const near = Catalog.nearNames(
+        tool,
+        current.tools.map((t) => t.name)
+      )
+      return new ToolsetRegistry.UnknownTool({
+        tool,
+        near,
+        incomplete: !current.complete,
+        message: [
+          `no tool named "${tool}"`,
+          near.length > 0 ? ` (did you mean ${near.map((n) => `"${n}"`).join(", ")}?)` : "",
+          current.complete ? "" : `; not ready: ${current.missing.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
+        ].join("")
+      })
+    }
+
+    /** One call on its toolset: timed into the metrics, traced, and its logs annotated with the toolset. */
+    const invoke = (
+      route: Route,
+      args: { readonly [key: string]: unknown }
+    ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> =>
+      Effect.flatMap(Clock.currentTimeMillis, (started) =>
+        route.owner.toolset.callTool(route.tool, args).pipe(
           Effect.onExit((exit) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Telemetry.call(owner.name, now - started, Exit.isFailure(exit) ? failureTag(exit) : undefined)
+              route.recorder.record(now - started, Exit.isFailure(exit) ? failureTag(exit) : undefined)
             )
           ),
-          Effect.withSpan("toolvisor.callTool", { attributes: { toolset: owner.name, tool: target.name } }),
-          Effect.annotateLogs({ toolset: owner.name })
+          Effect.withSpan("toolvisor.callTool", route.span, noStackTrace),
+          Effect.annotateLogs(route.logs)
         )
+      )
+
+    const callTool = (
+      tool: string,
+      args: { readonly [key: string]: unknown },
+      name: string = defaultAgent
+    ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent> =>
+      Effect.suspend(() => {
+        // The common case, checked without building an effect: a kept catalog that has the tool.
+        const kept = complete.get(name)
+        const route = kept !== undefined && kept.version === catalogVersion ? kept.routes.get(tool) : undefined
+        if (route !== undefined) return invoke(route, args)
+        return Effect.flatMap(routed(name), (found) => {
+          const now = found.routes.get(tool)
+          if (now !== undefined) return invoke(now, args)
+          // Not in the catalog (yet): a lazy toolset may have it once started.
+          return Effect.flatMap(wakeLazy(name), (woken) =>
+            woken
+              ? Effect.flatMap(routed(name), (again) => {
+                  const late = again.routes.get(tool)
+                  return late === undefined ? Effect.fail(unknownTool(tool, again.catalog)) : invoke(late, args)
+                })
+              : Effect.fail(unknownTool(tool, found.catalog))
+          )
+        })
       })
 
     const byName = (name: string) =>
@@ -388,6 +460,7 @@ export const make = (
         Effect.gen(function* () {
           const diff = ToolsetDiff.diff(config, next)
           config = next
+          catalogVersion += 1
           yield* Effect.forEach(diff.removed, (t) => dismiss(t.identity), { discard: true })
           yield* Effect.forEach(diff.changed, ({ before }) => dismiss(before.identity), { discard: true })
           const fresh = [...diff.added, ...diff.changed.map(({ after }) => after)]

@@ -47,6 +47,34 @@ export const transition = (toolset: string, to: State.State) =>
     { discard: true }
   )
 
+/**
+ * Records the calls of one toolset. Its series are tagged once, when the recorder is made: tagging
+ * a metric on every call costs a new series key per call.
+ */
+export interface CallRecorder {
+  /** Records one call's latency and, when it failed, its error tag. */
+  readonly record: (millis: number, failure: string | undefined) => Effect.Effect<void>
+}
+
+export const callRecorder = (toolset: string): CallRecorder => {
+  const latency = Metric.withAttributes(callLatency, { toolset })
+  const failures = new Map<string, typeof callFailures>()
+  const failuresTagged = (tag: string) => {
+    let counter = failures.get(tag)
+    if (counter === undefined) {
+      counter = Metric.withAttributes(callFailures, { toolset, tag })
+      failures.set(tag, counter)
+    }
+    return counter
+  }
+  return {
+    record: (millis, failure) =>
+      failure === undefined
+        ? Metric.update(latency, millis)
+        : Effect.andThen(Metric.update(latency, millis), Metric.update(failuresTagged(failure), 1))
+  }
+}
+
 /** Records one call's latency and, when it failed, its error tag. */
 export const call = (toolset: string, millis: number, failure: string | undefined) =>
   Effect.all(

@@ -6,10 +6,34 @@
  */
 import type * as NodeStream from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  type JSONRPCResultResponse
+} from "@modelcontextprotocol/sdk/types.js"
 
 /** Longest line kept while waiting for its end; a server that floods without newlines is cut off. */
 const maxLine = 16 * 1024 * 1024
+
+/**
+ * A result response in the plain shape a busy session carries most: exactly `jsonrpc`, `id` and an
+ * object `result` without `_meta`. The schema accepts every such message as it is, so it is not
+ * run on them (the SDK checks each message again when it routes it and parses the result with the
+ * request's own schema); any other message goes through the schema.
+ */
+const isPlainResult = (message: unknown): message is JSONRPCResultResponse => {
+  if (typeof message !== "object" || message === null || Object.keys(message).length !== 3) return false
+  if (!("jsonrpc" in message && "id" in message && "result" in message)) return false
+  const { jsonrpc, id, result } = message
+  return (
+    jsonrpc === "2.0" &&
+    (typeof id === "string" || Number.isSafeInteger(id)) &&
+    typeof result === "object" &&
+    result !== null &&
+    !Array.isArray(result) &&
+    !("_meta" in result)
+  )
+}
 
 export class PipeTransport implements Transport {
   onclose?: (() => void) | undefined
@@ -18,6 +42,8 @@ export class PipeTransport implements Transport {
 
   private buffer = ""
   private closed = false
+  /** The lines sent during this tick, and the promise of their write. */
+  private batch: { readonly lines: Array<string>; readonly written: Promise<void> } | undefined
 
   private readonly input: NodeStream.Readable
   private readonly output: NodeStream.Writable
@@ -38,12 +64,30 @@ export class PipeTransport implements Transport {
     this.input.on("error", this.onStreamError)
   }
 
-  async send(message: JSONRPCMessage): Promise<void> {
-    if (this.closed || !this.output.writable) throw new Error("MCP server stdin is closed (broken pipe)")
+  /**
+   * Messages are written once per tick, all those sent during it in one write: with many calls
+   * in flight, the answers that arrive in one read are followed by one write of the next requests
+   * instead of one system call (and one wake-up of the server) each. Order is kept, and a lone
+   * request is written before any I/O is polled, so it waits for nothing.
+   */
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed || !this.output.writable)
+      return Promise.reject(new Error("MCP server stdin is closed (broken pipe)"))
     const line = `${JSON.stringify(message)}\n`
-    await new Promise<void>((resolve, reject) => {
-      this.output.write(line, (error) => (error ? reject(error) : resolve()))
+    if (this.batch === undefined) this.batch = this.startBatch()
+    this.batch.lines.push(line)
+    return this.batch.written
+  }
+
+  private startBatch() {
+    const lines: Array<string> = []
+    const written = new Promise<void>((resolve, reject) => {
+      process.nextTick(() => {
+        this.batch = undefined
+        this.output.write(lines.join(""), (error) => (error ? reject(error) : resolve()))
+      })
     })
+    return { lines, written }
   }
 
   async close(): Promise<void> {
@@ -54,7 +98,7 @@ export class PipeTransport implements Transport {
     this.buffer += chunk
     let end = this.buffer.indexOf("\n")
     while (end >= 0) {
-      const line = this.buffer.slice(0, end).replace(/\r$/, "")
+      const line = this.buffer.slice(0, end > 0 && this.buffer[end - 1] === "\r" ? end - 1 : end)
       this.buffer = this.buffer.slice(end + 1)
       this.deliver(line)
       end = this.buffer.indexOf("\n")
@@ -73,6 +117,7 @@ export class PipeTransport implements Transport {
     } catch {
       return this.onGarbage(line)
     }
+    if (isPlainResult(parsed)) return this.onmessage?.(parsed)
     const message = JSONRPCMessageSchema.safeParse(parsed)
     if (!message.success) return this.onGarbage(line)
     this.onmessage?.(message.data)

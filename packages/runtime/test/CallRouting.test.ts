@@ -1,0 +1,58 @@
+/**
+ * How the registry routes a call once its catalog is kept: the route follows the toolsets when a
+ * reload replaces one, and every routed call is recorded in the metrics under its toolset.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
+import * as Scope from "effect/Scope"
+import * as LocalRegistry from "../src/LocalRegistry.ts"
+import * as Telemetry from "../src/Telemetry.ts"
+import { config, fixtureEntry } from "./helpers.ts"
+
+const open = (value: Parameters<typeof LocalRegistry.make>[0]) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const registry = yield* LocalRegistry.make(value).pipe(Scope.provide(scope))
+    return { registry, close: Scope.close(scope, Exit.void) }
+  })
+
+const text = (result: { readonly content: ReadonlyArray<{ readonly [key: string]: unknown }> }) => {
+  const first = result.content[0]
+  return typeof first?.text === "string" ? first.text : ""
+}
+
+describe("call routing", () => {
+  it.live("a call right after a reload that replaced its toolset reaches the new process", () =>
+    Effect.gen(function* () {
+      const { registry, close } = yield* open(config([fixtureEntry("one")]))
+      yield* registry.start
+      const before = text(yield* registry.callTool("pid", {}))
+      // The route of "pid" is kept now; the reload must not leave it pointing at the old toolset.
+      yield* registry.reload(config([fixtureEntry("one", { env: { CHANGED: "1" } })]))
+      const after = text(yield* registry.callTool("pid", {}))
+      assert.notStrictEqual(after, before)
+      assert.strictEqual(after, text(yield* registry.callTool("pid", {})))
+      yield* close
+    })
+  )
+
+  it.live("every routed call records its latency under its toolset, and a failure its error tag", () =>
+    Effect.gen(function* () {
+      const { registry, close } = yield* open(config([fixtureEntry("alpha")]))
+      yield* registry.start
+      yield* registry.callTool("echo", { message: "one" })
+      yield* registry.callTool("echo", { message: "two" })
+      // The server exits in the middle of the call: its fate is unknown and the tool is not read-only.
+      const crashed = yield* Effect.flip(registry.callTool("crash", {}))
+      const latency = yield* Metric.value(Metric.withAttributes(Telemetry.callLatency, { toolset: "alpha" }))
+      const failures = yield* Metric.value(
+        Metric.withAttributes(Telemetry.callFailures, { toolset: "alpha", tag: crashed._tag })
+      )
+      assert.strictEqual(latency.count, 3)
+      assert.strictEqual(failures.count, 1)
+      yield* close
+    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
+  )
+})
