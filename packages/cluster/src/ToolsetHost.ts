@@ -97,7 +97,8 @@ export const layer = (options: Options = {}) =>
         new LifecycleError.NotStarted({ toolset: entity, message: `${entity}: ${message}` })
 
       /** The hosted toolset, waiting (bounded) for a replayed `Ensure` on a fresh activation. */
-      const current = Deferred.await(hosted).pipe(
+      const current = Effect.suspend(() => (installed !== undefined ? Effect.succeed(installed) : awaitInstalled))
+      const awaitInstalled = Deferred.await(hosted).pipe(
         Effect.timeoutOption(wait),
         Effect.flatMap(
           Option.match({
@@ -109,6 +110,8 @@ export const layer = (options: Options = {}) =>
 
       /** Waits (bounded) until the toolset serves or has given up, so a call does not race a restart. */
       const settled = (toolset: Toolset.Toolset) =>
+        Effect.flatMap(toolset.state, (now) => (State.isUsable(now.state) ? Effect.void : settling(toolset)))
+      const settling = (toolset: Toolset.Toolset) =>
         toolset.changes.pipe(
           Stream.filter((s) => State.isUsable(s.state) || State.isTerminal(s.state)),
           Stream.runHead,
