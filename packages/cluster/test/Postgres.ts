@@ -41,46 +41,59 @@ const freePort = () =>
     })
   })
 
-const asRoot = process.getuid?.() === 0
-
-/** A command line, run as the `postgres` user when we are root. */
-const command = (bin: string, args: ReadonlyArray<string>): [string, ReadonlyArray<string>] =>
-  asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args]
+/**
+ * Who runs the server: as root, the `postgres` user from /etc/passwd (created by the Debian
+ * package), since PostgreSQL refuses root; otherwise this process's own user.
+ */
+const owner = (): { readonly uid: number; readonly gid: number } | undefined => {
+  if (process.getuid?.() !== 0) return undefined
+  const line = NodeFs.readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("postgres:"))
+  const [, , uid, gid] = line?.split(":") ?? []
+  if (uid === undefined || gid === undefined) throw new Error("running as root, but there is no postgres user")
+  return { uid: Number(uid), gid: Number(gid) }
+}
 
 const start = Effect.gen(function* () {
   const bin = binDir()
+  const user = owner()
   const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-pg-"))
-  if (asRoot) {
-    const { uid, gid } = NodeFs.statSync("/var/lib/postgresql", { throwIfNoEntry: false }) ?? { uid: 0, gid: 0 }
-    NodeFs.chownSync(dir, uid, gid)
-  }
+  if (user !== undefined) NodeFs.chownSync(dir, user.uid, user.gid)
   const data = NodePath.join(dir, "data")
-  const [initdb, initArgs] = command(NodePath.join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "toolvisor"])
-  ChildProcess.execFileSync(initdb, initArgs, { stdio: "ignore" })
+  ChildProcess.execFileSync(NodePath.join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "toolvisor"], {
+    stdio: "ignore",
+    cwd: dir,
+    ...user
+  })
   const port = yield* freePort()
-  const [postgres, args] = command(NodePath.join(bin, "postgres"), [
-    "-D",
-    data,
-    "-k",
-    dir,
-    "-h",
-    "127.0.0.1",
-    "-p",
-    String(port),
-    "-c",
-    "fsync=off",
-    "-c",
-    "synchronous_commit=off",
-    "-c",
-    "full_page_writes=off",
-    "-c",
-    "max_connections=200"
-  ])
-  const child = ChildProcess.spawn(postgres, args, { detached: true, stdio: "ignore" })
-  const [isready, readyArgs] = command(NodePath.join(bin, "pg_isready"), ["-h", "127.0.0.1", "-p", String(port)])
-  yield* Effect.try(() => ChildProcess.execFileSync(isready, readyArgs, { stdio: "ignore" })).pipe(
-    Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 300 })
+  const child = ChildProcess.spawn(
+    NodePath.join(bin, "postgres"),
+    [
+      "-D",
+      data,
+      "-k",
+      dir,
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+      "-c",
+      "max_connections=200"
+    ],
+    { detached: true, stdio: "ignore", cwd: dir, ...user }
   )
+  yield* Effect.try(() =>
+    ChildProcess.execFileSync(NodePath.join(bin, "pg_isready"), ["-h", "127.0.0.1", "-p", String(port)], {
+      stdio: "ignore"
+    })
+  ).pipe(Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 300 }))
   return { url: `postgres://toolvisor@127.0.0.1:${port}/postgres`, child, dir }
 })
 
