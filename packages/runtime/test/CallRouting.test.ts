@@ -4,24 +4,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
-import * as Scope from "effect/Scope"
-import * as LocalRegistry from "../src/LocalRegistry.ts"
 import * as Telemetry from "../src/Telemetry.ts"
-import { config, fixtureEntry } from "./helpers.ts"
-
-const open = (value: Parameters<typeof LocalRegistry.make>[0]) =>
-  Effect.gen(function* () {
-    const scope = yield* Scope.make()
-    const registry = yield* LocalRegistry.make(value).pipe(Scope.provide(scope))
-    return { registry, close: Scope.close(scope, Exit.void) }
-  })
-
-const text = (result: { readonly content: ReadonlyArray<{ readonly [key: string]: unknown }> }) => {
-  const first = result.content[0]
-  return typeof first?.text === "string" ? first.text : ""
-}
+import { config, fixtureEntry, open, text } from "./helpers.ts"
 
 describe("call routing", () => {
   it.live("a call right after a reload that replaced its toolset reaches the new process", () =>

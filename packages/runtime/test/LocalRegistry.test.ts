@@ -4,28 +4,12 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as LocalRegistry from "../src/LocalRegistry.ts"
-import { config, fixtureEntry, fixtureServer, statusOf, untilBoard } from "./helpers.ts"
-
-/** A registry in its own scope, so a test can close it and check what is left. */
-const open = (value: Parameters<typeof LocalRegistry.make>[0], options: LocalRegistry.Options = {}) =>
-  Effect.gen(function* () {
-    const scope = yield* Scope.make()
-    const registry = yield* LocalRegistry.make(value, options).pipe(Scope.provide(scope))
-    return { registry, close: Scope.close(scope, Exit.void) }
-  })
+import { config, fixtureEntry, fixtureServer, open, statusOf, text, untilBoard } from "./helpers.ts"
 
 const pidsOf = (board: ReadonlyArray<{ readonly pid?: number | undefined }>) =>
   board.flatMap((s) => (s.pid === undefined ? [] : [s.pid]))
-
-const text = (result: { readonly content: ReadonlyArray<{ readonly [key: string]: unknown }> }) => {
-  const first = result.content[0]
-  return typeof first?.text === "string" ? first.text : ""
-}
 
 describe("LocalRegistry", () => {
   it.live("ten servers that each take a second to boot start in parallel, well under the sum", () =>

@@ -6,8 +6,11 @@ import * as NodePath from "node:path"
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as LocalRegistry from "../src/LocalRegistry.ts"
 import type * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
 
 export const fixtureServer = NodePath.resolve(import.meta.dirname, "../../mcp/test/fixtures/fixture-server.mjs")
@@ -68,3 +71,17 @@ export const untilBoard = (
     board: ReadonlyArray<{ readonly name: string; readonly state: string; readonly pid?: number | undefined }>
   ) => boolean
 ) => registry.status.pipe(Stream.filter(p), Stream.runHead, Effect.map(Option.getOrThrow))
+
+/** A registry in its own scope, so a test can close it and check what is left. */
+export const open = (value: AgentConfig.Config, options: LocalRegistry.Options = {}) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const registry = yield* LocalRegistry.make(value, options).pipe(Scope.provide(scope))
+    return { registry, close: Scope.close(scope, Exit.void) }
+  })
+
+/** The text of a tool result's first content item. */
+export const text = (result: { readonly content: ReadonlyArray<{ readonly [key: string]: unknown }> }) => {
+  const first = result.content[0]
+  return typeof first?.text === "string" ? first.text : ""
+}
