@@ -3,11 +3,8 @@ import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
 import { project } from "../../lsp/test/helpers.ts"
-import * as LocalRegistry from "../src/LocalRegistry.ts"
-import { config } from "./helpers.ts"
+import { config, open } from "./helpers.ts"
 
 const bin = (name: string) => NodePath.resolve(import.meta.dirname, "../../../node_modules/.bin", name)
 
@@ -27,6 +24,7 @@ const lspEntry = (command: string, cwd: string, fileTypes: ReadonlyArray<string>
   path: `agents.root.toolsets.${command}`
 })
 
+/** Every text item of a result: a merged workspace answer has one per server. */
 const text = (result: { readonly content: ReadonlyArray<{ readonly [key: string]: unknown }> }) =>
   result.content.map((c) => (typeof c.text === "string" ? c.text : "")).join("\n")
 
@@ -35,10 +33,9 @@ describe("several language servers in one agent", () => {
     Effect.gen(function* () {
       const ts = project("ts-project")
       const py = project("py-project")
-      const scope = yield* Scope.make()
-      const registry = yield* LocalRegistry.make(
+      const { registry, close } = yield* open(
         config([lspEntry("typescript-language-server", ts, [".ts"]), lspEntry("pyright-langserver", py, [".py"])])
-      ).pipe(Scope.provide(scope))
+      )
       yield* registry.start
       const catalog = yield* registry.catalog()
       assert.isTrue(catalog.complete)
@@ -58,7 +55,7 @@ describe("several language servers in one agent", () => {
       assert.include(pyHover, "greet")
       const pids = (yield* registry.snapshot).flatMap((s) => (s.pid === undefined ? [] : [s.pid]))
       assert.strictEqual(pids.length, 2)
-      yield* Scope.close(scope, Exit.void)
+      yield* close
       for (const pid of pids) assert.isFalse(ServerProcess.groupAlive(pid))
     })
   )
