@@ -182,10 +182,20 @@ describe("toolvisor one-shot commands", () => {
 })
 
 describe("toolvisor serve", () => {
-  it("an MCP client over stdio lists every tool and calls one through the supervised toolsets", async () => {
+  it("an MCP client over stdio lists every tool and calls MCP and LSP tools through the supervised toolsets", async () => {
+    const config = yaml([
+      mcpEntry("fx"),
+      [
+        "      - type: lsp",
+        "        name: ts",
+        `        command: "${tsServer}"`,
+        '        args: ["--stdio"]',
+        `        working_dir: "${tsProject}"`
+      ]
+    ])
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: cliArgs(["serve", writeConfig(yaml([mcpEntry("fx")]))]),
+      args: cliArgs(["serve", writeConfig(config)]),
       cwd: root,
       stderr: "pipe"
     })
@@ -193,13 +203,22 @@ describe("toolvisor serve", () => {
     await client.connect(transport)
     try {
       let names: Array<string> = []
-      for (let i = 0; i < 40 && !names.includes("fx_echo"); i++) {
+      // The SDK client validates every listed tool, so a listing it accepts is a valid one.
+      const ready = () => names.includes("fx_echo") && names.includes("ts_lsp_workspace")
+      for (let i = 0; i < 120 && !ready(); i++) {
         names = (await client.listTools()).tools.map((t) => t.name)
-        if (!names.includes("fx_echo")) await new Promise((resolve) => setTimeout(resolve, 250))
+        if (!ready()) await new Promise((resolve) => setTimeout(resolve, 250))
       }
-      assert.include(names, "fx_echo")
+      assert.includeMembers(names, ["fx_echo", "ts_lsp_workspace", "ts_lsp_hover"])
       const result = await client.callTool({ name: "fx_echo", arguments: { message: "served" } })
       assert.include(JSON.stringify(result.content), "served")
+      const hover = await client.callTool({
+        name: "ts_lsp_hover",
+        arguments: { file: "src/main.ts", line: 3, character: 23 }
+      })
+      assert.isNotTrue(hover.isError)
+      // Answered by the server (the signature itself waits for the project to load: see the lsp tests).
+      assert.include(JSON.stringify(hover.content), "add")
       const pid = transport.pid
       await client.close()
       // Closing stdin ends the session: the CLI stops its toolsets and exits on its own.

@@ -55,7 +55,11 @@ export const TypeHierarchyArgs = Schema.Struct({
 export const QueryArgs = Schema.Struct({
   query: Schema.String.annotate({ description: "Symbol name or fragment to search for" })
 })
-export const NoArgs = Schema.Struct({})
+/**
+ * No arguments; any given are ignored. A Record, not an empty Struct: MCP requires every tool's
+ * input schema to be an object schema, and an empty Struct exports as "anything but null".
+ */
+export const NoArgs = Schema.Record(Schema.String, Schema.Unknown)
 
 const define = <S extends Schema.ConstraintDecoder<unknown>>(definition: Definition<S>): Definition<S> => definition
 

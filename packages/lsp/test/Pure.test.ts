@@ -108,8 +108,11 @@ describe("argument validation", () => {
     )
   })
   it("every tool has an object JSON Schema with its required arguments", () => {
+    // MCP clients reject a tools/list whose entries lack `type: "object"` (the SDK's own check).
+    for (const definition of LspTools.all) {
+      assert.strictEqual(LspTools.toTool(definition).inputSchema.type, "object", definition.name)
+    }
     const hover = LspTools.toTool(LspTools.hover)
-    assert.strictEqual(hover.inputSchema.type, "object")
     assert.deepStrictEqual(hover.inputSchema.required, ["file", "line", "character"])
     assert.lengthOf(new Set(LspTools.all.map((d) => d.name)), 15)
   })
