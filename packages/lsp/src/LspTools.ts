@@ -6,6 +6,7 @@
 import type { Toolset } from "@toolvisor/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as ArgsCheck from "./ArgsCheck.ts"
 import type * as Capabilities from "./Capabilities.ts"
 
 export interface Definition<S extends Schema.ConstraintDecoder<unknown>> {
@@ -191,11 +192,15 @@ export const all = [
 /** Tools that concern the whole workspace rather than one file: a router asks every server. */
 export const workspaceWide: ReadonlySet<string> = new Set([workspace.name, workspaceSymbols.name])
 
+/** The JSON Schema of a tool's arguments. */
+export const inputSchema = (definition: Definition<Schema.ConstraintDecoder<unknown>>): Toolset.Tool["inputSchema"] =>
+  Schema.toJsonSchemaDocument(definition.args).schema
+
 /** The tool as the agent sees it, with its JSON Schema. */
 export const toTool = (definition: Definition<Schema.ConstraintDecoder<unknown>>): Toolset.Tool => ({
   name: definition.name,
   description: definition.description,
-  inputSchema: Schema.toJsonSchemaDocument(definition.args).schema,
+  inputSchema: inputSchema(definition),
   annotations: definition.readOnly
     ? { readOnlyHint: true }
     : { readOnlyHint: false, destructiveHint: false, idempotentHint: false }
@@ -224,15 +229,18 @@ const withoutNulls = (args: { readonly [key: string]: unknown }) => {
 /**
  * A tool's argument decoder, built once, since it runs before every call. The failure is a
  * message for the agent that names each bad argument, e.g. `line: Expected a value greater than
- * or equal to 1, got 0`. Valid arguments are decoded on Schema's fast path (default options);
- * only invalid ones are decoded again with `errors: "all"`, which takes the slow one, to report
- * every problem at once.
+ * or equal to 1, got 0`. Arguments `ArgsCheck` accepts are used as they are; the others are
+ * decoded on Schema's fast path (default options), and only invalid ones decoded again with
+ * `errors: "all"`, which takes the slow one, to report every problem at once.
  */
 export const validator = <S extends Schema.ConstraintDecoder<unknown>>(
   definition: Definition<S>
 ): ((args: { readonly [key: string]: unknown }) => Result.Result<S["Type"], string>) => {
   const decode = Schema.decodeUnknownResult(definition.args)
+  const accepts = ArgsCheck.compile(inputSchema(definition))
   return (args) => {
+    // Sound because `accepts` only passes what the Schema accepts unchanged (see ArgsCheck).
+    if (accepts?.(args)) return Result.succeed(args as S["Type"])
     const input = withoutNulls(args)
     const decoded = decode(input)
     return Result.isSuccess(decoded)

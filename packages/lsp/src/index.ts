@@ -1,4 +1,5 @@
 /** Toolvisor LSP: language servers as supervised toolsets of `lsp_*` agent tools. */
+export * as ArgsCheck from "./ArgsCheck.ts"
 export * as Capabilities from "./Capabilities.ts"
 export * as Deadline from "./Deadline.ts"
 export * as Diagnostics from "./Diagnostics.ts"
