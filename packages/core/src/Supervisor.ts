@@ -582,11 +582,12 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     const useDirect = <B, E, R>(
       f: (handle: A) => Effect.Effect<B, E, R>
     ): Effect.Effect<B, E | LifecycleError.NotStarted | LifecycleError.CallTimeout, R> =>
-      Effect.flatMap(SubscriptionRef.get(view), (now) =>
-        now.live !== undefined
-          ? f(now.live.session.handle)
+      Effect.suspend(() => {
+        const live = SubscriptionRef.getUnsafe(view).live
+        return live !== undefined
+          ? f(live.session.handle)
           : Effect.flatMap(withCallTimeout(awaitUsable), (current) => f(current.session.handle))
-      )
+      })
 
     return {
       name,
