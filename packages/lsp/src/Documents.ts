@@ -45,6 +45,10 @@ export interface Documents {
   /** Re-syncs `path` if it is open (after we wrote it); a file never opened is left alone. */
   readonly refresh: (path: string) => Effect.Effect<void, FileProblem | LifecycleError.LifecycleError>
   readonly open: () => ReadonlyArray<Document>
+  /** The document of `path` as last sent, if it is open; not checked against the disk. */
+  readonly opened: (path: string) => Document | undefined
+  /** Whether the file still has the size and times it had when `document` was sent (false if unreadable). */
+  readonly unchanged: (document: Document) => boolean
 }
 
 export const make = Effect.fnUntraced(function* (options: {
@@ -68,7 +72,7 @@ export const make = Effect.fnUntraced(function* (options: {
       message: `${argument}: cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
     })
 
-  // Synchronous on purpose: this runs before every request, and for a source file one stat (and,
+  // Synchronous on purpose: this runs for every request about a file, and one stat (and,
   // when it changed, one read) costs microseconds, where the thread pool's round trips cost a
   // good part of a millisecond. Size, mtime and ctime (which a rewrite that restores the mtime
   // still moves), to a fraction of a microsecond, tell a changed file from the one we sent.
@@ -133,19 +137,28 @@ export const make = Effect.fnUntraced(function* (options: {
   return {
     // The common case — open, and unchanged on disk — takes no lock: a sync holding it records
     // its new stamp only after sending, so a stamp that matches is one the server has.
-    sync: (path, argument = "file") => {
-      const previous = documents.get(path)
-      if (previous !== undefined) {
-        try {
-          if (stampUnsafe(path) === previous.stamp) return Effect.succeed(current(previous))
-        } catch (cause) {
-          return Effect.fail(problem(path, argument)(cause))
+    sync: (path, argument = "file") =>
+      Effect.suspend(() => {
+        const previous = documents.get(path)
+        if (previous !== undefined) {
+          try {
+            if (stampUnsafe(path) === previous.stamp) return Effect.succeed(current(previous))
+          } catch (cause) {
+            return Effect.fail(problem(path, argument)(cause))
+          }
         }
-      }
-      return lock.withPermits(1)(syncUnlocked(path, argument))
-    },
+        return lock.withPermits(1)(syncUnlocked(path, argument))
+      }),
     refresh: (path) =>
       lock.withPermits(1)(documents.has(path) ? Effect.asVoid(syncUnlocked(path, "file")) : Effect.void),
-    open: () => [...documents.values()]
+    open: () => [...documents.values()],
+    opened: (path) => documents.get(path),
+    unchanged: (document) => {
+      try {
+        return stampUnsafe(document.path) === document.stamp
+      } catch {
+        return false
+      }
+    }
   } satisfies Documents
 })

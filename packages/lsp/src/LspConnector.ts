@@ -43,6 +43,8 @@ export interface LspSession {
    * up, and failed at once when the session is lost.
    */
   readonly request: Requests.Requests["request"]
+  /** A request on a guess, checked once it is written (see `Requests.speculate`). */
+  readonly speculate: Requests.Requests["speculate"]
   /** Fails once the session is lost or closed: race it against waits that are not requests. */
   readonly lost: Requests.Requests["lost"]
   /** Applies a workspace edit to disk and re-syncs the open documents it touched. */
@@ -324,6 +326,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
           ? { name: NodePath.basename(spec.command), version: "" }
           : { name: serverInfo.name, version: serverInfo.version ?? "" },
       request: requests.request,
+      speculate: requests.speculate,
       lost: requests.lost,
       applyEdit
     }

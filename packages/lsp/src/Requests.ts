@@ -20,6 +20,11 @@ export class ResponseFailed extends Data.TaggedError("ResponseFailed")<{
   readonly message: string
 }> {}
 
+/** A speculative request whose guess turned out wrong: cancelled on the server, to be sent again. */
+export class Stale extends Data.TaggedError("Stale")<{
+  readonly method: string
+}> {}
+
 export type RequestError = ResponseFailed | LifecycleError.LifecycleError
 
 export interface Requests {
@@ -28,6 +33,17 @@ export interface Requests {
     type: Rpc.RequestType<P, R, E>,
     params: Rpc.RequestParam<P>
   ) => Effect.Effect<R, RequestError>
+  /**
+   * Sends a request made on a guess — say, that a document is unchanged on disk — and checks the
+   * guess (`holds`) once the request is written, while the server works on it. A wrong guess
+   * cancels the request and fails with `Stale`. Checking first would put the check on the path
+   * to the server.
+   */
+  readonly speculate: <P, R, E>(
+    type: Rpc.RequestType<P, R, E>,
+    params: Rpc.RequestParam<P>,
+    holds: () => boolean
+  ) => Effect.Effect<R, RequestError | Stale>
   /** Sends a notification: done once written, which a server that stopped reading can delay. */
   readonly notify: <P>(
     type: Rpc.NotificationType<P>,
@@ -61,10 +77,12 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
    * One operation in flight: settled by the answer, the deadline's timer, the connection's loss
    * or the caller's interruption, whichever comes first; the others then do nothing.
    */
-  const send = <A, E extends RequestError>(
+  const send = <A, E extends RequestError | Stale>(
     write: (token: Rpc.CancellationToken | undefined) => Promise<A>,
     fail: (cause: unknown) => E,
-    cancellable: boolean
+    cancellable: boolean,
+    /** Run once the request is written: a failure it returns cancels the request and is the outcome. */
+    check?: () => E | undefined
   ): Effect.Effect<A, E | LifecycleError.LifecycleError> =>
     Effect.withFiber((fiber) => {
       if (lostWith !== undefined) return lostWith
@@ -112,6 +130,11 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
             settle(Effect.fail(Deadline.exceeded(name, deadline)))
           }, Deadline.remaining(deadline))
         }
+        const wrong = check?.()
+        if (wrong !== undefined) {
+          cancel()
+          settle(Effect.fail(wrong))
+        }
         return Effect.sync(() => {
           if (settled) return
           settled = true
@@ -122,8 +145,17 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
       })
     })
 
+  const speculate = <P, R, E>(type: Rpc.RequestType<P, R, E>, params: Rpc.RequestParam<P>, holds: () => boolean) =>
+    send<R, RequestError | Stale>(
+      (token) => connection.sendRequest(type, params, token),
+      failure(type.method),
+      true,
+      () => (holds() ? undefined : new Stale({ method: type.method }))
+    )
+
   return {
     request: (type, params) => send((token) => connection.sendRequest(type, params, token), failure(type.method), true),
+    speculate,
     notify: (type, params) =>
       send(
         () => connection.sendNotification(type, params),

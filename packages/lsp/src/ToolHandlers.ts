@@ -8,6 +8,7 @@ import type { Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
+import type * as Rpc from "vscode-jsonrpc/node"
 import * as Protocol from "vscode-languageserver-protocol"
 import * as Capabilities from "./Capabilities.ts"
 import * as DocumentDiagnostics from "./DocumentDiagnostics.ts"
@@ -53,20 +54,55 @@ const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   }
 }
 
-/** Opens (or re-syncs) the file argument, refusing files of a type this server does not handle. */
-const open = (session: LspConnector.LspSession, file: string) => {
+/** The path of the file argument, or a problem if this server does not handle its type. */
+const pathOf = (session: LspConnector.LspSession, file: string): Result.Result<string, Documents.FileProblem> => {
   const path = Paths.resolve(session.spec.cwd, file)
-  if (!LspSpec.handles(session.spec, path)) {
-    return Effect.fail(
-      new Documents.FileProblem({
-        argument: "file",
-        path,
-        message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`
-      })
-    )
-  }
-  return session.documents.sync(path)
+  if (LspSpec.handles(session.spec, path)) return Result.succeed(path)
+  return Result.fail(
+    new Documents.FileProblem({
+      argument: "file",
+      path,
+      message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`
+    })
+  )
 }
+
+/** Opens (or re-syncs) the file argument, refusing files of a type this server does not handle. */
+const open = (session: LspConnector.LspSession, file: string) =>
+  Result.match(pathOf(session, file), {
+    onFailure: Effect.fail,
+    onSuccess: (path) => session.documents.sync(path)
+  })
+
+/**
+ * Sends a request about the file argument, answered about its text on disk now, and returns the
+ * answer with the document it is about. An open document is taken to be unchanged and the request
+ * written at once: the file is checked while the server works, and if it changed, that answer is
+ * dropped and the request sent again once the document is re-synced. Checking first put a stat on
+ * the way to the server — a quarter of the toolset's own time on a hover.
+ */
+const ask = <P, R, E>(
+  session: LspConnector.LspSession,
+  file: string,
+  type: Rpc.RequestType<P, R, E>,
+  params: (document: Documents.Document) => Rpc.RequestParam<P>
+): Effect.Effect<{ readonly document: Documents.Document; readonly answer: R }, HandlerError> =>
+  Result.match(pathOf(session, file), {
+    onFailure: Effect.fail,
+    onSuccess: (path) => {
+      const synced = Effect.flatMap(session.documents.sync(path), ({ document }) =>
+        Effect.map(session.request(type, params(document)), (answer) => ({ document, answer }))
+      )
+      const guess = session.documents.opened(path)
+      if (guess === undefined) return synced
+      return session
+        .speculate(type, params(guess), () => session.documents.unchanged(guess))
+        .pipe(
+          Effect.map((answer) => ({ document: guess, answer })),
+          Effect.catchTag("Stale", () => synced)
+        )
+    }
+  })
 
 const positionParams = (
   document: Documents.Document,
@@ -146,50 +182,49 @@ const diagnostics = bind(LspTools.diagnostics, (session, args) =>
 )
 
 const hover = bind(LspTools.hover, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const answer = yield* session.request(Protocol.HoverRequest.type, positionParams(document, args))
-    const text = answer === null ? "" : Render.hover(answer.contents)
-    if (text === "") return result(`No hover information at ${at(args.file, args)}.`, { hover: null })
-    return result(text, { hover: text })
-  })
+  Effect.map(
+    ask(session, args.file, Protocol.HoverRequest.type, (d) => positionParams(d, args)),
+    ({ answer }) => {
+      const text = answer === null ? "" : Render.hover(answer.contents)
+      if (text === "") return result(`No hover information at ${at(args.file, args)}.`, { hover: null })
+      return result(text, { hover: text })
+    }
+  )
 )
 
 const definition = bind(LspTools.definition, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const answer = yield* session.request(Protocol.DefinitionRequest.type, positionParams(document, args))
-    return placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
-  })
+  Effect.map(
+    ask(session, args.file, Protocol.DefinitionRequest.type, (d) => positionParams(d, args)),
+    ({ answer }) => placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
+  )
 )
 
 const implementations = bind(LspTools.implementations, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const answer = yield* session.request(Protocol.ImplementationRequest.type, positionParams(document, args))
-    return placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
-  })
+  Effect.map(
+    ask(session, args.file, Protocol.ImplementationRequest.type, (d) => positionParams(d, args)),
+    ({ answer }) => placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
+  )
 )
 
 const references = bind(LspTools.references, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const answer = yield* session.request(Protocol.ReferencesRequest.type, {
-      ...positionParams(document, args),
+  Effect.map(
+    ask(session, args.file, Protocol.ReferencesRequest.type, (d) => ({
+      ...positionParams(d, args),
       context: { includeDeclaration: args.include_declaration ?? true }
-    })
-    return placesResult(session, "references", Render.locations(session.spec.cwd, answer))
-  })
+    })),
+    ({ answer }) => placesResult(session, "references", Render.locations(session.spec.cwd, answer))
+  )
 )
 
 const documentSymbols = bind(LspTools.documentSymbols, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const answer = yield* session.request(Protocol.DocumentSymbolRequest.type, { textDocument: { uri: document.uri } })
-    const symbols = Render.documentSymbols(answer)
-    if (symbols.length === 0) return result(`No symbols in ${args.file}.`, { symbols })
-    return result(Render.symbolsText(symbols), { symbols })
-  })
+  Effect.map(
+    ask(session, args.file, Protocol.DocumentSymbolRequest.type, (d) => ({ textDocument: { uri: d.uri } })),
+    ({ answer }) => {
+      const symbols = Render.documentSymbols(answer)
+      if (symbols.length === 0) return result(`No symbols in ${args.file}.`, { symbols })
+      return result(Render.symbolsText(symbols), { symbols })
+    }
+  )
 )
 
 const workspaceSymbols = bind(LspTools.workspaceSymbols, (session, args) =>
@@ -244,11 +279,10 @@ const codeActions = bind(LspTools.codeActions, (session, args) =>
 
 const rename = bind(LspTools.rename, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const edit = yield* session.request(Protocol.RenameRequest.type, {
-      ...positionParams(document, args),
+    const { answer: edit } = yield* ask(session, args.file, Protocol.RenameRequest.type, (d) => ({
+      ...positionParams(d, args),
       newName: args.new_name
-    })
+    }))
     if (edit === null) return failure(`Nothing to rename at ${at(args.file, args)}.`)
     const changes = yield* session.applyEdit(edit)
     const count = changes.reduce((n, c) => n + c.edits, 0)
@@ -264,11 +298,15 @@ const rename = bind(LspTools.rename, (session, args) =>
 
 const format = bind(LspTools.format, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const edits = yield* session.request(Protocol.DocumentFormattingRequest.type, {
-      textDocument: { uri: document.uri },
-      options: { tabSize: 2, insertSpaces: true }
-    })
+    const { document, answer: edits } = yield* ask(
+      session,
+      args.file,
+      Protocol.DocumentFormattingRequest.type,
+      (d) => ({
+        textDocument: { uri: d.uri },
+        options: { tabSize: 2, insertSpaces: true }
+      })
+    )
     const file = Paths.display(session.spec.cwd, document.path)
     if (edits === null || edits.length === 0) return result(`${file} is already formatted.`, { file, edits: 0 })
     yield* Edits.applyToFile(document.path, edits)
@@ -279,8 +317,9 @@ const format = bind(LspTools.format, (session, args) =>
 
 const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const items = yield* session.request(Protocol.CallHierarchyPrepareRequest.type, positionParams(document, args))
+    const { answer: items } = yield* ask(session, args.file, Protocol.CallHierarchyPrepareRequest.type, (d) =>
+      positionParams(d, args)
+    )
     const item = items?.[0]
     if (item === undefined) return result(`No function at ${at(args.file, args)}.`, { calls: [] })
     const root = session.spec.cwd
@@ -328,28 +367,29 @@ const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
 )
 
 const signatureHelp = bind(LspTools.signatureHelp, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
-    const answer = yield* session.request(Protocol.SignatureHelpRequest.type, positionParams(document, args))
-    if (answer === null || answer.signatures.length === 0) {
-      return result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
+  Effect.map(
+    ask(session, args.file, Protocol.SignatureHelpRequest.type, (d) => positionParams(d, args)),
+    ({ answer }) => {
+      if (answer === null || answer.signatures.length === 0) {
+        return result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
+      }
+      const active = answer.activeSignature ?? 0
+      const signatures = answer.signatures.map((s, index) => ({
+        label: s.label,
+        active: index === active,
+        ...((s.activeParameter ?? answer.activeParameter) !== undefined && index === active
+          ? { activeParameter: s.activeParameter ?? answer.activeParameter }
+          : {})
+      }))
+      const text = signatures
+        .map(
+          (s) =>
+            `${s.active ? "* " : "  "}${s.label}${"activeParameter" in s ? ` (parameter ${Number(s.activeParameter) + 1})` : ""}`
+        )
+        .join("\n")
+      return result(text, { signatures })
     }
-    const active = answer.activeSignature ?? 0
-    const signatures = answer.signatures.map((s, index) => ({
-      label: s.label,
-      active: index === active,
-      ...((s.activeParameter ?? answer.activeParameter) !== undefined && index === active
-        ? { activeParameter: s.activeParameter ?? answer.activeParameter }
-        : {})
-    }))
-    const text = signatures
-      .map(
-        (s) =>
-          `${s.active ? "* " : "  "}${s.label}${"activeParameter" in s ? ` (parameter ${Number(s.activeParameter) + 1})` : ""}`
-      )
-      .join("\n")
-    return result(text, { signatures })
-  })
+  )
 )
 
 const inlayHints = bind(LspTools.inlayHints, (session, args) =>

@@ -108,6 +108,20 @@ describe("LspToolset with typescript-language-server", () => {
       )
       const again = yield* toolset.callTool("lsp_diagnostics", { file: "src/broken.ts" })
       assert.include(textOf(again), "Type 'number' is not assignable to type 'boolean'")
+
+      // A request about an open document goes out before the file is checked (see ToolHandlers'
+      // `ask`): a file changed on disk since must still get an answer about its new text.
+      const flag = { file: "src/broken.ts", line: 3, character: 14 }
+      assert.include(textOf(yield* toolset.callTool("lsp_hover", flag)), "const flag: boolean")
+      NodeFs.writeFileSync(
+        NodePath.join(root, "src/broken.ts"),
+        'import { sum } from "./math.ts"\n\nexport const flag: bigint = BigInt(sum(1, 2))\n'
+      )
+      assert.include(textOf(yield* toolset.callTool("lsp_hover", flag)), "const flag: bigint")
+      NodeFs.rmSync(NodePath.join(root, "src/broken.ts"))
+      const gone = yield* toolset.callTool("lsp_hover", flag)
+      assert.isTrue(gone.isError)
+      assert.include(textOf(gone), "file: cannot read")
       yield* close
     })
   )
