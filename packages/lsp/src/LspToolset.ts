@@ -83,6 +83,30 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
       supervisor.policy.callTimeout === undefined ? undefined : Duration.toMillis(supervisor.policy.callTimeout)
     const withDeadline = Deadline.within(callTimeout)
 
+    /**
+     * What a handler's failure is to the agent: a bad file or edit is a result it reads and acts
+     * on, a server's error answer a typed failure; the session's own errors pass as they are.
+     */
+    const recover = (tool: string, error: ToolHandlers.HandlerError): CallResult => {
+      switch (error._tag) {
+        case "FileProblem":
+          return Effect.succeed(ToolHandlers.failure(error.message))
+        case "EditFailed":
+          return Effect.succeed(ToolHandlers.failure(`${tool}: ${error.message}`))
+        case "ResponseFailed":
+          return Effect.fail(
+            new Toolset.ToolCallFailed({
+              toolset: name,
+              tool,
+              message: `${name}/${tool}: ${error.method} failed: ${LifecycleError.redact(error.message)}`,
+              code: error.code
+            })
+          )
+        default:
+          return Effect.fail(error)
+      }
+    }
+
     const callTool = (tool: string, args: { readonly [key: string]: unknown }): CallResult => {
       const handler = ToolHandlers.handlers.get(tool)
       if (handler === undefined) {
@@ -107,21 +131,7 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
               })
             )
           }
-          return handler.call(session, args).pipe(
-            Effect.catchTags({
-              FileProblem: (problem) => Effect.succeed(ToolHandlers.failure(problem.message)),
-              EditFailed: (problem) => Effect.succeed(ToolHandlers.failure(`${tool}: ${problem.message}`)),
-              ResponseFailed: (error) =>
-                Effect.fail(
-                  new Toolset.ToolCallFailed({
-                    toolset: name,
-                    tool,
-                    message: `${name}/${tool}: ${error.method} failed: ${LifecycleError.redact(error.message)}`,
-                    code: error.code
-                  })
-                )
-            })
-          )
+          return Effect.catch(handler.call(session, args), (error) => recover(tool, error))
         })
         .pipe(withDeadline)
     }

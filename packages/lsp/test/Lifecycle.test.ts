@@ -98,13 +98,18 @@ describe("LspToolset lifecycle", () => {
   )
 
   it.live(
-    "server-to-client requests are answered; dynamic (un)registration updates the catalogue and bumps toolsVersion",
+    "server-to-client requests are answered; dynamic (un)registration updates the catalogue and bumps toolsVersion; an error answer is ToolCallFailed",
     () =>
       Effect.gen(function* () {
         const { toolset, close } = yield* open({ name: "dynamic", spec: fake("dynamic"), policy: fastPolicy() })
         yield* toolset.start
         const registered = yield* until(toolset, (s) => s.toolCount === 3)
         assert.include(toolNames(yield* toolset.tools), "lsp_hover")
+        // The server's error answer is a typed failure that names the method, its code and message.
+        const failed = yield* Effect.flip(toolset.callTool("lsp_hover", { file: someFile, line: 99, character: 1 }))
+        assert.strictEqual(failed._tag, "ToolCallFailed")
+        assert.include(failed.message, "dynamic/lsp_hover: textDocument/hover failed: no symbol on line 99")
+        assert.strictEqual(failed._tag === "ToolCallFailed" ? failed.code : undefined, -32803)
         const hover = yield* toolset.callTool("lsp_hover", { file: someFile, line: 1, character: 1 })
         // The server registered hover only after the client answered its requests.
         assert.include(textOf(hover), '"configuration":[{}]')
