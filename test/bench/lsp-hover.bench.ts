@@ -107,7 +107,12 @@ const program = Effect.gen(function* () {
   const withRequirements = () =>
     Effect.runPromise(
       Deadline.within(30_000)(
-        session.speculate(Protocol.HoverRequest.type, params, () => session.documents.unchanged(document))
+        session.speculate(
+          Protocol.HoverRequest.type,
+          params,
+          () => session.documents.unchanged(document),
+          () => session.request(Protocol.HoverRequest.type, params)
+        )
       )
     )
 

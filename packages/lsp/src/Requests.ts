@@ -20,11 +20,6 @@ export class ResponseFailed extends Data.TaggedError("ResponseFailed")<{
   readonly message: string
 }> {}
 
-/** A speculative request whose guess turned out wrong: cancelled on the server, to be sent again. */
-export class Stale extends Data.TaggedError("Stale")<{
-  readonly method: string
-}> {}
-
 export type RequestError = ResponseFailed | LifecycleError.LifecycleError
 
 export interface Requests {
@@ -36,14 +31,15 @@ export interface Requests {
   /**
    * Sends a request made on a guess — say, that a document is unchanged on disk — and checks the
    * guess (`holds`) once the request is written, while the server works on it. A wrong guess
-   * cancels the request and fails with `Stale`. Checking first would put the check on the path
-   * to the server.
+   * cancels the request and runs `otherwise` in its place. Checking first would put the check on
+   * the path to the server.
    */
-  readonly speculate: <P, R, E>(
+  readonly speculate: <P, R, E, E2>(
     type: Rpc.RequestType<P, R, E>,
     params: Rpc.RequestParam<P>,
-    holds: () => boolean
-  ) => Effect.Effect<R, RequestError | Stale>
+    holds: () => boolean,
+    otherwise: () => Effect.Effect<R, E2>
+  ) => Effect.Effect<R, RequestError | E2>
   /** Sends a notification: done once written, which a server that stopped reading can delay. */
   readonly notify: <P>(
     type: Rpc.NotificationType<P>,
@@ -77,24 +73,24 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
    * One operation in flight: settled by the answer, the deadline's timer, the connection's loss
    * or the caller's interruption, whichever comes first; the others then do nothing.
    */
-  const send = <A, E extends RequestError | Stale>(
+  const send = <A, E extends RequestError, E2 = never>(
     write: (token: Rpc.CancellationToken | undefined) => Promise<A>,
     fail: (cause: unknown) => E,
     cancellable: boolean,
-    /** Run once the request is written: a failure it returns cancels the request and is the outcome. */
-    check?: () => E | undefined
-  ): Effect.Effect<A, E | LifecycleError.LifecycleError> =>
+    /** Run once the request is written: an effect it returns cancels the request and runs instead. */
+    check?: () => Effect.Effect<A, E2> | undefined
+  ): Effect.Effect<A, E | E2 | LifecycleError.LifecycleError> =>
     Effect.withFiber((fiber) => {
       if (lostWith !== undefined) return lostWith
       const deadline = fiber.getRef(Deadline.Current)
       if (deadline !== undefined && Deadline.remaining(deadline) === 0) {
         return Effect.fail(Deadline.exceeded(name, deadline))
       }
-      return Effect.callback<A, E | LifecycleError.LifecycleError>((resume) => {
+      return Effect.callback<A, E | E2 | LifecycleError.LifecycleError>((resume) => {
         const source = cancellable ? new Rpc.CancellationTokenSource() : undefined
         let timer: ReturnType<typeof setTimeout> | undefined
         let settled = false
-        const settle = (outcome: Effect.Effect<A, E | LifecycleError.LifecycleError>) => {
+        const settle = (outcome: Effect.Effect<A, E | E2 | LifecycleError.LifecycleError>) => {
           if (settled) return
           settled = true
           if (timer !== undefined) clearTimeout(timer)
@@ -130,10 +126,10 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
             settle(Effect.fail(Deadline.exceeded(name, deadline)))
           }, Deadline.remaining(deadline))
         }
-        const wrong = check?.()
-        if (wrong !== undefined) {
+        const instead = check?.()
+        if (instead !== undefined) {
           cancel()
-          settle(Effect.fail(wrong))
+          settle(instead)
         }
         return Effect.sync(() => {
           if (settled) return
@@ -145,17 +141,15 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
       })
     })
 
-  const speculate = <P, R, E>(type: Rpc.RequestType<P, R, E>, params: Rpc.RequestParam<P>, holds: () => boolean) =>
-    send<R, RequestError | Stale>(
-      (token) => connection.sendRequest(type, params, token),
-      failure(type.method),
-      true,
-      () => (holds() ? undefined : new Stale({ method: type.method }))
-    )
-
   return {
     request: (type, params) => send((token) => connection.sendRequest(type, params, token), failure(type.method), true),
-    speculate,
+    speculate: (type, params, holds, otherwise) =>
+      send(
+        (token) => connection.sendRequest(type, params, token),
+        failure(type.method),
+        true,
+        () => (holds() ? undefined : otherwise())
+      ),
     notify: (type, params) =>
       send(
         () => connection.sendNotification(type, params),

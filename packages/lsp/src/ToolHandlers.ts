@@ -75,32 +75,25 @@ const open = (session: LspConnector.LspSession, file: string) =>
   })
 
 /**
- * Sends a request about the file argument, answered about its text on disk now, and returns the
- * answer with the document it is about. An open document is taken to be unchanged and the request
- * written at once: the file is checked while the server works, and if it changed, that answer is
- * dropped and the request sent again once the document is re-synced. Checking first put a stat on
- * the way to the server — a quarter of the toolset's own time on a hover.
+ * Sends a request about the file argument, answered about its text on disk now. An open document
+ * is taken to be unchanged and the request written at once: the file is checked while the server
+ * works, and if it changed, that request is dropped and sent again once the document is re-synced.
+ * Checking first put a stat on the way to the server — a quarter of the toolset's own time on a hover.
  */
 const ask = <P, R, E>(
   session: LspConnector.LspSession,
   file: string,
   type: Rpc.RequestType<P, R, E>,
   params: (document: Documents.Document) => Rpc.RequestParam<P>
-): Effect.Effect<{ readonly document: Documents.Document; readonly answer: R }, HandlerError> =>
+): Effect.Effect<R, HandlerError> =>
   Result.match(pathOf(session, file), {
     onFailure: Effect.fail,
     onSuccess: (path) => {
-      const synced = Effect.flatMap(session.documents.sync(path), ({ document }) =>
-        Effect.map(session.request(type, params(document)), (answer) => ({ document, answer }))
-      )
+      const synced = () =>
+        Effect.flatMap(session.documents.sync(path), ({ document }) => session.request(type, params(document)))
       const guess = session.documents.opened(path)
-      if (guess === undefined) return synced
-      return session
-        .speculate(type, params(guess), () => session.documents.unchanged(guess))
-        .pipe(
-          Effect.map((answer) => ({ document: guess, answer })),
-          Effect.catchTag("Stale", () => synced)
-        )
+      if (guess === undefined) return synced()
+      return session.speculate(type, params(guess), () => session.documents.unchanged(guess), synced)
     }
   })
 
@@ -184,7 +177,7 @@ const diagnostics = bind(LspTools.diagnostics, (session, args) =>
 const hover = bind(LspTools.hover, (session, args) =>
   Effect.map(
     ask(session, args.file, Protocol.HoverRequest.type, (d) => positionParams(d, args)),
-    ({ answer }) => {
+    (answer) => {
       const text = answer === null ? "" : Render.hover(answer.contents)
       if (text === "") return result(`No hover information at ${at(args.file, args)}.`, { hover: null })
       return result(text, { hover: text })
@@ -195,14 +188,14 @@ const hover = bind(LspTools.hover, (session, args) =>
 const definition = bind(LspTools.definition, (session, args) =>
   Effect.map(
     ask(session, args.file, Protocol.DefinitionRequest.type, (d) => positionParams(d, args)),
-    ({ answer }) => placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
+    (answer) => placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
   )
 )
 
 const implementations = bind(LspTools.implementations, (session, args) =>
   Effect.map(
     ask(session, args.file, Protocol.ImplementationRequest.type, (d) => positionParams(d, args)),
-    ({ answer }) => placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
+    (answer) => placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
   )
 )
 
@@ -212,14 +205,14 @@ const references = bind(LspTools.references, (session, args) =>
       ...positionParams(d, args),
       context: { includeDeclaration: args.include_declaration ?? true }
     })),
-    ({ answer }) => placesResult(session, "references", Render.locations(session.spec.cwd, answer))
+    (answer) => placesResult(session, "references", Render.locations(session.spec.cwd, answer))
   )
 )
 
 const documentSymbols = bind(LspTools.documentSymbols, (session, args) =>
   Effect.map(
     ask(session, args.file, Protocol.DocumentSymbolRequest.type, (d) => ({ textDocument: { uri: d.uri } })),
-    ({ answer }) => {
+    (answer) => {
       const symbols = Render.documentSymbols(answer)
       if (symbols.length === 0) return result(`No symbols in ${args.file}.`, { symbols })
       return result(Render.symbolsText(symbols), { symbols })
@@ -279,7 +272,7 @@ const codeActions = bind(LspTools.codeActions, (session, args) =>
 
 const rename = bind(LspTools.rename, (session, args) =>
   Effect.gen(function* () {
-    const { answer: edit } = yield* ask(session, args.file, Protocol.RenameRequest.type, (d) => ({
+    const edit = yield* ask(session, args.file, Protocol.RenameRequest.type, (d) => ({
       ...positionParams(d, args),
       newName: args.new_name
     }))
@@ -298,15 +291,11 @@ const rename = bind(LspTools.rename, (session, args) =>
 
 const format = bind(LspTools.format, (session, args) =>
   Effect.gen(function* () {
-    const { document, answer: edits } = yield* ask(
-      session,
-      args.file,
-      Protocol.DocumentFormattingRequest.type,
-      (d) => ({
-        textDocument: { uri: d.uri },
-        options: { tabSize: 2, insertSpaces: true }
-      })
-    )
+    const { document } = yield* open(session, args.file)
+    const edits = yield* session.request(Protocol.DocumentFormattingRequest.type, {
+      textDocument: { uri: document.uri },
+      options: { tabSize: 2, insertSpaces: true }
+    })
     const file = Paths.display(session.spec.cwd, document.path)
     if (edits === null || edits.length === 0) return result(`${file} is already formatted.`, { file, edits: 0 })
     yield* Edits.applyToFile(document.path, edits)
@@ -317,7 +306,7 @@ const format = bind(LspTools.format, (session, args) =>
 
 const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
   Effect.gen(function* () {
-    const { answer: items } = yield* ask(session, args.file, Protocol.CallHierarchyPrepareRequest.type, (d) =>
+    const items = yield* ask(session, args.file, Protocol.CallHierarchyPrepareRequest.type, (d) =>
       positionParams(d, args)
     )
     const item = items?.[0]
@@ -369,7 +358,7 @@ const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
 const signatureHelp = bind(LspTools.signatureHelp, (session, args) =>
   Effect.map(
     ask(session, args.file, Protocol.SignatureHelpRequest.type, (d) => positionParams(d, args)),
-    ({ answer }) => {
+    (answer) => {
       if (answer === null || answer.signatures.length === 0) {
         return result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
       }
