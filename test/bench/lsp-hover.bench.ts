@@ -8,11 +8,13 @@
  * file open at the same version, JIT warmth — is the same for all, and what differs is only the
  * client's work. Two server processes differ by more than that from one run to the next.
  *
- * Two more sides say where the toolset's time goes, by building up to it:
- * - "Effect floor": the same request as an Effect, run with `Effect.runPromise` (what any Effect
- *   API pays: a fiber, and its suspension and resumption around the answer);
+ * Three more sides build up to the toolset, to say where its time goes:
+ * - "as an Effect": the request wrapped in `Effect.promise`, run with `Effect.runPromise` — what
+ *   any Effect API pays (a fiber, suspended and resumed around the answer);
+ * - "Requests.request": the session's request as tools send it, cancellable and failing as soon
+ *   as the connection is lost (vscode-jsonrpc leaves it waiting);
  * - "+ deadline, freshness": that, bounded by `call_timeout` and checked against the file on disk
- *   (`Requests.speculate`), the two things the issue requires of every request about a file.
+ *   (`Requests.speculate`) — what the issue requires of every request about a file.
  * The rest of "toolset" is the tool layer: the supervisor's session lookup, argument validation,
  * path resolution, rendering. The calls go round robin, one by one, the order rotating each round
  * after the same warm-up, so every side follows every other alike and drift falls on all.
@@ -103,7 +105,9 @@ const program = Effect.gen(function* () {
   if (document === undefined) return yield* Effect.die(new Error("bench:lsp: the file is not open"))
   const viaToolset = () => Effect.runPromise(toolset.callTool("lsp_hover", hoverArgs))
   const bare = () => session.connection.sendRequest(Protocol.HoverRequest.type, params)
-  const effectFloor = () => Effect.runPromise(session.request(Protocol.HoverRequest.type, params))
+  const asEffect = () =>
+    Effect.runPromise(Effect.promise(() => session.connection.sendRequest(Protocol.HoverRequest.type, params)))
+  const viaRequests = () => Effect.runPromise(session.request(Protocol.HoverRequest.type, params))
   const withRequirements = () =>
     Effect.runPromise(
       Deadline.within(30_000)(
@@ -119,9 +123,10 @@ const program = Effect.gen(function* () {
   const side = (name: string, run: () => Promise<unknown>) => ({ name, run, samples: [] as Array<number> })
   const supervised = side("toolset", viaToolset)
   const raw = side("raw vscode-jsonrpc", bare)
-  const floor = side("Effect floor", effectFloor)
+  const effect = side("as an Effect", asEffect)
+  const requests = side("Requests.request", viaRequests)
   const required = side("+ deadline, freshness", withRequirements)
-  const sides = [supervised, raw, floor, required]
+  const sides = [supervised, raw, effect, requests, required]
   const round = async (record: boolean) => {
     for (let i = 0; i < (record ? CALLS : WARMUP); i++) {
       // Round robin, starting one further each round: every side follows every other alike.
@@ -154,9 +159,14 @@ const program = Effect.gen(function* () {
   yield* Console.log(
     `  ratio toolset/raw: p50 ${ratio(supervised, raw)}  p99 ${(p(supervised, 0.99) / p(raw, 0.99)).toFixed(3)}  (target p50 <= 1.05)`
   )
+  const steps = [raw, effect, requests, required, supervised]
   yield* Console.log(
-    `  steps, p50 ratio: Effect floor/raw ${ratio(floor, raw)}, + deadline and freshness/Effect floor ${ratio(required, floor)}, toolset/+ deadline and freshness ${ratio(supervised, required)}`
+    `  step by step, p50 ratio to the step before: ${steps
+      .slice(1)
+      .map((step, i) => `${step.name} ${ratio(step, steps[i] ?? raw)}`)
+      .join(", ")}`
   )
+
   yield* Console.log(`  answers agree: ${agree}`)
   yield* Console.log("cold start to Ready:")
   yield* Console.log(coldStarts.join("\n"))
