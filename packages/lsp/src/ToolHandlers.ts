@@ -78,7 +78,8 @@ const open = (session: LspConnector.LspSession, file: string) =>
  * Sends a request about the file argument, answered about its text on disk now. An open document
  * is taken to be unchanged and the request written at once: the file is checked while the server
  * works, and if it changed, that request is dropped and sent again once the document is re-synced.
- * Checking first put a stat on the way to the server — a quarter of the toolset's own time on a hover.
+ * Checking first would put a stat between the call and the server; after the write, it runs while
+ * the server works (on a core the server does not need).
  */
 const ask = <P, R, E>(
   session: LspConnector.LspSession,
