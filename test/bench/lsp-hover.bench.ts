@@ -3,21 +3,25 @@
  * `textDocument/hover` requests over vscode-jsonrpc, p50/p99 and their ratio (target <= 1.05).
  * Also: cold start to Ready for each real server.
  *
- * All sides talk to the same typescript-language-server process over the same connection (the
- * session's own `MessageConnection`, with its writer), so the server's state — project loaded,
- * file open at the same version, JIT warmth — is the same for all, and what differs is only the
- * client's work. Two server processes differ by more than that from one run to the next.
+ * Two measurements, each with its own warm-up; in every round each side makes one call, in a
+ * fresh random order (seeded: every run draws the same orders), so no side keeps following the
+ * same other side and drift falls on all alike.
  *
- * Three more sides build up to the toolset, to say where its time goes:
- * - "as an Effect": the request wrapped in `Effect.promise`, run with `Effect.runPromise` — what
- *   any Effect API pays (a fiber, suspended and resumed around the answer);
- * - "Requests.request": the session's request as tools send it, cancellable and failing as soon
- *   as the connection is lost (vscode-jsonrpc leaves it waiting);
- * - "+ deadline, freshness": that, bounded by `call_timeout` and checked against the file on disk
- *   (`Requests.speculate`) — what the issue requires of every request about a file.
- * The rest of "toolset" is the tool layer: the supervisor's session lookup, argument validation,
- * path resolution, rendering. The calls go round robin, one by one, the order rotating each round
- * after the same warm-up, so every side follows every other alike and drift falls on all.
+ * 1. Against vscode-jsonrpc as it ships (`StockLspClient`: its own reader and writer, initialized
+ *    like the toolset), each side on a typescript-language-server process of its own, and a second
+ *    stock client on a third process as the control: how far two processes alone differ. Every
+ *    process gets one call a round: a process called more often answers faster.
+ * 2. On the toolset's own connection, so the server process is the same and only the client's
+ *    work differs: "raw" is the session's `MessageConnection` (with Toolvisor's writer), and three
+ *    sides build up from it to the toolset, to say where its time goes:
+ *    - "as an Effect": the request in `Effect.promise`, run with `Effect.runPromise` — what any
+ *      Effect API pays (a fiber, suspended and resumed around the answer);
+ *    - "Requests.request": the session's request as tools send it, cancellable and failing as
+ *      soon as the connection is lost (vscode-jsonrpc leaves it waiting);
+ *    - "+ deadline, freshness": that, bounded by `call_timeout` and checked against the file on
+ *      disk (`Requests.speculate`) — what the issue requires of every request about a file.
+ *    The rest of "toolset" is the tool layer: the supervisor's session lookup, argument
+ *    validation, path resolution, rendering.
  *
  * Run: cd /work/main && npm run bench:lsp
  */
@@ -29,10 +33,11 @@ import { Deadline, LspSpec, LspToolset, Paths, Render } from "@toolvisor/lsp"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
-import { ascending, gc, percentile } from "./stats.ts"
+import { ascending, gc, percentile, seededRandom, shuffled } from "./stats.ts"
+import * as StockLspClient from "./stock-lsp-client.ts"
 
 const CALLS = 200
-/** Per side, alternating like the measured calls: enough for the JIT to compile both paths. */
+/** Rounds before the measured ones, drawn like them: enough for the JIT to compile every path. */
 const WARMUP = 200
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
@@ -94,7 +99,7 @@ const program = Effect.gen(function* () {
   const pid = (yield* toolset.state).pid
   if (pid !== undefined) pids.add(pid)
   // Waits for the project to load (the first semantic answer); this also opens the file, once,
-  // for both sides.
+  // for every side on this connection.
   yield* toolset.callTool("lsp_diagnostics", { file: hoverArgs.file })
   const session = yield* toolset.supervisor.useDirect(Effect.succeed)
   const params: Protocol.HoverParams = {
@@ -120,46 +125,61 @@ const program = Effect.gen(function* () {
       )
     )
 
+  const stockClient = () =>
+    StockLspClient.make({
+      command: bin("typescript-language-server"),
+      args: ["--stdio"],
+      cwd: copy("ts-project"),
+      file: hoverArgs.file,
+      probe: params.position,
+      loaded: "add(a: number, b: number)"
+    }).pipe(Effect.tap((client) => Effect.sync(() => pids.add(client.pid))))
+  const stock = yield* stockClient()
+  const control = yield* stockClient()
+
   const side = (name: string, run: () => Promise<unknown>) => ({ name, run, samples: [] as Array<number> })
-  const supervised = side("toolset", viaToolset)
-  const raw = side("raw vscode-jsonrpc", bare)
-  const effect = side("as an Effect", asEffect)
-  const requests = side("Requests.request", viaRequests)
-  const required = side("+ deadline, freshness", withRequirements)
-  const sides = [supervised, raw, effect, requests, required]
-  const round = async (record: boolean) => {
-    for (let i = 0; i < (record ? CALLS : WARMUP); i++) {
-      // Round robin, starting one further each round: every side follows every other alike.
-      const first = i % sides.length
-      for (const side of [...sides.slice(first), ...sides.slice(0, first)]) {
-        const millis = await time(side.run)
-        if (record) side.samples.push(millis)
+  type Side = ReturnType<typeof side>
+  const random = seededRandom(20261124)
+  const measure = (sides: ReadonlyArray<Side>) =>
+    Effect.promise(async () => {
+      for (let i = 0; i < WARMUP + CALLS; i++) {
+        if (i === WARMUP) gc("bench:lsp")
+        for (const side of shuffled(sides, random)) {
+          const millis = await time(side.run)
+          if (i >= WARMUP) side.samples.push(millis)
+        }
       }
-    }
-  }
-  yield* Effect.promise(() => round(false))
-  gc("bench:lsp")
-  yield* Effect.promise(() => round(true))
+    })
+  const p = (side: Side, q: number) => percentile(ascending(side.samples), q)
+  const ratio = (a: Side, b: Side, q = 0.5) => (p(a, q) / p(b, q)).toFixed(3)
+  const line = (side: Side, to: Side) =>
+    `  ${side.name}: p50 ${fmt(p(side, 0.5))}  p99 ${fmt(p(side, 0.99))}  p50 ratio to ${to.name} ${ratio(side, to)}`
 
-  const answer = yield* toolset.callTool("lsp_hover", hoverArgs)
-  const rawAnswer = yield* Effect.promise(bare)
-  const agree =
-    rawAnswer !== null &&
-    answer.content[0]?.type === "text" &&
-    answer.content[0].text === Render.hover(rawAnswer.contents)
-
-  const p = (side: (typeof sides)[number], q: number) => percentile(ascending(side.samples), q)
-  const ratio = (a: (typeof sides)[number], b: (typeof sides)[number]) => (p(a, 0.5) / p(b, 0.5)).toFixed(3)
-  yield* Console.log(`lsp_hover x${CALLS} (typescript-language-server, same connection, round robin)`)
-  for (const side of sides) {
-    yield* Console.log(
-      `  ${side.name}: p50 ${fmt(p(side, 0.5))}  p99 ${fmt(p(side, 0.99))}  p50 ratio to raw ${ratio(side, raw)}`
-    )
-  }
+  const supervised = side("toolset", viaToolset)
+  const baseline = side("stock vscode-jsonrpc", () => stock.hover(params.position))
+  const second = side("stock vscode-jsonrpc, control", () => control.hover(params.position))
+  yield* measure([supervised, baseline, second])
+  yield* Console.log(`lsp_hover x${CALLS}, typescript-language-server, one process per side:`)
+  for (const each of [supervised, baseline, second]) yield* Console.log(line(each, baseline))
   yield* Console.log(
-    `  ratio toolset/raw: p50 ${ratio(supervised, raw)}  p99 ${(p(supervised, 0.99) / p(raw, 0.99)).toFixed(3)}  (target p50 <= 1.05)`
+    `  ratio toolset/stock vscode-jsonrpc: p50 ${ratio(supervised, baseline)}  p99 ${ratio(supervised, baseline, 0.99)}  (target p50 <= 1.05)`
   )
-  const steps = [raw, effect, requests, required, supervised]
+
+  const onConnection = side("toolset", viaToolset)
+  const raw = side("raw vscode-jsonrpc", bare)
+  const steps = [
+    raw,
+    side("as an Effect", asEffect),
+    side("Requests.request", viaRequests),
+    side("+ deadline, freshness", withRequirements),
+    onConnection
+  ]
+  yield* measure(steps)
+  yield* Console.log(`lsp_hover x${CALLS}, all sides on the toolset's own connection:`)
+  for (const each of steps) yield* Console.log(line(each, raw))
+  yield* Console.log(
+    `  ratio toolset/raw: p50 ${ratio(onConnection, raw)}  p99 ${ratio(onConnection, raw, 0.99)}  (target p50 <= 1.05)`
+  )
   yield* Console.log(
     `  step by step, p50 ratio to the step before: ${steps
       .slice(1)
@@ -167,6 +187,14 @@ const program = Effect.gen(function* () {
       .join(", ")}`
   )
 
+  const answer = yield* toolset.callTool("lsp_hover", hoverArgs)
+  const others = yield* Effect.promise(() =>
+    Promise.all([bare(), stock.hover(params.position), control.hover(params.position)])
+  )
+  const agree = others.every(
+    (other) =>
+      other !== null && answer.content[0]?.type === "text" && answer.content[0].text === Render.hover(other.contents)
+  )
   yield* Console.log(`  answers agree: ${agree}`)
   yield* Console.log("cold start to Ready:")
   yield* Console.log(coldStarts.join("\n"))

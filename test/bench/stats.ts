@@ -52,3 +52,27 @@ export const processCpuMs = (pid: number): number => {
     return Number.NaN
   }
 }
+
+/** A seeded pseudo-random source in [0, 1) (mulberry32): runs of a benchmark draw the same orders. */
+export const seededRandom = (seed: number): (() => number) => {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** A shuffled copy (Fisher–Yates) drawn from `random`. */
+export const shuffled = <A>(items: ReadonlyArray<A>, random: () => number): Array<A> => {
+  const copy = [...items]
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1))
+    const item = copy[i] as A
+    copy[i] = copy[j] as A
+    copy[j] = item
+  }
+  return copy
+}
