@@ -64,17 +64,20 @@ export const compile = (schema: { readonly [key: string]: unknown }): Check | un
   ) {
     return undefined
   }
-  const fields: Array<readonly [string, Field, boolean]> = []
+  const fields: Array<{ readonly name: string; readonly check: Field; readonly required: boolean }> = []
   for (const [name, property] of Object.entries(isRecord(properties) ? properties : {})) {
     const check = isRecord(property) ? field(property) : undefined
     if (check === undefined) return undefined
-    fields.push([name, check, required.includes(name)])
+    fields.push({ name, check, required: required.includes(name) })
   }
-  if (required.some((name) => !fields.some(([known]) => known === name))) return undefined
+  if (required.some((name) => !fields.some((known) => known.name === name))) return undefined
+  // An indexed loop: the iterator protocol costs more than the checks on code that runs rarely
+  // enough to stay unoptimized, which is how an agent calls tools.
   return (args) => {
-    for (const [name, check, isRequired] of fields) {
+    for (let i = 0; i < fields.length; i++) {
+      const { name, check, required } = fields[i] as (typeof fields)[number]
       if (!Object.hasOwn(args, name)) {
-        if (isRequired) return false
+        if (required) return false
       } else if (!check(args[name])) {
         return false
       }

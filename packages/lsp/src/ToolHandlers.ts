@@ -46,11 +46,10 @@ const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   const validate = LspTools.validator(definition)
   return {
     definition,
-    call: (session, args) =>
-      Result.match(validate(args), {
-        onFailure: (message) => Effect.succeed(failure(message)),
-        onSuccess: (decoded) => run(session, decoded)
-      })
+    call: (session, args) => {
+      const decoded = validate(args)
+      return Result.isSuccess(decoded) ? run(session, decoded.success) : Effect.succeed(failure(decoded.failure))
+    }
   }
 }
 
@@ -86,17 +85,15 @@ const ask = <P, R, E>(
   file: string,
   type: Rpc.RequestType<P, R, E>,
   params: (document: Documents.Document) => Rpc.RequestParam<P>
-): Effect.Effect<R, HandlerError> =>
-  Result.match(pathOf(session, file), {
-    onFailure: Effect.fail,
-    onSuccess: (path) => {
-      const synced = () =>
-        Effect.flatMap(session.documents.sync(path), ({ document }) => session.request(type, params(document)))
-      const guess = session.documents.opened(path)
-      if (guess === undefined) return synced()
-      return session.speculate(type, params(guess), () => session.documents.unchanged(guess), synced)
-    }
-  })
+): Effect.Effect<R, HandlerError> => {
+  const path = pathOf(session, file)
+  if (Result.isFailure(path)) return Effect.fail(path.failure)
+  const synced = () =>
+    Effect.flatMap(session.documents.sync(path.success), ({ document }) => session.request(type, params(document)))
+  const guess = session.documents.opened(path.success)
+  if (guess === undefined) return synced()
+  return session.speculate(type, params(guess), () => session.documents.unchanged(guess), synced)
+}
 
 const positionParams = (
   document: Documents.Document,
