@@ -45,6 +45,8 @@ export interface ServerProcess {
   readonly established: Effect.Effect<void>
   /** Completes when the process exits: success only for a clean exit after `established`. */
   readonly exited: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
+  /** Whether `exited` has completed: lets a finalizer tell a process that died from one it ends. */
+  readonly hasExited: () => boolean
   /** Runs `effect`, failing it at once if the process exits first (a handshake must not hang on a dead server). */
   readonly whileRunning: <A, E, R>(
     effect: Effect.Effect<A, E, R>
@@ -103,6 +105,7 @@ export const spawn = (
         isEstablished = true
       }),
       exited,
+      hasExited: () => Deferred.isDoneUnsafe(exit),
       whileRunning: (effect) => {
         const exitFailure = Effect.flatMap(exited, () =>
           Effect.fail(

@@ -137,12 +137,14 @@ describe("ServerProcess", () => {
     })
   )
 
-  it.live("a crash by signal reports the signal", () =>
+  it.live("a crash by signal reports the signal; hasExited turns true with exited", () =>
     Effect.gen(function* () {
       const { proc, close } = yield* spawned({ command: node, args: ["-e", "setInterval(() => {}, 1000)"] })
       yield* proc.established
+      assert.isFalse(proc.hasExited())
       process.kill(proc.pid, "SIGKILL")
       const error = yield* Effect.flip(proc.exited)
+      assert.isTrue(proc.hasExited())
       assert.strictEqual(error._tag, "ServerCrashed")
       assert.strictEqual(error.signal, "SIGKILL")
       yield* close

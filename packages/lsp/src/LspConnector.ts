@@ -171,34 +171,37 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
         Effect.andThen(Effect.fail(Classify.classify(name, new Error("connection closed by the server"))))
       )
     )
-    connection.onClose(() => {
-      Deferred.doneUnsafe(closed, Effect.void)
-      requests.close(
-        exitReport.pipe(
-          Effect.andThen(
-            Effect.fail(
-              new LifecycleError.ServerCrashed({
-                toolset: name,
-                message: `${name}: the server exited while the request was in flight`,
-                exitCode: 0,
-                signal: null
-              })
-            )
-          )
+    /** What a request in flight fails with when the server goes away: its exit, if it comes soon. */
+    const serverGone = exitReport.pipe(
+      Effect.andThen(
+        Effect.fail(
+          new LifecycleError.ServerCrashed({
+            toolset: name,
+            message: `${name}: the server exited while the request was in flight`,
+            exitCode: 0,
+            signal: null
+          })
         )
       )
+    )
+    connection.onClose(() => {
+      Deferred.doneUnsafe(closed, Effect.void)
+      requests.close(serverGone)
     })
     // Runs after the polite goodbye below and before `dispose` (finalizers are LIFO): what is
-    // still in flight then will not be answered.
+    // still in flight then will not be answered. A session closed because its process died (the
+    // exit can be seen before the connection's close) reports the death, not a close.
     yield* Effect.addFinalizer(() =>
       Effect.sync(() =>
         requests.close(
-          Effect.fail(
-            new LifecycleError.NotStarted({
-              toolset: name,
-              message: `${name}: the session closed while the request was in flight`
-            })
-          )
+          proc.hasExited()
+            ? serverGone
+            : Effect.fail(
+                new LifecycleError.NotStarted({
+                  toolset: name,
+                  message: `${name}: the session closed while the request was in flight`
+                })
+              )
         )
       )
     )

@@ -176,7 +176,7 @@ describe("LspToolset lifecycle", () => {
       const killedAt = Date.now()
       process.kill((yield* toolset.state).pid ?? 0, "SIGKILL")
       const error = yield* Fiber.join(call)
-      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.strictEqual(error._tag, "ServerCrashed", error.message)
       assert.include(error.message, "signal SIGKILL")
       assert.isBelow(Date.now() - killedAt, 3_000)
       yield* close
