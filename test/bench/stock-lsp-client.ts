@@ -51,6 +51,8 @@ export const make = (options: {
   Effect.gen(function* () {
     const { cwd } = options
     const child = yield* spawn(options.command, options.args, cwd)
+    const pid = child.pid
+    if (pid === undefined) return yield* Effect.die(new Error(`${options.command}: could not be started`))
     const connection = yield* Effect.acquireRelease(
       Effect.sync(() =>
         Rpc.createMessageConnection(new Rpc.StreamMessageReader(child.stdout), new Rpc.StreamMessageWriter(child.stdin))
@@ -83,5 +85,5 @@ export const make = (options: {
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
     })
-    return { pid: child.pid ?? -1, hover } satisfies StockClient
+    return { pid, hover } satisfies StockClient
   })

@@ -141,15 +141,15 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
       })
     })
 
+  const sendRequest = <P, R, E, E2 = never>(
+    type: Rpc.RequestType<P, R, E>,
+    params: Rpc.RequestParam<P>,
+    check?: () => Effect.Effect<R, E2> | undefined
+  ) => send((token) => connection.sendRequest(type, params, token), failure(type.method), true, check)
+
   return {
-    request: (type, params) => send((token) => connection.sendRequest(type, params, token), failure(type.method), true),
-    speculate: (type, params, holds, otherwise) =>
-      send(
-        (token) => connection.sendRequest(type, params, token),
-        failure(type.method),
-        true,
-        () => (holds() ? undefined : otherwise())
-      ),
+    request: (type, params) => sendRequest(type, params),
+    speculate: (type, params, holds, otherwise) => sendRequest(type, params, () => (holds() ? undefined : otherwise())),
     notify: (type, params) =>
       send(
         () => connection.sendNotification(type, params),
