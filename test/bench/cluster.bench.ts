@@ -132,7 +132,7 @@ const program = Effect.gen(function* () {
   // 2. This process is the only runner: the entity is local, reached through Sharding.
   const sameRunner = yield* Effect.scoped(
     Effect.gen(function* () {
-      const context = yield* Layer.build(Runner.layer({ postgres: url, host: "127.0.0.1", port: 34481, timers }))
+      const context = yield* Layer.build(Runner.layer({ postgres: url, host: "127.0.0.1", port: 24481, timers }))
       const registry = yield* ClusterRegistry.make(setup).pipe(Effect.provideContext(context))
       yield* started(registry)
       const echo = yield* latencies(registry, "bench_echo", calls)

@@ -302,16 +302,14 @@ const runner = Command.make(
       messagePoll: yield* parseDuration(flags.messagePoll, "--message-poll"),
       shutdownGrace: yield* parseDuration(flags.shutdownGrace, "--shutdown-grace")
     }
-    yield* Layer.build(
-      Runner.layer({
-        postgres: flags.postgres,
-        host: flags.host,
-        port: flags.port,
-        timers,
-        ...sealing(),
-        ...Option.match(flags.listenHost, { onNone: () => ({}), onSome: (listenHost) => ({ listenHost }) })
-      })
-    )
+    yield* Runner.start({
+      postgres: flags.postgres,
+      host: flags.host,
+      port: flags.port,
+      timers,
+      ...sealing(),
+      ...Option.match(flags.listenHost, { onNone: () => ({}), onSome: (listenHost) => ({ listenHost }) })
+    })
     yield* Console.log(`runner ${flags.host}:${flags.port} is up (pid ${process.pid})`)
     return yield* Effect.never
   })

@@ -9,6 +9,7 @@
  * Linux only (it reads /proc); elsewhere the sweeps log that they cannot look and do nothing.
  */
 import * as NodeFs from "node:fs"
+import { ServerProcess } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -85,8 +86,9 @@ const sweep = (why: string, select: (m: Marked) => boolean): Effect.Effect<Reado
       yield* Effect.logWarning("no /proc on this system: left-over server processes cannot be found")
       return []
     }
-    const picked = () => scan().filter(select)
-    const groups = picked().map((m) => m.pgid)
+    const groups = scan()
+      .filter(select)
+      .map((m) => m.pgid)
     if (groups.length === 0) return groups
     yield* Effect.logWarning(`killing ${groups.length} process group(s) ${why}: ${groups.join(", ")}`)
     for (const pgid of groups) {
@@ -96,15 +98,24 @@ const sweep = (why: string, select: (m: Marked) => boolean): Effect.Effect<Reado
         // Gone between the scan and the kill.
       }
     }
-    yield* Effect.sync(picked).pipe(
+    // Waits on the groups' members, not on the marks: a process being torn down has already lost
+    // its environment (no mark) while it is not yet a zombie.
+    yield* Effect.sync(() => groups.filter(ServerProcess.groupAlive)).pipe(
       Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (left) => left.length === 0, times: 100 })
     )
     return groups
   })
 
-/** What earlier lives of runner `id` left (its current life excepted). */
+/**
+ * What earlier lives of runner `id` left (its current life excepted). Only lives that are over: a
+ * runner started twice at one address by mistake must not kill the running one's servers before
+ * it finds the port taken.
+ */
 export const sweepEarlier = (id: string) =>
-  sweep(`left by an earlier runner at ${id}`, (m) => m.runner === id && m.runnerPid !== process.pid)
+  sweep(
+    `left by an earlier runner at ${id}`,
+    (m) => m.runner === id && m.runnerPid !== process.pid && !alive(m.runnerPid)
+  )
 
 /** What runners that have died left on this host. */
 export const sweepDead = sweep("left by a runner that died", (m) => m.runnerPid !== process.pid && !alive(m.runnerPid))

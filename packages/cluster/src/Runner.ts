@@ -6,8 +6,10 @@
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as RunnerAddress from "effect/cluster/RunnerAddress"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as CallLedger from "./CallLedger.ts"
 import * as ClusterClient from "./ClusterClient.ts"
 import * as Orphans from "./Orphans.ts"
@@ -46,3 +48,27 @@ export const layer = (options: Options) => {
     Layer.provide(Orphans.layer(Orphans.runnerId(address)))
   )
 }
+
+/** The runner cannot listen on its address: the port is taken, or the host is not this machine's. */
+export class ListenFailed extends Schema.TaggedError<ListenFailed>()("ListenFailed", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/**
+ * Builds the runner in the current scope. A socket it cannot open fails with `ListenFailed`,
+ * which names the address and the reason; the socket server's own error says only "Open".
+ */
+export const start = (options: Options) =>
+  Layer.build(layer(options)).pipe(
+    Effect.catchTag("SocketServerError", (error) =>
+      Effect.fail(
+        new ListenFailed({
+          message: `runner cannot listen on ${options.listenHost ?? options.host}:${options.port}: ${
+            error.cause instanceof Error ? error.cause.message : error.message
+          }`,
+          cause: error.cause
+        })
+      )
+    )
+  )

@@ -48,7 +48,7 @@ const setup = Layer.effect(
   Setup,
   Effect.gen(function* () {
     const { url } = yield* Postgres.Postgres
-    const runner = yield* startRunner(url, 34471)
+    const runner = yield* startRunner(url, 24471)
     yield* Effect.addFinalizer(() => stopRunner(runner))
     const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cluster-cli-"))
     const journal = NodePath.join(dir, "journal")
@@ -81,7 +81,7 @@ describe("the CLI as a cluster client", () => {
         assert.strictEqual(notes?.state, "Ready")
         // The CLI has exited; the server lives on under the runner, marked as its own.
         const environ = NodeFs.readFileSync(`/proc/${notes?.pid}/environ`, "utf8")
-        assert.include(environ, `${Orphans.envKey}=127.0.0.1:34471/`)
+        assert.include(environ, `${Orphans.envKey}=127.0.0.1:24471/`)
         const tools = yield* runCli(["tools", config, "--json", "--cluster", postgres])
         assert.strictEqual(tools.code, 0, tools.stderr)
         const names = (JSON.parse(tools.stdout) as { tools: ReadonlyArray<{ name: string }> }).tools.map((t) => t.name)
@@ -168,12 +168,22 @@ describe("the CLI as a cluster client", () => {
           "--postgres",
           "postgres://me:s3cret-pw@127.0.0.1:1/x",
           "--port",
-          "34479"
+          "24479"
         ])
         assert.strictEqual(unreachable.code, 1)
         assert.include(unreachable.stderr, "cannot reach the cluster's PostgreSQL at postgres://me:***@127.0.0.1:1/x")
         assert.notInclude(unreachable.stderr, "s3cret-pw")
         assert.notInclude(unreachable.stderr, "    at ")
+        // A second runner at the address of the one this suite started: the port is taken, and the
+        // running one's server is left alone.
+        const { postgres, config } = yield* Setup
+        const status = yield* runCli(["status", config, "--json", "--cluster", postgres, "--timeout", "60s"])
+        const [notes] = JSON.parse(status.stdout) as ReadonlyArray<{ pid: number }>
+        const taken = yield* runCli(["runner", "--postgres", postgres, "--port", "24471"])
+        assert.strictEqual(taken.code, 1)
+        assert.include(taken.stderr, "runner cannot listen on 127.0.0.1:24471: listen EADDRINUSE")
+        assert.notInclude(taken.stderr, "    at ")
+        assert.isTrue(ServerProcess.isAlive(notes?.pid ?? 0), "the running runner's server was killed")
       })
     )
   })

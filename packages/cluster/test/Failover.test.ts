@@ -36,7 +36,7 @@ class Scenario extends Context.Service<
   }
 >()("test/Scenario") {}
 
-const ports = [34461, 34462] as const
+const ports = [24461, 24462] as const
 
 const scenario = Layer.effect(
   Scenario,

@@ -37,7 +37,11 @@ export interface RunnerProcess {
   readonly exited: Promise<number | null>
 }
 
-/** Starts `toolvisor runner` and waits for its "is up" line. */
+/**
+ * Starts `toolvisor runner` and waits for its "is up" line. Tests give fixed ports (a runner's id
+ * is its address) below Linux's ephemeral range (32768–60999): a port in it can be held at any
+ * moment as the local end of some outgoing connection, and the runner then fails to listen.
+ */
 export const startRunner = (postgres: string, port: number) =>
   Effect.callback<RunnerProcess, Error>((resume) => {
     const child = ChildProcess.spawn(
