@@ -45,12 +45,6 @@ const statFields = (pid: number): ReadonlyArray<string> | undefined => {
   return stat?.slice(stat.lastIndexOf(")") + 2).split(" ")
 }
 
-/** A process that exists and has not exited (a zombie has). */
-const alive = (pid: number): boolean => {
-  const state = statFields(pid)?.[0]
-  return state !== undefined && state !== "Z"
-}
-
 /** The runner that started a live process, from the mark in its environment. */
 export const markOf = (pid: number): { readonly runner: string; readonly runnerPid: number } | undefined => {
   const value = readProc(`/proc/${pid}/environ`)
@@ -114,11 +108,14 @@ const sweep = (why: string, select: (m: Marked) => boolean): Effect.Effect<Reado
 export const sweepEarlier = (id: string) =>
   sweep(
     `left by an earlier runner at ${id}`,
-    (m) => m.runner === id && m.runnerPid !== process.pid && !alive(m.runnerPid)
+    (m) => m.runner === id && m.runnerPid !== process.pid && !ServerProcess.isAlive(m.runnerPid)
   )
 
 /** What runners that have died left on this host. */
-export const sweepDead = sweep("left by a runner that died", (m) => m.runnerPid !== process.pid && !alive(m.runnerPid))
+export const sweepDead = sweep(
+  "left by a runner that died",
+  (m) => m.runnerPid !== process.pid && !ServerProcess.isAlive(m.runnerPid)
+)
 
 /** What this runner's own servers left after they were closed. */
 export const sweepOwn = (id: string) =>
