@@ -1,0 +1,116 @@
+/**
+ * An agent turn over `effect/ai` with supervised tools: `LanguageModel` calls through a `Chat`,
+ * the registry's tools as the toolkit, and after every tool-call batch the in-turn reprobe —
+ * toolsets that are down are retried, and when the tools moved the toolkit is rebuilt, so the very
+ * next model call of the same turn is offered the new tools. Warnings and recovery notices come
+ * back as values on each step, for the app to show.
+ */
+import { ToolsetRegistry } from "@toolvisor/runtime"
+import type * as AiError from "effect/ai/AiError"
+import type * as Chat from "effect/ai/Chat"
+import type * as LanguageModel from "effect/ai/LanguageModel"
+import type * as Prompt from "effect/ai/Prompt"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Semaphore from "effect/Semaphore"
+import * as RegistryToolkit from "./RegistryToolkit.ts"
+import * as Reprobe from "./Reprobe.ts"
+
+/** One model call of a turn, with what the reprobe before it reported. */
+export interface Step {
+  readonly response: LanguageModel.GenerateTextResponse<RegistryToolkit.Tools, "opaque">
+  /** The tool names the model was offered in this call. */
+  readonly offered: ReadonlyArray<string>
+  readonly notices: ReadonlyArray<Reprobe.Notice>
+}
+
+/** A whole turn: every model call, the final text, and every notice in order. */
+export interface Turn {
+  readonly steps: ReadonlyArray<Step>
+  readonly text: string
+  readonly notices: ReadonlyArray<Reprobe.Notice>
+}
+
+export interface TurnOptions {
+  /** Model calls at most in this turn (default 10). */
+  readonly maxSteps?: number | undefined
+}
+
+export interface Options extends RegistryToolkit.Options {
+  readonly maxSteps?: number | undefined
+}
+
+export interface Service {
+  /** The toolkit as of the last check. */
+  readonly toolkit: Effect.Effect<RegistryToolkit.SupervisedToolkit>
+  /** Reprobes, rebuilds the toolkit if the tools moved, and returns the notices. */
+  readonly refresh: Effect.Effect<ReadonlyArray<Reprobe.Notice>>
+  /**
+   * Sends `prompt` on `chat` and keeps calling the model while it calls tools, up to `maxSteps`
+   * calls. Tool failures are results the model reads; only the model's own errors fail the turn.
+   */
+  readonly turn: (
+    chat: Chat.Chat,
+    prompt: Prompt.RawInput,
+    options?: TurnOptions
+  ) => Effect.Effect<Turn, AiError.AiError, LanguageModel.LanguageModel>
+}
+
+export class AgentLoop extends Context.Service<AgentLoop, Service>()("@toolvisor/ai/AgentLoop") {}
+
+/** A loop over one registry; its toolkit is built now and rebuilt only when the tools move. */
+export const make = (
+  registry: ToolsetRegistry.Registry,
+  options: Options = {}
+): Effect.Effect<Service, ToolsetRegistry.UnknownAgent> =>
+  Effect.gen(function* () {
+    const reprobe = yield* Reprobe.make(registry)
+    let current = yield* RegistryToolkit.make(registry, options)
+    const lock = yield* Semaphore.make(1)
+
+    const refresh = lock.withPermits(1)(
+      Effect.gen(function* () {
+        const check = yield* reprobe.check
+        if (check.moved) {
+          current = yield* RegistryToolkit.make(registry, options).pipe(Effect.orElseSucceed(() => current))
+        }
+        return check.notices
+      })
+    )
+
+    const step = (chat: Chat.Chat, prompt: Prompt.RawInput, notices: ReadonlyArray<Reprobe.Notice>) =>
+      Effect.suspend(() => {
+        const toolkit = current
+        return Effect.map(chat.generateText({ prompt, toolkit }), (response) => ({
+          response,
+          offered: Object.keys(toolkit.tools),
+          notices
+        }))
+      })
+
+    const turn = (chat: Chat.Chat, prompt: Prompt.RawInput, turnOptions: TurnOptions = {}) =>
+      Effect.gen(function* () {
+        const maxSteps = turnOptions.maxSteps ?? options.maxSteps ?? 10
+        const steps: Array<Step> = [yield* step(chat, prompt, yield* refresh)]
+        let last = steps[0]
+        while (last !== undefined && last.response.toolResults.length > 0 && steps.length < maxSteps) {
+          last = yield* step(chat, [], yield* refresh)
+          steps.push(last)
+        }
+        return { steps, text: last?.response.text ?? "", notices: steps.flatMap((s) => s.notices) }
+      })
+
+    return { toolkit: Effect.sync(() => current), refresh, turn }
+  })
+
+/** The loop over the `ToolsetRegistry` in context. */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<AgentLoop, ToolsetRegistry.UnknownAgent, ToolsetRegistry.ToolsetRegistry> =>
+  Layer.effect(
+    AgentLoop,
+    Effect.gen(function* () {
+      return yield* make(yield* ToolsetRegistry.ToolsetRegistry, options)
+    })
+  )

@@ -1,0 +1,107 @@
+/**
+ * A registry's catalog as an `effect/ai` Toolkit: one `Tool.dynamic` per catalog tool, its JSON
+ * Schema passed through, its MCP annotations mapped to `Tool.Readonly` / `Destructive` /
+ * `Idempotent` / `OpenWorld`, and its handler routed to `registry.callTool`, so every call goes
+ * through supervision (a restarting toolset is waited for, a dead one fails typed).
+ *
+ * Tools use `failureMode: "return"`: a typed failure — the toolset crashed, timed out, is failed —
+ * becomes a `ToolFailure` result the model reads, never a defect that ends the generation. The
+ * typed error stays on `ToolFailure.error` for the program.
+ */
+import type { Toolset } from "@toolvisor/core"
+import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
+import * as Prompt from "effect/ai/Prompt"
+import * as Tool from "effect/ai/Tool"
+import * as Toolkit from "effect/ai/Toolkit"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import type * as Schema from "effect/Schema"
+import * as ToolNames from "./ToolNames.ts"
+import * as ToolOutput from "./ToolOutput.ts"
+
+/** The shape of every tool in a supervised toolkit. */
+export type SupervisedTool = Tool.Tool<
+  string,
+  {
+    readonly parameters: typeof Schema.Unknown
+    readonly success: typeof ToolOutput.Result
+    readonly failure: typeof ToolOutput.ToolFailure
+    readonly failureMode: "return"
+  }
+>
+
+export type Tools = Record<string, SupervisedTool>
+
+/** A toolkit with its handlers bound, ready for `LanguageModel.generateText({ toolkit })`. */
+export type SupervisedToolkit = Toolkit.WithHandler<Tools>
+
+export interface Options {
+  /** The agent whose catalog is offered; the registry's default agent when omitted. */
+  readonly agent?: string | undefined
+}
+
+/** The model reads a result as its text, the same text an MCP client would show. */
+const toModelOutput = (result: typeof ToolOutput.Result.Type): ReadonlyArray<Prompt.ToolModelOutputPart> => [
+  Prompt.textPart({ text: ToolOutput.text(result) })
+]
+
+/** Sets only the hints the server gave: an absent hint keeps effect/ai's own default. */
+const annotated = (tool: SupervisedTool, hints: Toolset.ToolAnnotations | undefined): SupervisedTool => {
+  let out = tool.annotate(Tool.Strict, false)
+  if (hints === undefined) return out
+  if (hints.title !== undefined) out = out.annotate(Tool.Title, hints.title)
+  if (hints.readOnlyHint !== undefined) out = out.annotate(Tool.Readonly, hints.readOnlyHint)
+  if (hints.destructiveHint !== undefined) out = out.annotate(Tool.Destructive, hints.destructiveHint)
+  if (hints.idempotentHint !== undefined) out = out.annotate(Tool.Idempotent, hints.idempotentHint)
+  if (hints.openWorldHint !== undefined) out = out.annotate(Tool.OpenWorld, hints.openWorldHint)
+  return out
+}
+
+/**
+ * One supervised call: the registry's result, a tool-reported error or a typed failure, each as
+ * the model should read it.
+ */
+export const call = (
+  registry: ToolsetRegistry.Registry,
+  tool: string,
+  modelName: string,
+  params: unknown,
+  agent?: string
+): Effect.Effect<Toolset.ToolResult, ToolOutput.ToolFailure> =>
+  registry.callTool(tool, Predicate.isObject(params) ? params : {}, agent).pipe(
+    Effect.mapError((error) => ToolOutput.failure(modelName, error)),
+    Effect.flatMap((result) =>
+      result.isError === true ? Effect.fail(ToolOutput.reported(modelName, result)) : Effect.succeed(result)
+    )
+  )
+
+/** Builds the toolkit of one catalog. Cheap enough to run after every tool-call batch. */
+export const fromCatalog = (
+  registry: ToolsetRegistry.Registry,
+  catalog: Catalog.Catalog,
+  options: Options = {}
+): Effect.Effect<SupervisedToolkit> => {
+  const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+  const tools: Array<SupervisedTool> = []
+  const handlers: Record<string, (params: unknown) => Effect.Effect<Toolset.ToolResult, ToolOutput.ToolFailure>> = {}
+  for (const entry of catalog.tools) {
+    const modelName = names.toModel.get(entry.name) ?? entry.name
+    const description = entry.tool.description ?? entry.tool.title
+    const dynamic = Tool.dynamic(modelName, {
+      parameters: entry.tool.inputSchema,
+      ...(description === undefined ? {} : { description }),
+      success: ToolOutput.Result,
+      failure: ToolOutput.ToolFailure,
+      failureMode: "return",
+      toModelOutput
+    })
+    tools.push(annotated(dynamic, entry.tool.annotations))
+    handlers[modelName] = (params) => call(registry, entry.name, modelName, params, options.agent)
+  }
+  const toolkit = Toolkit.make(...tools)
+  return Effect.flatMap(toolkit.toHandlers(handlers), (context) => Effect.provideContext(toolkit, context))
+}
+
+/** The toolkit of the registry's current catalog. */
+export const make = (registry: ToolsetRegistry.Registry, options: Options = {}) =>
+  Effect.flatMap(registry.catalog(options.agent), (catalog) => fromCatalog(registry, catalog, options))

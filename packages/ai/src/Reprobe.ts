@@ -1,0 +1,76 @@
+/**
+ * The in-turn reprobe of docker-agent PR #2458, as a value both agent stacks share. At the start
+ * of a turn and after every tool-call batch, `check` restarts toolsets that stopped on a transient
+ * error (the registry's `reprobe`), so a server that a tool call has just made available — its
+ * binary installed, its directory created — joins the same turn. It says whether the tools moved
+ * (a toolset's `toolsVersion` or usability changed) so the caller rebuilds its tools only then,
+ * and turns failures into notices an app can show: one warning per failure streak, one recovery
+ * notice when the streak ends, nothing repeated in between.
+ */
+import { State } from "@toolvisor/core"
+import type { ToolsetRegistry } from "@toolvisor/runtime"
+import * as Effect from "effect/Effect"
+
+/** A toolset is not usable and says why; sent once per failure streak. */
+export interface ToolsetFailing {
+  readonly _tag: "ToolsetFailing"
+  readonly toolset: string
+  readonly state: State.State
+  readonly error: string
+}
+
+/** A toolset that was failing is usable again; sent once, when the streak ends. */
+export interface ToolsetRecovered {
+  readonly _tag: "ToolsetRecovered"
+  readonly toolset: string
+}
+
+export type Notice = ToolsetFailing | ToolsetRecovered
+
+/** What one check found. */
+export interface Check {
+  readonly notices: ReadonlyArray<Notice>
+  /** True when the tools may differ from those of the previous check: rebuild them. */
+  readonly moved: boolean
+}
+
+export interface Reprobe {
+  /** Reprobes toolsets that are down, then reports notices and whether the tools moved. */
+  readonly check: Effect.Effect<Check>
+}
+
+/** What decides that the tools moved: each toolset's listing version and whether it serves calls. */
+const toolsKey = (board: ReadonlyArray<State.StatusSnapshot>): string =>
+  board.map((s) => `${s.name}\u0000${s.toolsVersion}\u0000${State.isUsable(s.state)}`).join("\u0001")
+
+const isDown = (s: State.StatusSnapshot): boolean => s.lastError !== undefined && !State.isUsable(s.state)
+
+/**
+ * Starts watching a registry. The current tools are recorded now, so a caller builds its tools
+ * after `make`: a change that lands in between is then seen by the first `check`, never lost.
+ */
+export const make = (registry: ToolsetRegistry.Registry): Effect.Effect<Reprobe> =>
+  Effect.map(registry.snapshot, (initial) => {
+    let key = toolsKey(initial)
+    const streaks = new Set<string>()
+    const check = Effect.gen(function* () {
+      const before = yield* registry.snapshot
+      if (before.some((s) => isDown(s) && State.isTerminal(s.state))) yield* registry.reprobe
+      const board = yield* registry.snapshot
+      const notices: Array<Notice> = []
+      for (const s of board) {
+        if (isDown(s) && s.lastError !== undefined) {
+          if (!streaks.has(s.name))
+            notices.push({ _tag: "ToolsetFailing", toolset: s.name, state: s.state, error: s.lastError.message })
+          streaks.add(s.name)
+        } else if (State.isUsable(s.state) && streaks.delete(s.name)) {
+          notices.push({ _tag: "ToolsetRecovered", toolset: s.name })
+        }
+      }
+      const next = toolsKey(board)
+      const moved = next !== key
+      key = next
+      return { notices, moved }
+    })
+    return { check }
+  })

@@ -1,0 +1,64 @@
+/**
+ * The names a model sees. The catalog's names are used as they are whenever a provider accepts
+ * them; a name that breaks the rule most providers share (OpenAI, Anthropic, Gemini: letters,
+ * digits, `_` and `-`, at most 64 characters) gets a safe form that ends in a hash of the
+ * original, so the mapping is the same in every process and every turn, and maps back exactly.
+ */
+
+/** The longest name every major provider accepts. */
+export const maxLength = 64
+
+const allowed = /^[a-zA-Z0-9_-]+$/
+
+/** Whether a provider takes `name` as it is. */
+export const isSafe = (name: string): boolean => name.length > 0 && name.length <= maxLength && allowed.test(name)
+
+/** FNV-1a, 32 bits, as 8 hex digits: short, stable across processes, no crypto needed. */
+const hash = (text: string): string => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0).toString(16).padStart(8, "0")
+}
+
+/** The safe form of one unsafe name: its characters cleaned, cut to fit, and its hash appended. */
+const rewrite = (name: string): string => {
+  const suffix = `_${hash(name)}`
+  const cleaned = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, maxLength - suffix.length)
+  return `${cleaned}${suffix}`
+}
+
+/** Both directions of the mapping for one catalog. */
+export interface ToolNames {
+  /** The catalog name → the name the model sees. */
+  readonly toModel: ReadonlyMap<string, string>
+  /** The name the model sees → the catalog name. */
+  readonly fromModel: ReadonlyMap<string, string>
+}
+
+/**
+ * Maps every catalog name to a name a provider accepts. Safe names stay as they are; the rare
+ * clash of a rewritten name with a real one is resolved by hashing again, in catalog order.
+ */
+export const make = (names: Iterable<string>): ToolNames => {
+  const toModel = new Map<string, string>()
+  const fromModel = new Map<string, string>()
+  const unsafe: Array<string> = []
+  for (const name of names) {
+    if (!isSafe(name)) {
+      unsafe.push(name)
+      continue
+    }
+    toModel.set(name, name)
+    fromModel.set(name, name)
+  }
+  for (const name of unsafe) {
+    let candidate = rewrite(name)
+    while (fromModel.has(candidate)) candidate = rewrite(candidate)
+    toModel.set(name, candidate)
+    fromModel.set(candidate, name)
+  }
+  return { toModel, fromModel }
+}
