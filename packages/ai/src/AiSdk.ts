@@ -1,0 +1,139 @@
+/**
+ * The registry as Vercel AI SDK (`ai` 7) tools, for programs that never touch Effect: a live
+ * `ToolSet` of `dynamicTool`s with the catalog's JSON Schemas, each `execute` routed through
+ * `registry.callTool` (honouring the call's `abortSignal`), and a `prepareStep` that runs the
+ * in-turn reprobe between steps. The AI SDK reads the tool set again on every step, so `refresh`
+ * edits it in place: a toolset that comes up mid-turn is offered on the very next step.
+ *
+ * A failed call throws a `ToolOutput.ToolFailure` (an `Error`): the AI SDK turns it into a tool
+ * error the model reads, and the program finds the typed error on the step's `tool-error` part.
+ */
+import type { Toolset } from "@toolvisor/core"
+import { type Catalog, Runtime, ToolsetRegistry } from "@toolvisor/runtime"
+import { dynamicTool, jsonSchema, type ToolSet } from "ai"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Schema from "effect/Schema"
+import * as RegistryToolkit from "./RegistryToolkit.ts"
+import * as Reprobe from "./Reprobe.ts"
+import * as ToolNames from "./ToolNames.ts"
+import * as ToolOutput from "./ToolOutput.ts"
+
+export interface Options {
+  /** The agent whose catalog is offered; the registry's default agent when omitted. */
+  readonly agent?: string | undefined
+  /** Called with every warning and recovery notice, as soon as a refresh finds it. */
+  readonly onNotice?: ((notice: Reprobe.Notice) => void) | undefined
+}
+
+export interface SupervisedTools {
+  /** Pass as `tools`: kept up to date in place by `refresh`. */
+  readonly tools: ToolSet
+  /** Reprobes toolsets that are down and updates `tools` if they moved; returns the notices. */
+  readonly refresh: () => Promise<ReadonlyArray<Reprobe.Notice>>
+  /** Pass as `prepareStep`: a refresh before every step, so new tools join the same turn. */
+  readonly prepareStep: () => Promise<undefined>
+}
+
+const isResult = Schema.is(ToolOutput.Result)
+
+/** Runs one supervised call for the AI SDK: the result, or the failure thrown for the SDK to report. */
+const execute =
+  (registry: ToolsetRegistry.Registry, tool: string, modelName: string, agent: string | undefined) =>
+  async (input: unknown, options: { readonly abortSignal?: AbortSignal | undefined }): Promise<Toolset.ToolResult> => {
+    const exit = await Effect.runPromiseExit(RegistryToolkit.call(registry, tool, modelName, input, agent), {
+      signal: options.abortSignal
+    })
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  }
+
+/** One catalog tool as an AI SDK dynamic tool. */
+const toAiTool = (registry: ToolsetRegistry.Registry, entry: Catalog.Entry, modelName: string, agent?: string) => {
+  const description = entry.tool.description ?? entry.tool.title
+  return dynamicTool({
+    ...(description === undefined ? {} : { description }),
+    inputSchema: jsonSchema(entry.tool.inputSchema),
+    execute: execute(registry, entry.name, modelName, agent),
+    toModelOutput: ({ output }) => ({
+      type: "text",
+      value: isResult(output) ? ToolOutput.text(output) : JSON.stringify(output)
+    })
+  })
+}
+
+/** The registry's tools for the AI SDK, as an Effect (for apps that have a registry in hand). */
+export const make = (
+  registry: ToolsetRegistry.Registry,
+  options: Options = {}
+): Effect.Effect<SupervisedTools, ToolsetRegistry.UnknownAgent> =>
+  Effect.gen(function* () {
+    const reprobe = yield* Reprobe.make(registry)
+    const tools: ToolSet = {}
+    /** What each model name was built from, so an unchanged tool keeps its object across refreshes. */
+    const built = new Map<string, Toolset.Tool>()
+
+    const sync = (catalog: Catalog.Catalog) => {
+      const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+      for (const modelName of Object.keys(tools)) {
+        if (!names.fromModel.has(modelName)) {
+          delete tools[modelName]
+          built.delete(modelName)
+        }
+      }
+      for (const entry of catalog.tools) {
+        const modelName = names.toModel.get(entry.name) ?? entry.name
+        if (built.get(modelName) === entry.tool) continue
+        tools[modelName] = toAiTool(registry, entry, modelName, options.agent)
+        built.set(modelName, entry.tool)
+      }
+    }
+
+    sync(yield* registry.catalog(options.agent))
+
+    const refreshEffect = Effect.gen(function* () {
+      const check = yield* reprobe.check
+      if (check.moved) {
+        const catalog = yield* Effect.result(registry.catalog(options.agent))
+        if (catalog._tag === "Success") sync(catalog.success)
+      }
+      for (const notice of check.notices) options.onNotice?.(notice)
+      return check.notices
+    })
+
+    const refresh = () => Effect.runPromise(refreshEffect)
+    return { tools, refresh, prepareStep: () => refresh().then(() => undefined) }
+  })
+
+/** The registry's tools for the AI SDK, as a Promise. */
+export const toolvisorTools = (registry: ToolsetRegistry.Registry, options: Options = {}): Promise<SupervisedTools> =>
+  Effect.runPromise(make(registry, options))
+
+export interface Opened extends SupervisedTools, AsyncDisposable {
+  readonly registry: ToolsetRegistry.Registry
+  /** Stops every toolset; no server outlives it. */
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Starts the toolsets of a config file (docker-agent YAML or `mcpServers` JSON) and returns their
+ * tools for the AI SDK. `await using` (or `close`) stops them all.
+ */
+export const open = async (path: string, options: Options & Runtime.FileOptions = {}): Promise<Opened> => {
+  const runtime = ManagedRuntime.make(Runtime.layerFile(path, options))
+  try {
+    const registry = await runtime.runPromise(
+      Effect.gen(function* () {
+        return yield* ToolsetRegistry.ToolsetRegistry
+      })
+    )
+    const supervised = await toolvisorTools(registry, options)
+    const close = () => runtime.dispose()
+    return { ...supervised, registry, close, [Symbol.asyncDispose]: close }
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+}
