@@ -15,7 +15,6 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import * as Schema from "effect/Schema"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 import * as ToolNames from "./ToolNames.ts"
@@ -37,8 +36,6 @@ export interface SupervisedTools {
   readonly prepareStep: () => Promise<undefined>
 }
 
-const isResult = Schema.is(ToolOutput.Result)
-
 /** Runs one supervised call for the AI SDK: the result, or the failure thrown for the SDK to report. */
 const execute =
   (registry: ToolsetRegistry.Registry, tool: string, modelName: string, agent: string | undefined) =>
@@ -59,9 +56,24 @@ const toAiTool = (registry: ToolsetRegistry.Registry, entry: Catalog.Entry, mode
     execute: execute(registry, entry.name, modelName, agent),
     toModelOutput: ({ output }) => ({
       type: "text",
-      value: isResult(output) ? ToolOutput.text(output) : JSON.stringify(output)
+      value: ToolOutput.isResult(output) ? ToolOutput.text(output) : JSON.stringify(output)
     })
   })
+}
+
+/** The AI SDK tools of one catalog, keyed by the names the model sees. */
+export const fromCatalog = (
+  registry: ToolsetRegistry.Registry,
+  catalog: Catalog.Catalog,
+  options: Pick<Options, "agent"> = {}
+): ToolSet => {
+  const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+  const tools: ToolSet = {}
+  for (const entry of catalog.tools) {
+    const modelName = names.toModel.get(entry.name) ?? entry.name
+    tools[modelName] = toAiTool(registry, entry, modelName, options.agent)
+  }
+  return tools
 }
 
 /** The registry's tools for the AI SDK, as an Effect (for apps that have a registry in hand). */

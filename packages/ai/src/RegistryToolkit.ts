@@ -41,7 +41,7 @@ export interface Options {
 }
 
 /** The model reads a result as its text, the same text an MCP client would show. */
-const toModelOutput = (result: typeof ToolOutput.Result.Type): ReadonlyArray<Prompt.ToolModelOutputPart> => [
+const toModelOutput = (result: Toolset.ToolResult): ReadonlyArray<Prompt.ToolModelOutputPart> => [
   Prompt.textPart({ text: ToolOutput.text(result) })
 ]
 

@@ -4,8 +4,9 @@
  * names the tool, its toolset and what happened, so the model can retry, pick another tool or
  * tell the user — a failure is a result it reads, never a crashed generation.
  */
-import { LifecycleError } from "@toolvisor/core"
+import { LifecycleError, type Toolset } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 
 /** What `text` reads of a result: MCP's shape, as the registry or the transcript holds it. */
@@ -35,13 +36,15 @@ export const text = (result: Readable): string =>
     ? JSON.stringify(result.structuredContent)
     : result.content.map(contentText).join("\n")
 
-/** A tool result as a Schema, so an effect/ai tool can encode it into the transcript. */
-export const Result = Schema.Struct({
-  content: Schema.Array(Schema.Record(Schema.String, Schema.Unknown)),
-  structuredContent: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)),
-  isError: Schema.optional(Schema.Boolean),
-  _meta: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
-})
+/** Whether a value is a tool result: an object with a content array. */
+export const isResult = (u: unknown): u is Toolset.ToolResult => Predicate.isObject(u) && Array.isArray(u.content)
+
+/**
+ * A tool result as a Schema, so an effect/ai tool can put it in the transcript. A declared schema
+ * with a guard, not a struct: effect/ai encodes every result, and a struct of records costs more
+ * per call than the stdio round trip it carries (measured in test/bench/ai.bench.ts).
+ */
+export const Result: Schema.declare<Toolset.ToolResult> = Schema.declare(isResult)
 
 /**
  * A tool call that did not give a result, as the model sees it. `reason` is the typed error's
