@@ -37,7 +37,7 @@ await Effect.runPromise(registry.start)
 const serverPid = (await Effect.runPromise(registry.snapshot)).find((s) => s.name === "everything")?.pid
 
 const toolkit = await Effect.runPromise(RegistryToolkit.make(registry))
-const aiSdk = await Effect.runPromise(AiSdk.make(registry))
+const aiSdk = await AiSdk.toolvisorTools(registry)
 const aiEcho = aiSdk.tools.everything_echo
 if (aiEcho?.execute === undefined) throw new Error("everything_echo is not in the AI SDK tool set")
 const execute = aiEcho.execute
@@ -132,6 +132,7 @@ console.log(
   )
 )
 
+await aiSdk.close()
 await Effect.runPromise(close)
 if (serverPid !== undefined && ServerProcess.groupAlive(serverPid))
   throw new Error(`server ${serverPid} outlived the bench`)

@@ -13,6 +13,7 @@ import type * as Prompt from "effect/ai/Prompt"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
@@ -37,7 +38,7 @@ export interface TurnOptions {
   readonly maxSteps?: number | undefined
 }
 
-export interface Options extends RegistryToolkit.Options {
+export interface Options extends RegistryToolkit.Options, Reprobe.Options {
   readonly maxSteps?: number | undefined
 }
 
@@ -59,13 +60,16 @@ export interface Service {
 
 export class AgentLoop extends Context.Service<AgentLoop, Service>()("@toolvisor/ai/AgentLoop") {}
 
-/** A loop over one registry; its toolkit is built now and rebuilt only when the tools move. */
+/**
+ * A loop over one registry; its toolkit is built now and rebuilt only when the tools move. Closing
+ * the scope ends a reprobe still in flight.
+ */
 export const make = (
   registry: ToolsetRegistry.Registry,
   options: Options = {}
-): Effect.Effect<Service, ToolsetRegistry.UnknownAgent> =>
+): Effect.Effect<Service, ToolsetRegistry.UnknownAgent, Scope.Scope> =>
   Effect.gen(function* () {
-    const reprobe = yield* Reprobe.make(registry)
+    const reprobe = yield* Reprobe.make(registry, options)
     let current = yield* RegistryToolkit.make(registry, options)
     const lock = yield* Semaphore.make(1)
 

@@ -15,12 +15,13 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Scope from "effect/Scope"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 import * as ToolNames from "./ToolNames.ts"
 import * as ToolOutput from "./ToolOutput.ts"
 
-export interface Options {
+export interface Options extends Reprobe.Options {
   /** The agent whose catalog is offered; the registry's default agent when omitted. */
   readonly agent?: string | undefined
   /** Called with every warning and recovery notice, as soon as a refresh finds it. */
@@ -80,9 +81,9 @@ export const fromCatalog = (
 export const make = (
   registry: ToolsetRegistry.Registry,
   options: Options = {}
-): Effect.Effect<SupervisedTools, ToolsetRegistry.UnknownAgent> =>
+): Effect.Effect<SupervisedTools, ToolsetRegistry.UnknownAgent, Scope.Scope> =>
   Effect.gen(function* () {
-    const reprobe = yield* Reprobe.make(registry)
+    const reprobe = yield* Reprobe.make(registry, options)
     const tools: ToolSet = {}
     /** What each model name was built from, so an unchanged tool keeps its object across refreshes. */
     const built = new Map<string, Toolset.Tool>()
@@ -119,9 +120,22 @@ export const make = (
     return { tools, refresh, prepareStep: () => refresh().then(() => undefined) }
   })
 
+export interface Closeable extends SupervisedTools {
+  /** Ends a reprobe still in flight; the registry itself is left as it is. */
+  readonly close: () => Promise<void>
+}
+
 /** The registry's tools for the AI SDK, as a Promise. */
-export const toolvisorTools = (registry: ToolsetRegistry.Registry, options: Options = {}): Promise<SupervisedTools> =>
-  Effect.runPromise(make(registry, options))
+export const toolvisorTools = async (registry: ToolsetRegistry.Registry, options: Options = {}): Promise<Closeable> => {
+  const scope = Effect.runSync(Scope.make())
+  const close = () => Effect.runPromise(Scope.close(scope, Exit.void))
+  try {
+    return { ...(await Effect.runPromise(Scope.provide(make(registry, options), scope))), close }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
 
 export interface Opened extends SupervisedTools, AsyncDisposable {
   readonly registry: ToolsetRegistry.Registry
@@ -142,7 +156,7 @@ export const open = async (path: string, options: Options & Runtime.FileOptions 
       })
     )
     const supervised = await toolvisorTools(registry, options)
-    const close = () => runtime.dispose()
+    const close = () => supervised.close().then(() => runtime.dispose())
     return { ...supervised, registry, close, [Symbol.asyncDispose]: close }
   } catch (error) {
     await runtime.dispose()

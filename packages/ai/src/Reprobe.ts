@@ -6,10 +6,17 @@
  * (a toolset's `toolsVersion` or usability changed) so the caller rebuilds its tools only then,
  * and turns failures into notices an app can show: one warning per failure streak, one recovery
  * notice when the streak ends, nothing repeated in between.
+ *
+ * A reprobe can take as long as a server's `startup_timeout`; a turn waits for it at most `wait`
+ * (5 s by default). A start still running then goes on in the background and joins at a later
+ * check, so a hanging server never stalls every step of a turn.
  */
 import { State } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import type * as Scope from "effect/Scope"
 
 /** A toolset is not usable and says why; sent once per failure streak. */
 export interface ToolsetFailing {
@@ -45,17 +52,38 @@ const toolsKey = (board: ReadonlyArray<State.StatusSnapshot>): string =>
 
 const isDown = (s: State.StatusSnapshot): boolean => s.lastError !== undefined && !State.isUsable(s.state)
 
+export interface Options {
+  /** How long a check waits for the toolsets it restarts (default 5 seconds). */
+  readonly wait?: Duration.Input | undefined
+}
+
 /**
  * Starts watching a registry. The current tools are recorded now, so a caller builds its tools
  * after `make`: a change that lands in between is then seen by the first `check`, never lost.
+ * A reprobe still running when the scope closes is interrupted.
  */
-export const make = (registry: ToolsetRegistry.Registry): Effect.Effect<Reprobe> =>
-  Effect.map(registry.snapshot, (initial) => {
-    let key = toolsKey(initial)
+export const make = (
+  registry: ToolsetRegistry.Registry,
+  options: Options = {}
+): Effect.Effect<Reprobe, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const scope = yield* Effect.scope
+    const wait = options.wait ?? Duration.seconds(5)
+    let key = toolsKey(yield* registry.snapshot)
     const streaks = new Set<string>()
+    /** At most one reprobe at a time: a check that finds one still running waits for that one. */
+    let running: Fiber.Fiber<ToolsetRegistry.ReprobeReport> | undefined
+    const reprobe = Effect.gen(function* () {
+      const fiber =
+        running !== undefined && running.pollUnsafe() === undefined
+          ? running
+          : yield* Effect.forkIn(registry.reprobe, scope)
+      running = fiber
+      yield* Effect.timeoutOption(Fiber.await(fiber), wait)
+    })
     const check = Effect.gen(function* () {
       const before = yield* registry.snapshot
-      if (before.some((s) => isDown(s) && State.isTerminal(s.state))) yield* registry.reprobe
+      if (before.some((s) => isDown(s) && State.isTerminal(s.state))) yield* reprobe
       const board = yield* registry.snapshot
       const notices: Array<Notice> = []
       for (const s of board) {

@@ -8,7 +8,7 @@ import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { everythingServer, tempDir } from "./helpers.ts"
+import { everythingServer, marked, tempDir } from "./helpers.ts"
 
 const examples = NodePath.resolve(import.meta.dirname, "../../../examples")
 
@@ -38,19 +38,6 @@ const writeConfig = (mark: string) => {
   )
   return path
 }
-
-/** Processes whose environment carries the mark. */
-const marked = (mark: string): ReadonlyArray<number> =>
-  NodeFs.readdirSync("/proc").flatMap((entry) => {
-    if (!/^\d+$/.test(entry)) return []
-    try {
-      return NodeFs.readFileSync(`/proc/${entry}/environ`, "utf8").includes(`TOOLVISOR_EXAMPLE_MARK=${mark}`)
-        ? [Number(entry)]
-        : []
-    } catch {
-      return []
-    }
-  })
 
 const run = (example: string, config: string) =>
   Effect.callback<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resume) => {
@@ -83,7 +70,7 @@ describe("examples", () => {
         assert.strictEqual(out.code, 0, out.stderr)
         assert.include(out.stdout, `The tool said: Echo: ${greeting}`)
         assert.strictEqual(out.stdout.split("\n").filter((line) => line.startsWith("⚠")).length, 1)
-        assert.deepStrictEqual(marked(mark), [])
+        assert.deepStrictEqual(marked("TOOLVISOR_EXAMPLE_MARK", mark), [])
       })
     )
   }

@@ -15,11 +15,13 @@ import { config, open } from "../../runtime/test/helpers.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiSdk from "../src/AiSdk.ts"
 import * as Reprobe from "../src/Reprobe.ts"
-import { bin, everythingServer, filesystem, lsp, mcp, pyProject, stagedServer, tempDir } from "./helpers.ts"
+import { bin, everythingServer, filesystem, lsp, marked, mcp, pyProject, stagedServer, tempDir } from "./helpers.ts"
 import * as MockModel from "./MockModel.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
 
 const bestEffort = { profile: "best-effort" } as const
+/** Long enough for pyright to start on a busy CI machine: the test is about the same turn, not speed. */
+const wait = "30 seconds"
 
 /** server-filesystem over a temp dir, and two toolsets whose binaries wait in its staging folder. */
 const scenario = () => {
@@ -64,7 +66,7 @@ describe("in-turn reprobe (docker-agent #2458)", () => {
         }
         return [ScriptedModel.text("done")]
       })
-      const loop = yield* AgentLoop.make(registry)
+      const loop = yield* AgentLoop.make(registry, { wait })
       const chat = yield* Chat.empty
       const turn = yield* loop.turn(chat, "install the servers, then use them").pipe(Effect.provide(model.layer))
 
@@ -105,7 +107,7 @@ describe("in-turn reprobe (docker-agent #2458)", () => {
       const { registry, close } = yield* open(config(toolsets))
       yield* registry.start
       const notices: Array<Reprobe.Notice> = []
-      const supervised = yield* AiSdk.make(registry, { onNotice: (n) => notices.push(n) })
+      const supervised = yield* AiSdk.make(registry, { wait, onNotice: (n) => notices.push(n) })
       const mock = MockModel.make((step) => {
         if (step.index === 0) return install.map((args, i) => MockModel.toolCall(`install-${i}`, "fs_move_file", args))
         if (step.index === 1) {
@@ -165,6 +167,25 @@ describe("in-turn reprobe (docker-agent #2458)", () => {
       )
       assert.isFalse(NodeFs.existsSync(missing))
       yield* close
+    })
+  )
+
+  it.live("a server that hangs on initialize holds a check up for `wait` at most, not its startup_timeout", () =>
+    Effect.gen(function* () {
+      const lifecycle = { ...bestEffort, startup_timeout: "3s" }
+      const mark = `hangs-${process.pid}-${Date.now()}`
+      const hangs = mcp("hangs", "env", { args: [`TOOLVISOR_TEST_MARK=${mark}`, "sleep", "300"], lifecycle })
+      const { registry, close } = yield* open(config([hangs]))
+      yield* registry.start
+      const reprobe = yield* Reprobe.make(registry, { wait: "200 millis" })
+      const started = Date.now()
+      yield* reprobe.check
+      assert.isBelow(Date.now() - started, 2_000)
+      const board = yield* registry.snapshot
+      assert.strictEqual(board[0]?.state, "Starting", "the restart goes on in the background")
+      assert.strictEqual(marked("TOOLVISOR_TEST_MARK", mark).length, 1)
+      yield* close
+      assert.deepStrictEqual(marked("TOOLVISOR_TEST_MARK", mark), [])
     })
   )
 })

@@ -82,3 +82,14 @@ export const stagedServer = (dir: string, name: string, exec: string) => {
   NodeFs.writeFileSync(staged, `#!/bin/sh\nexec ${exec}\n`, { mode: 0o755 })
   return { staged, installed: NodePath.join(binDir, name) }
 }
+
+/** Processes whose environment holds `name=value`: how a test finds the servers it started. */
+export const marked = (name: string, value: string): ReadonlyArray<number> =>
+  NodeFs.readdirSync("/proc").flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return []
+    try {
+      return NodeFs.readFileSync(`/proc/${entry}/environ`, "utf8").includes(`${name}=${value}`) ? [Number(entry)] : []
+    } catch {
+      return []
+    }
+  })
