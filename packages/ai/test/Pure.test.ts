@@ -1,0 +1,101 @@
+/** The pure parts: provider-safe names, what the model reads of a result, and the tool definitions. */
+import { assert, describe, it } from "@effect/vitest"
+import type { Catalog } from "@toolvisor/runtime"
+import * as Tool from "effect/ai/Tool"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { config, open } from "../../runtime/test/helpers.ts"
+import * as RegistryToolkit from "../src/RegistryToolkit.ts"
+import * as ToolNames from "../src/ToolNames.ts"
+import * as ToolOutput from "../src/ToolOutput.ts"
+
+describe("ToolNames", () => {
+  it("keeps safe names and maps the others deterministically, both ways", () => {
+    const names = ["everything_echo", "gh.search/issues", "x".repeat(80), "caf\u00e9", "lsp_hover"]
+    const first = ToolNames.make(names)
+    const again = ToolNames.make([...names].reverse())
+    for (const name of names) {
+      const model = first.toModel.get(name)!
+      assert.isTrue(ToolNames.isSafe(model), model)
+      assert.strictEqual(first.fromModel.get(model), name)
+      assert.strictEqual(again.toModel.get(name), model)
+    }
+    assert.strictEqual(first.toModel.get("everything_echo"), "everything_echo")
+    assert.match(first.toModel.get("gh.search/issues")!, /^gh_search_issues_[0-9a-f]{8}$/)
+    assert.strictEqual(first.toModel.get("x".repeat(80))!.length, ToolNames.maxLength)
+  })
+
+  it("resolves a rewritten name that clashes with a real one", () => {
+    const rewritten = ToolNames.make(["a.b"]).toModel.get("a.b")!
+    const both = ToolNames.make(["a.b", rewritten])
+    assert.strictEqual(both.toModel.get(rewritten), rewritten)
+    assert.notStrictEqual(both.toModel.get("a.b"), rewritten)
+    assert.strictEqual(both.fromModel.size, 2)
+  })
+})
+
+describe("ToolOutput.text", () => {
+  it("reads text items, names binary ones, and falls back to structured content", () => {
+    assert.strictEqual(
+      ToolOutput.text({
+        content: [
+          { type: "text", text: "one" },
+          { type: "image", data: "AAAA", mimeType: "image/png" },
+          { type: "resource", resource: { uri: "file:///a", text: "inline" } },
+          { type: "resource_link", uri: "file:///b", name: "b" }
+        ]
+      }),
+      "one\n[image image/png omitted]\ninline\n[resource_link file:///b]"
+    )
+    assert.strictEqual(ToolOutput.text({ content: [], structuredContent: { sum: 3 } }), '{"sum":3}')
+  })
+})
+
+describe("RegistryToolkit.fromCatalog", () => {
+  it.live("passes the JSON Schema through and maps MCP hints to Tool annotations", () =>
+    Effect.gen(function* () {
+      const { registry, close } = yield* open(config([]))
+      const inputSchema = { type: "object", properties: { path: { type: "string" } }, required: ["path"] }
+      const catalog: Catalog.Catalog = {
+        complete: true,
+        missing: [],
+        shadowed: [],
+        tools: [
+          {
+            name: "fs.read",
+            toolset: "fs",
+            tool: {
+              name: "read",
+              description: "Reads a file",
+              inputSchema,
+              annotations: {
+                title: "Read",
+                readOnlyHint: true,
+                destructiveHint: false,
+                idempotentHint: true,
+                openWorldHint: false
+              }
+            }
+          },
+          { name: "fs_write", toolset: "fs", tool: { name: "write", inputSchema: { type: "object" } } }
+        ]
+      }
+      const toolkit = yield* RegistryToolkit.fromCatalog(registry, catalog)
+      const [read, write] = Object.values(toolkit.tools)
+      assert.match(read!.name, /^fs_read_[0-9a-f]{8}$/)
+      assert.deepStrictEqual(Tool.getJsonSchema(read!), inputSchema)
+      assert.strictEqual(Tool.getDescription(read!), "Reads a file")
+      assert.deepStrictEqual(Context.getOption(read!.annotations, Tool.Title), Option.some("Read"))
+      assert.isTrue(Context.get(read!.annotations, Tool.Readonly))
+      assert.isFalse(Context.get(read!.annotations, Tool.Destructive))
+      assert.isTrue(Context.get(read!.annotations, Tool.Idempotent))
+      assert.isFalse(Context.get(read!.annotations, Tool.OpenWorld))
+      assert.isFalse(Tool.getStrictMode(read!))
+      assert.strictEqual(write!.name, "fs_write")
+      assert.isFalse(Context.get(write!.annotations, Tool.Readonly))
+      assert.isTrue(Context.get(write!.annotations, Tool.Destructive))
+      yield* close
+    })
+  )
+})
