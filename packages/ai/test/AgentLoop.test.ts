@@ -2,7 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import * as Chat from "effect/ai/Chat"
 import * as Effect from "effect/Effect"
-import { config, open } from "../../runtime/test/helpers.ts"
+import * as Stream from "effect/Stream"
+import { config, fixtureEntry, open, statusOf } from "../../runtime/test/helpers.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import { everything } from "./helpers.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
@@ -35,5 +36,35 @@ describe("AgentLoop (effect/ai)", () => {
       yield* close
       for (const pid of pids) assert.isFalse(ServerProcess.groupAlive(pid))
     })
+  )
+
+  it.live(
+    "the toolkit is rebuilt only when toolsVersion moves: a tool added by list_changed joins at the next refresh",
+    () =>
+      Effect.gen(function* () {
+        const { registry, close } = yield* open(config([fixtureEntry("fx", { prefix: "fx" })]))
+        yield* registry.start
+        const loop = yield* AgentLoop.make(registry)
+        const built = yield* loop.toolkit
+        assert.deepStrictEqual(yield* loop.refresh, [])
+        assert.strictEqual(yield* loop.toolkit, built, "nothing moved: the same toolkit")
+        assert.notInclude(Object.keys(built.tools), "fx_dynamic_1")
+
+        const version = (yield* statusOf(registry, "fx"))?.toolsVersion ?? 0
+        const added = yield* Effect.flatMap(built.handle("fx_add_tool", {}), Stream.runCollect)
+        assert.isFalse(added[0]?.isFailure)
+        yield* registry.status.pipe(
+          Stream.filter((board) => board.some((s) => s.name === "fx" && s.toolsVersion > version)),
+          Stream.runHead
+        )
+
+        yield* loop.refresh
+        const rebuilt = yield* loop.toolkit
+        assert.notStrictEqual(rebuilt, built)
+        assert.include(Object.keys(rebuilt.tools), "fx_dynamic_1")
+        yield* loop.refresh
+        assert.strictEqual(yield* loop.toolkit, rebuilt, "nothing moved since: the same toolkit")
+        yield* close
+      })
   )
 })
