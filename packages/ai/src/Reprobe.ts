@@ -50,7 +50,11 @@ export interface Reprobe {
 const toolsKey = (board: ReadonlyArray<State.StatusSnapshot>): string =>
   board.map((s) => `${s.name}\u0000${s.toolsVersion}\u0000${State.isUsable(s.state)}`).join("\u0001")
 
-const isDown = (s: State.StatusSnapshot): boolean => s.lastError !== undefined && !State.isUsable(s.state)
+/** Not serving calls, with an error that says why: a stop asked for by the user is not a failure. */
+const isDown = (
+  s: State.StatusSnapshot
+): s is State.StatusSnapshot & { readonly lastError: typeof State.ErrorSummary.Type } =>
+  s.lastError !== undefined && !State.isUsable(s.state)
 
 export interface Options {
   /** How long a check waits for the toolsets it restarts (default 5 seconds). */
@@ -87,7 +91,7 @@ export const make = (
       const board = yield* registry.snapshot
       const notices: Array<Notice> = []
       for (const s of board) {
-        if (isDown(s) && s.lastError !== undefined) {
+        if (isDown(s)) {
           if (!streaks.has(s.name))
             notices.push({ _tag: "ToolsetFailing", toolset: s.name, state: s.state, error: s.lastError.message })
           streaks.add(s.name)

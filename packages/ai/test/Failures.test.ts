@@ -149,4 +149,33 @@ describe("tool failures reach the model as results", () => {
       if (pid !== undefined) assert.isFalse(ServerProcess.groupAlive(pid))
     })
   )
+
+  it.live(
+    "AI SDK: a call past call_timeout is a tool error the model reads, with the typed error for the program",
+    () =>
+      Effect.gen(function* () {
+        const { registry, close } = yield* open(config([everything({ lifecycle: { call_timeout: "1s" } })]))
+        yield* registry.start
+        const supervised = yield* AiSdk.make(registry)
+        const mock = MockModel.make((step) =>
+          step.index === 0
+            ? [MockModel.toolCall("long", "everything_trigger-long-running-operation", { duration: 5, steps: 5 })]
+            : [MockModel.text("it took too long")]
+        )
+        const result = yield* Effect.promise(() =>
+          generateText({ model: mock.model, tools: supervised.tools, stopWhen: stepCountIs(3), prompt: "run long" })
+        )
+        assert.strictEqual(result.text, "it took too long")
+        const [read] = MockModel.toolOutputs(mock.steps[1]!.prompt)
+        assert.strictEqual(read?.output.type, "error-text")
+        assert.include(JSON.stringify(read?.output), "(toolset everything) failed")
+        const toolError = result.steps[0]?.content.find((part) => part.type === "tool-error")
+        const failure = toolError?.type === "tool-error" ? toolError.error : undefined
+        assert.instanceOf(failure, ToolOutput.ToolFailure)
+        if (failure instanceof ToolOutput.ToolFailure) assert.strictEqual(failure.error?._tag, "CallTimeout")
+        const pid = pidOf(yield* registry.snapshot, "everything")
+        yield* close
+        if (pid !== undefined) assert.isFalse(ServerProcess.groupAlive(pid))
+      })
+  )
 })
