@@ -53,6 +53,18 @@ export interface ServerProcess {
   ) => Effect.Effect<A, E | LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed, R>
 }
 
+/** Lines a runtime prints after the error itself: a stack frame, a version banner, a blank. */
+const noise = [/^\s*$/, /^\s+at\s/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^Traceback \(most recent call last\)/]
+
+/** An error-looking line says why; otherwise the last line that is not noise. */
+const telling = /\b(error|exception|fatal|panic|denied|not found|no such|cannot|can't|unable|failed|invalid)\b/i
+
+/** The stderr line that says why a server ended: the last error-looking one, not a trailing banner. */
+export const meaningfulLine = (lines: ReadonlyArray<string>): string | undefined => {
+  const candidates = lines.filter((line) => !noise.some((pattern) => pattern.test(line)))
+  return (candidates.findLast((line) => telling.test(line)) ?? candidates.at(-1))?.trim()
+}
+
 /** Spawns the server in the current scope; closing the scope ends its whole process group. */
 export const spawn = (
   toolset: string,
@@ -70,7 +82,8 @@ export const spawn = (
       Effect.flatMap((info): Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed> => {
         const stderr = tail.lines()
         const how = info.signal === null ? `code ${info.code}` : `signal ${info.signal}`
-        const last = stderr.length === 0 ? "" : `: ${stderr.at(-1)}`
+        const line = meaningfulLine(stderr)
+        const last = line === undefined ? "" : `; its stderr says: ${line}`
         if (!isEstablished) {
           return Effect.fail(
             new LifecycleError.ServerUnavailable({

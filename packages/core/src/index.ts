@@ -1,6 +1,8 @@
 /** Toolvisor core: typed lifecycle errors, states, restart policy, the Supervisor actor and ServerProcess. */
 export * as Classify from "./Classify.ts"
+export * as Deadline from "./Deadline.ts"
 export * as LifecycleError from "./LifecycleError.ts"
+export * as Phase from "./Phase.ts"
 export * as Policy from "./Policy.ts"
 export * as ServerProcess from "./ServerProcess.ts"
 export * as Session from "./Session.ts"

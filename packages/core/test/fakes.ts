@@ -50,7 +50,10 @@ export interface Scripted {
 }
 
 /** Replays `steps` for successive connects; once they run out, every connect succeeds. */
-export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
+export const scripted = (...steps: ReadonlyArray<Step>): Scripted => scriptedWith({}, ...steps)
+
+/** `scripted`, with sessions that declare `selfBounded` requests when asked to. */
+export const scriptedWith = (options: { readonly selfBounded?: boolean }, ...steps: ReadonlyArray<Step>): Scripted => {
   const sessions: Array<FakeSession> = []
   let connects = 0
   const open = Effect.gen(function* () {
@@ -72,7 +75,8 @@ export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
       server: { name: "fake-server", version: "1.2.3" },
       instructions: "Use the fake tools wisely.",
       toolCount: 3,
-      toolCountChanges: Stream.fromQueue(session.toolCounts)
+      toolCountChanges: Stream.fromQueue(session.toolCounts),
+      ...(options.selfBounded === undefined ? {} : { selfBounded: options.selfBounded })
     } satisfies Session.Session<FakeSession>
   })
   const connect = Effect.suspend(() => {

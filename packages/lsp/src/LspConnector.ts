@@ -335,6 +335,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     }
     return {
       handle: session,
+      selfBounded: true,
       ended: Effect.raceFirst(proc.exited, Effect.andThen(Deferred.await(closed), exitReport)),
       probe: requests.request(ping, {}).pipe(Effect.catchTag("ResponseFailed", () => Effect.void)),
       pid: proc.pid,

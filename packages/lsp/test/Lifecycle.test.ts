@@ -16,7 +16,7 @@ const someFile = NodePath.join(fixtures, "py-project/app.py")
 /** Polls until the toolset's session has `file` open, i.e. the tool call got as far as its request. */
 const untilOpen = (toolset: LspToolset.LspToolset, file: string) =>
   toolset.supervisor
-    .useDirect((session) => Effect.sync(() => session.documents.open().some((d) => d.path === file)))
+    .use((session) => Effect.sync(() => session.documents.open().some((d) => d.path === file)))
     .pipe(
       Effect.repeat({ until: (isOpen) => isOpen, schedule: Schedule.spaced("20 millis") }),
       Effect.timeout("10 seconds")
