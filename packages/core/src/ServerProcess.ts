@@ -62,7 +62,8 @@ const telling = /\b(error|exception|fatal|panic|denied|not found|no such|cannot|
 /** The stderr line that says why a server ended: the last error-looking one, not a trailing banner. */
 export const meaningfulLine = (lines: ReadonlyArray<string>): string | undefined => {
   const candidates = lines.filter((line) => !noise.some((pattern) => pattern.test(line)))
-  return (candidates.findLast((line) => telling.test(line)) ?? candidates.at(-1))?.trim()
+  const errors = candidates.filter((line) => telling.test(line))
+  return (errors.at(-1) ?? candidates.at(-1))?.trim()
 }
 
 /** Spawns the server in the current scope; closing the scope ends its whole process group. */
@@ -199,6 +200,8 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
     const stdinGrace = Duration.fromInputUnsafe(grace?.stdin ?? "2 seconds")
     const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
     child.stdin.end()
+    // A stopped (SIGSTOP) server would read neither the end of its input nor a SIGTERM.
+    signalGroup(pgid, "SIGCONT")
     yield* Effect.raceFirst(awaitExit, wallSleep(Duration.toMillis(stdinGrace)))
     if (!groupAlive(pgid)) return
     signalGroup(pgid, "SIGTERM")

@@ -171,8 +171,10 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       Effect.gen(function* () {
         const scope = yield* Scope.make()
         const result: Connect<A>["result"] = { session: undefined }
+        // The connect waits for this toolset's earlier sessions to be closed: never two servers
+        // of one toolset at once, yet the actor moves on (and reports) without waiting.
         const fiber = yield* spawn(
-          connector.connect.pipe(
+          Effect.andThen(FiberSet.awaitEmpty(closers), connector.connect).pipe(
             Scope.provide(scope),
             Effect.withSpan("toolvisor.connect", {
               attributes: { toolset: name, kind: options.kind, attempt: machine.attempt, restarts: machine.restarts }

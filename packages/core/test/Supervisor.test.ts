@@ -164,6 +164,33 @@ describe("Supervisor", () => {
       })
     )
 
+    it.effect(
+      "a retried start reports InitTimeout at the deadline, while the stuck connect is killed in the background",
+      () =>
+        Effect.gen(function* () {
+          const closed = yield* Deferred.make<void>()
+          const { supervisor, script } = yield* make(
+            [{ _tag: "stuck", close: "3 seconds", closed }],
+            policy({ startup_timeout: "5s" })
+          )
+          const started = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+          yield* TestClock.adjust("5 seconds")
+          const error = yield* Fiber.join(started)
+          assert.strictEqual(error._tag, "InitTimeout")
+          const status = yield* supervisor.state
+          assert.strictEqual(status.state, "Restarting")
+          assert.strictEqual(status.lastError?.tag, "InitTimeout")
+          assert.isFalse(yield* Deferred.isDone(closed))
+          // The next connect waits for the close, so two servers of one toolset never overlap.
+          yield* TestClock.adjust("1 second")
+          assert.strictEqual(script.sessions.length, 0)
+          const stopped = yield* Effect.forkChild(supervisor.stop, { startImmediately: true })
+          yield* TestClock.adjust("2 seconds")
+          yield* Fiber.join(stopped)
+          assert.isTrue(yield* Deferred.isDone(closed))
+        })
+    )
+
     it.effect("stop closes a late connect", () =>
       Effect.gen(function* () {
         const { supervisor, script, gate } = yield* hanging
