@@ -40,9 +40,6 @@ interface Hosted {
   readonly mask: (text: string) => string
 }
 
-const safeToRepeat = (tool: Toolset.Tool | undefined): boolean =>
-  tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true
-
 export const layer = (options: Options = {}) =>
   ToolsetEntity.toLayer(
     Effect.gen(function* () {
@@ -134,7 +131,7 @@ export const layer = (options: Options = {}) =>
           const h = yield* current
           yield* settled(h.toolset)
           const listing = yield* h.toolset.tools
-          if (!safeToRepeat(listing.items.find((t) => t.name === tool))) {
+          if (!Toolset.isSafeToRepeat(listing.items.find((t) => t.name === tool))) {
             const first = yield* ledger.begin({ requestId, toolset: h.spec.name, tool, runner }).pipe(
               Effect.mapError(
                 (cause) =>

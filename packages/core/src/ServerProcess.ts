@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
 import * as LifecycleError from "./LifecycleError.ts"
+import * as WallClock from "./WallClock.ts"
 
 export interface Spec {
   readonly command: string
@@ -135,7 +136,7 @@ export const spawn = (
         // fails on the closed pipe, the exit (with its code and stderr) is the better answer.
         return Effect.raceFirst(effect, exitFailure).pipe(
           Effect.catch((error) =>
-            Effect.raceFirst(exitFailure, wallSleep(exitReportGrace).pipe(Effect.andThen(Effect.fail(error))))
+            Effect.raceFirst(exitFailure, WallClock.sleep(exitReportGrace).pipe(Effect.andThen(Effect.fail(error))))
           )
         )
       }
@@ -202,22 +203,12 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
     child.stdin.end()
     // A stopped (SIGSTOP) server would read neither the end of its input nor a SIGTERM.
     signalGroup(pgid, "SIGCONT")
-    yield* Effect.raceFirst(awaitExit, wallSleep(Duration.toMillis(stdinGrace)))
+    yield* Effect.raceFirst(awaitExit, WallClock.sleep(Duration.toMillis(stdinGrace)))
     if (!groupAlive(pgid)) return
     signalGroup(pgid, "SIGTERM")
     if (yield* awaitGroupGone(pgid, termGrace)) return
     signalGroup(pgid, "SIGKILL")
     yield* awaitGroupGone(pgid, Duration.seconds(5))
-  })
-
-/**
- * Grace periods are about real processes, so they run on wall-clock timers even when the
- * surrounding program runs on a TestClock.
- */
-const wallSleep = (millis: number) =>
-  Effect.callback<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), millis)
-    return Effect.sync(() => clearTimeout(timer))
   })
 
 const signalGroup = (pgid: number, signal: NodeJS.Signals) => {
@@ -233,7 +224,7 @@ const awaitGroupGone = (pgid: number, within: Duration.Duration) =>
     const deadline = Date.now() + Duration.toMillis(within)
     while (groupAlive(pgid)) {
       if (Date.now() >= deadline) return false
-      yield* wallSleep(20)
+      yield* WallClock.sleep(20)
     }
     return true
   })

@@ -176,9 +176,13 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         const fiber = yield* spawn(
           Effect.andThen(FiberSet.awaitEmpty(closers), connector.connect).pipe(
             Scope.provide(scope),
-            Effect.withSpan("toolvisor.connect", {
-              attributes: { toolset: name, kind: options.kind, attempt: machine.attempt, restarts: machine.restarts }
-            }),
+            Effect.withSpan(
+              "toolvisor.connect",
+              {
+                attributes: { toolset: name, kind: options.kind, attempt: machine.attempt, restarts: machine.restarts }
+              },
+              noStackTrace
+            ),
             Effect.exit,
             Effect.flatMap((exit) => {
               if (Exit.isSuccess(exit)) result.session = exit.value
@@ -471,6 +475,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       lost
     }
   })
+
+/** A connect's span needs no stack trace: its call site is always the same line of this file. */
+const noStackTrace = { captureStackTrace: false } as const
 
 const sameSnapshot = (a: State.StatusSnapshot, b: State.StatusSnapshot): boolean =>
   a.state === b.state &&

@@ -53,25 +53,8 @@ const connectionCodes = new Set([-32000, -32001])
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
 
-/**
- * OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them.
- * Arguments without a null (nearly every call) are passed on as they are, without a copy.
- */
-export const stripNulls = (args: { readonly [key: string]: unknown }): { readonly [key: string]: unknown } => {
-  for (const key in args) {
-    if (args[key] === null && Object.hasOwn(args, key)) {
-      return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
-    }
-  }
-  return args
-}
-
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
-
-/** Whether the server says a tool can run twice without harm, so a call of unknown fate may be resent. */
-const isSafeToResend = (tool: Toolset.Tool | undefined): boolean =>
-  tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -195,7 +178,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * the crash as the Supervisor recorded it.
      */
     const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
-      const sent = stripNulls(args)
+      const sent = Toolset.stripNulls(args)
       let used: McpConnector.McpSession | undefined
       let safeToResend = false
       const attempt = supervisor.use((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
@@ -204,7 +187,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         const known = session.tools.currentUnsafe()
         const found = known === undefined ? undefined : toolNamed(known, tool)
         if (known !== undefined && found === undefined) return Effect.fail(toolNotFound(known, tool))
-        safeToResend = isSafeToResend(found)
+        safeToResend = Toolset.isSafeToRepeat(found)
         return invoke(session, tool, sent)
       })
       /** Tells the Supervisor, then resends or fails with the crash it recorded. */

@@ -73,14 +73,6 @@ describe("McpToolset over stdio", () => {
     })
   )
 
-  it("stripNulls passes arguments without a null on as they are, and drops only the null-valued keys", () => {
-    const clean = { a: "x", b: 0, c: false, d: undefined, e: { f: null } }
-    assert.strictEqual(McpToolset.stripNulls(clean), clean, "no copy when there is nothing to strip")
-    assert.deepStrictEqual(McpToolset.stripNulls({ a: "x", b: null, c: 0, d: null }), { a: "x", c: 0 })
-    const inherited: { readonly [key: string]: unknown } = Object.create({ fromPrototype: null })
-    assert.strictEqual(McpToolset.stripNulls(inherited), inherited, "only own keys count")
-  })
-
   it.live("an unknown tool is ToolNotFound naming the tools there are; bad arguments are ToolCallFailed", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
