@@ -11,6 +11,7 @@ import { Classify, Deadline, LifecycleError, Policy, State, Supervisor, Toolset 
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 
@@ -96,15 +97,16 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 
     /**
      * The server's answer to the request is the caller's business; anything else is a lifecycle
-     * failure. The SDK's "Not connected" means the transport closed before the request was sent:
-     * it provably never reached the server, so it is handled as a lost session.
+     * failure. The SDK's "Not connected" (the transport closed before the request was sent) and a
+     * write into a pipe nobody reads any more mean the request provably never reached the server:
+     * it is handled as a lost session and may be sent again.
      */
     const callFailure = (
       tool: string,
       cause: unknown,
       deadline: Deadline.Deadline | undefined
     ): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
-      cause instanceof Error && cause.message === "Not connected"
+      cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
         ? new LifecycleError.SessionMissing({
             toolset: name,
             message: `${name}: the session closed before "${tool}" was sent`,

@@ -120,9 +120,31 @@ describe("McpToolset over stdio", () => {
       process.kill(pid, "SIGKILL")
       const error = yield* Fiber.join(call)
       assert.isBelow(Date.now() - killedAt, 2_000)
-      assert.include(["ServerCrashed", "TransportError"], error._tag)
+      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.include(error.message, "SIGKILL")
+      assert.strictEqual(error._tag === "ServerCrashed" ? error.signal : undefined, "SIGKILL")
       yield* until(toolset, (s) => s.state === "Ready" && s.restarts === 1)
       assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "ok" })), "ok")
+      yield* close
+    })
+  )
+
+  it.live("a call made during the restart waits for it and succeeds, even when not idempotent", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture(),
+        policy: fastPolicy({ backoff: { initial: "300ms" } })
+      })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid ?? 0
+      process.kill(pid, "SIGKILL")
+      yield* inState(toolset, "Restarting")
+      assert.strictEqual(textOf(yield* toolset.callTool("sleep", { ms: 0 })), "slept 0")
+      const after = yield* toolset.state
+      assert.strictEqual(after.state, "Ready")
+      assert.strictEqual(after.restarts, 1)
+      assert.notStrictEqual(after.pid, pid)
       yield* close
     })
   )
