@@ -1,10 +1,10 @@
 /**
  * One actor per toolset. A single fiber takes messages (start, stop, restart; connect done,
  * session ended, timer fired, probe result) from one queue, asks `Phase.transition` what follows,
- * and runs the commands it returns. Decisions live in `Phase.ts`; this module owns the resources
- * they name — connects in flight, the live session, timers — and the status other fibers read.
- * Long waits run in child fibers that report back with the id of their work, so a report about
- * superseded work is ignored by the transition.
+ * and runs the commands it returns on the resources it holds (`internal/sessions.ts`): decisions
+ * live in `Phase.ts`. This module publishes the status other fibers read and runs requests on the
+ * live session. Long waits run in child fibers that report back with the id of their work, so a
+ * report about superseded work is ignored by the transition.
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -12,14 +12,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberSet from "effect/FiberSet"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as Classify from "./Classify.ts"
 import * as Deadline from "./Deadline.ts"
+import * as Sessions from "./internal/sessions.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 import * as Phase from "./Phase.ts"
 import * as Policy from "./Policy.ts"
@@ -38,7 +37,7 @@ export interface Options<A> {
 export type UseError = LifecycleError.NotStarted | LifecycleError.ServerCrashed | LifecycleError.CallTimeout
 
 /** How a session ended, as requests that were in flight on it see it. */
-export type Lost = LifecycleError.ServerCrashed | LifecycleError.NotStarted
+export type Lost = Sessions.Lost
 
 export interface Supervisor<A> {
   readonly name: string
@@ -80,29 +79,10 @@ export interface Supervisor<A> {
   readonly lost: (handle: A, evidence?: LifecycleError.LifecycleError) => Effect.Effect<Lost>
 }
 
-/** The established session and the fibers that watch it. */
-interface Live<A> {
-  readonly id: number
-  readonly session: Session.Session<A>
-  readonly scope: Scope.Closeable
-  /** Failed when the session ends, so requests in flight fail at once instead of hanging. */
-  readonly closed: Deferred.Deferred<never, Lost>
-  readonly watchers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>
-}
-
-/** A connect in flight (or finished, waiting to be taken), with its startup deadline. */
-interface Connect<A> {
-  readonly scope: Scope.Closeable
-  readonly fiber: Fiber.Fiber<void>
-  /** Filled by the connect's fiber before it reports success. */
-  readonly result: { session: Session.Session<A> | undefined }
-  deadline: Fiber.Fiber<void> | undefined
-}
-
 /** What other fibers read: the snapshot, and the session to run requests on. */
 interface View<A> {
   readonly status: State.StatusSnapshot
-  readonly live: Live<A> | undefined
+  readonly live: Sessions.Live<A> | undefined
 }
 
 type Envelope = { readonly message: Phase.Message; readonly stopped?: Deferred.Deferred<void> }
@@ -114,7 +94,6 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     const policy = options.policy ?? Policy.defaults
     const mailbox = yield* Queue.unbounded<Envelope>()
     const hub = yield* PubSub.unbounded<State.Transition>()
-    const closers = yield* FiberSet.make()
     const view = yield* SubscriptionRef.make<View<A>>({
       status: new State.StatusSnapshot({
         name,
@@ -139,169 +118,24 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         })
     }
 
-    // Resources, touched only by the actor (and by the finalizer once the actor is gone).
+    // Touched only by the actor (and by the finalizer once the actor is gone).
     let machine = Phase.initial
-    let live: Live<A> | undefined
-    /** The last session that ended, so a request that saw it die late still learns how. */
-    let lastEnded: { readonly handle: A; readonly error: Lost } | undefined
-    const connects = new Map<number, Connect<A>>()
-    const backoffs = new Map<number, Fiber.Fiber<void>>()
     /** Replies and failures of requests in flight, sent once the new snapshot is published. */
     let notices: Array<Effect.Effect<unknown>> = []
 
     const post = (message: Phase.Message) => Queue.offer(mailbox, { message })
-    const spawn = <X>(work: Effect.Effect<X>) => Effect.forkChild(work, { startImmediately: true })
-    const classify = (cause: unknown) => Classify.classify(name, cause)
-
-    /** Closes in the background, so a stuck server never delays a transition; `stop` and the finalizer await it. */
-    const closeLater = (close: Effect.Effect<void>) => FiberSet.run(closers, close, { startImmediately: true })
-
-    const armStartup = (id: number, connect: Connect<A>) =>
-      Effect.gen(function* () {
-        if (connect.deadline !== undefined) yield* Fiber.interrupt(connect.deadline)
-        connect.deadline =
-          policy.startupTimeout === undefined
-            ? undefined
-            : yield* spawn(
-                Effect.asVoid(Effect.andThen(Effect.sleep(policy.startupTimeout), post({ _tag: "StartupTimeout", id })))
-              )
-      })
-
-    const openConnect = (id: number) =>
-      Effect.gen(function* () {
-        const scope = yield* Scope.make()
-        const result: Connect<A>["result"] = { session: undefined }
-        // The connect waits for this toolset's earlier sessions to be closed: never two servers
-        // of one toolset at once, yet the actor moves on (and reports) without waiting.
-        const fiber = yield* spawn(
-          Effect.andThen(FiberSet.awaitEmpty(closers), connector.connect).pipe(
-            Scope.provide(scope),
-            Effect.withSpan(
-              "toolvisor.connect",
-              {
-                attributes: { toolset: name, kind: options.kind, attempt: machine.attempt, restarts: machine.restarts }
-              },
-              noStackTrace
-            ),
-            Effect.exit,
-            Effect.flatMap((exit) => {
-              if (Exit.isSuccess(exit)) result.session = exit.value
-              return post({ _tag: "Connected", id, error: Exit.isSuccess(exit) ? undefined : classify(causeOf(exit)) })
-            }),
-            Effect.asVoid
-          )
-        )
-        const connect: Connect<A> = { scope, fiber, result, deadline: undefined }
-        connects.set(id, connect)
-        yield* armStartup(id, connect)
-      })
-
-    const discard = (id: number) =>
-      Effect.suspend(() => {
-        const connect = connects.get(id)
-        connects.delete(id)
-        if (connect === undefined) return Effect.void
-        const deadline = connect.deadline
-        return Effect.andThen(
-          deadline === undefined ? Effect.void : Fiber.interrupt(deadline),
-          closeLater(Fiber.interrupt(connect.fiber).pipe(Effect.andThen(Scope.close(connect.scope, Exit.void))))
-        )
-      })
-
-    const goLive = (id: number) =>
-      Effect.gen(function* () {
-        const connect = connects.get(id)
-        const session = connect?.result.session
-        if (connect === undefined || session === undefined) return yield* Effect.die(`${name}: no session for ${id}`)
-        connects.delete(id)
-        if (connect.deadline !== undefined) yield* Fiber.interrupt(connect.deadline)
-        const watchers: Array<Fiber.Fiber<unknown, unknown>> = [
-          yield* spawn(
-            Effect.flatMap(Effect.exit(session.ended), (exit) =>
-              post({ _tag: "Ended", id, error: Exit.isSuccess(exit) ? undefined : classify(causeOf(exit)) })
-            )
-          ),
-          yield* spawn(Effect.andThen(Effect.sleep(policy.backoff.resetAfter), post({ _tag: "Stable", id })))
-        ]
-        if (session.toolCountChanges !== undefined) {
-          watchers.push(
-            yield* spawn(Stream.runForEach(session.toolCountChanges, (count) => post({ _tag: "ToolCount", id, count })))
-          )
-        }
-        if (policy.health !== undefined && session.probe !== undefined) {
-          watchers.push(yield* spawn(probeLoop(id, session.probe, policy.health)))
-        }
-        live = { id, session, scope: connect.scope, closed: yield* Deferred.make<never, Lost>(), watchers }
-        machine = { ...machine, toolCount: session.toolCount }
-      })
-
-    const endLive = (error: Lost) =>
-      Effect.suspend(() => {
-        const current = live
-        live = undefined
-        if (current === undefined) return Effect.void
-        lastEnded = { handle: current.session.handle, error }
-        notices.push(Deferred.fail(current.closed, error))
-        return Effect.forEach(current.watchers, Fiber.interrupt, { discard: true }).pipe(
-          Effect.andThen(closeLater(Scope.close(current.scope, Exit.void)))
-        )
-      })
-
-    const probeLoop = (id: number, probe: Effect.Effect<void, LifecycleError.LifecycleError>, health: Policy.Health) =>
-      Effect.sleep(health.interval).pipe(
-        Effect.andThen(
-          probe.pipe(
-            Effect.timeoutOrElse({
-              duration: health.timeout,
-              orElse: () =>
-                Effect.fail(
-                  new LifecycleError.CallTimeout({
-                    toolset: name,
-                    message: `${name}: health probe did not answer within ${Duration.format(health.timeout)}`,
-                    afterMillis: Duration.toMillis(health.timeout)
-                  })
-                )
-            }),
-            Effect.catchDefect((defect) => Effect.fail(classify(defect))),
-            Effect.exit
-          )
-        ),
-        Effect.flatMap((exit) =>
-          post({ _tag: "Probed", id, error: Exit.isSuccess(exit) ? undefined : classify(causeOf(exit)) })
-        ),
-        Effect.forever
-      )
+    const sessions = yield* Sessions.make<A>({
+      name,
+      kind: options.kind,
+      connector,
+      policy,
+      post,
+      notify: (effect) => notices.push(effect),
+      counters: () => ({ attempt: machine.attempt, restarts: machine.restarts })
+    })
 
     const run = (command: Phase.Command): Effect.Effect<void> => {
       switch (command._tag) {
-        case "Connect":
-          return openConnect(command.id)
-        case "ArmStartup": {
-          const connect = connects.get(command.id)
-          return connect === undefined ? Effect.void : armStartup(command.id, connect)
-        }
-        case "Discard":
-          return discard(command.id)
-        case "GoLive":
-          return goLive(command.id)
-        case "EndLive":
-          return endLive(command.error)
-        case "Backoff":
-          return Effect.flatMap(Policy.delay(policy, command.attempt), (wait) =>
-            Effect.map(
-              spawn(
-                Effect.asVoid(Effect.andThen(Effect.sleep(wait), post({ _tag: "BackoffElapsed", id: command.id })))
-              ),
-              (fiber) => {
-                backoffs.set(command.id, fiber)
-              }
-            )
-          )
-        case "CancelBackoff": {
-          const fiber = backoffs.get(command.id)
-          backoffs.delete(command.id)
-          return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
-        }
         case "Settle": {
           const exit = command.exit === "ready" ? Exit.void : Exit.fail(command.exit)
           return Effect.sync(() => {
@@ -310,6 +144,15 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         }
         case "Warn":
           return Effect.logWarning(command.message)
+        case "GoLive":
+          return Effect.andThen(
+            sessions.run(command),
+            Effect.sync(() => {
+              machine = { ...machine, toolCount: sessions.live()?.session.toolCount }
+            })
+          )
+        default:
+          return sessions.run(command)
       }
     }
 
@@ -317,6 +160,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     const publish = Effect.gen(function* () {
       const previous = (yield* SubscriptionRef.get(view)).status
       const state = Phase.stateOf(machine)
+      const live = sessions.live()
       const current = live !== undefined && State.isUsable(state) ? live : undefined
       const session = current?.session
       const error = machine.error
@@ -355,7 +199,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         yield* publish
         yield* flushNotices
         if (stopped !== undefined) {
-          yield* FiberSet.awaitEmpty(closers)
+          yield* sessions.closed
           yield* Deferred.succeed(stopped, undefined)
         }
       })
@@ -380,13 +224,11 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       Effect.gen(function* () {
         yield* Fiber.interrupt(actor)
         yield* Queue.shutdown(mailbox)
-        yield* Effect.forEach([...backoffs.values()], Fiber.interrupt, { discard: true })
-        yield* Effect.forEach([...connects.keys()], discard, { discard: true })
-        yield* endLive(notStarted("supervisor closed while the request was in flight"))
+        yield* sessions.release(notStarted("supervisor closed while the request was in flight"))
         const closed = Exit.fail(notStarted("supervisor closed"))
         yield* Effect.forEach(machine.waiters, (reply) => Deferred.done(reply, closed), { discard: true })
         yield* flushNotices
-        yield* FiberSet.awaitEmpty(closers)
+        yield* sessions.closed
         yield* PubSub.shutdown(hub)
       })
     )
@@ -402,7 +244,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         return yield* Deferred.await(reply)
       })
 
-    const settled = (current: View<A> | undefined): Effect.Effect<Live<A>, LifecycleError.NotStarted> => {
+    const settled = (current: View<A> | undefined): Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> => {
       if (current?.live !== undefined) return Effect.succeed(current.live)
       if (current === undefined) return Effect.fail(notStarted("supervisor closed"))
       const status = current.status
@@ -415,7 +257,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     const isSettled = (v: View<A>) => State.isUsable(v.status.state) || State.isTerminal(v.status.state)
 
     /** The live session; reads the current view first, and subscribes only while starting or restarting. */
-    const awaitUsable: Effect.Effect<Live<A>, LifecycleError.NotStarted> = Effect.flatMap(
+    const awaitUsable: Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> = Effect.flatMap(
       SubscriptionRef.get(view),
       (now) =>
         isSettled(now)
@@ -431,7 +273,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     const withDeadline = Deadline.within(callMillis)
     const bounded = Deadline.bound(name)
 
-    const onLive = <B, E, R>(current: Live<A>, f: (handle: A) => Effect.Effect<B, E, R>) =>
+    const onLive = <B, E, R>(current: Sessions.Live<A>, f: (handle: A) => Effect.Effect<B, E, R>) =>
       current.session.selfBounded === true
         ? f(current.session.handle)
         : bounded(Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
@@ -453,8 +295,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
           const report = evidence === undefined ? Effect.void : post({ _tag: "Ended", id: current.id, error: evidence })
           return Effect.andThen(report, Effect.flip(Deferred.await(current.closed)))
         }
+        const ended = sessions.lastEnded()
         return Effect.succeed(
-          lastEnded?.handle === handle ? lastEnded.error : notStarted("the session was closed", machine.error)
+          ended?.handle === handle ? ended.error : notStarted("the session was closed", machine.error)
         )
       })
 
@@ -476,9 +319,6 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     }
   })
 
-/** A connect's span needs no stack trace: its call site is always the same line of this file. */
-const noStackTrace = { captureStackTrace: false } as const
-
 const sameSnapshot = (a: State.StatusSnapshot, b: State.StatusSnapshot): boolean =>
   a.state === b.state &&
   a.restarts === b.restarts &&
@@ -488,10 +328,3 @@ const sameSnapshot = (a: State.StatusSnapshot, b: State.StatusSnapshot): boolean
   a.pid === b.pid &&
   a.lastError?.message === b.lastError?.message &&
   a.lastError?.tag === b.lastError?.tag
-
-const causeOf = <A>(exit: Exit.Exit<A, unknown>): unknown => {
-  if (Exit.isSuccess(exit)) return undefined
-  const reason = exit.cause.reasons[0]
-  if (reason === undefined) return exit.cause
-  return reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : exit.cause
-}
