@@ -57,6 +57,8 @@ const budgetText = (b: Budget) =>
   `${b.starts} starts, ${b.failedLogged ? "Failed" : gaveUp(b) ? `quiet ${Math.round(b.quietS)} s` : `restarting (last start ${Math.round(b.quietS)} s before the end)`}`
 
 export interface Check {
+  /** A stable key, for a test that asserts one check. */
+  readonly id: string
   readonly name: string
   readonly measured: string
   readonly expected: string
@@ -128,84 +130,98 @@ export const checks = (record: Record): ReadonlyArray<Check> => {
   const finalDown = record.finalCalls.filter((c) => !c.ok)
   return [
     {
+      id: "results",
       name: "wrong or duplicated results",
       measured: `${wrong} wrong, ${duplicated} duplicated`,
       expected: "0",
       pass: wrong === 0 && duplicated === 0
     },
     {
+      id: "ranTwice",
       name: "non-idempotent calls that ran twice",
       measured: `${ranTwiceLedger} (fx ledger), ${ranTwiceMemory} (mem)`,
       expected: "0",
       pass: ranTwiceLedger === 0 && ranTwiceMemory === 0
     },
     {
+      id: "unknownTool",
       name: "UnknownTool for an offered tool",
       measured: `${unknown.length}${unknown.length === 0 ? "" : ` (${entriesText(unknownBy)})`}`,
       expected: "0",
       pass: unknown.length === 0
     },
     {
+      id: "hangs",
       name: `hangs past call_timeout (${ms(callTimeoutMs)} ms + 3 s)`,
       measured: `${hangs.length} (slowest call ${ms(slowest)} ms)`,
       expected: "0",
       pass: hangs.length === 0
     },
     {
+      id: "untyped",
       name: "untyped errors (protocol exceptions, Defect)",
       measured: String(untyped),
       expected: "0",
       pass: untyped === 0
     },
     {
+      id: "recovered",
       name: "faults recovered (a call succeeds again)",
       measured: `${recovered.length - unrecovered.length}/${recovered.length}`,
       expected: `all, within ${Faults.recoveryCapMs / 1000} s`,
       pass: unrecovered.length === 0 && recovered.length > 0
     },
     {
+      id: "rss",
       name: "gateway RSS flat (median, first vs last quartile)",
       measured: `${mib(rss.first)} → ${mib(rss.last)} MiB`,
       expected: "≤ ×1.25 + 10 MiB",
       pass: rssFlat
     },
     {
+      id: "fds",
       name: "gateway fds flat (median, first vs last quartile)",
       measured: `${ms(fds.first)} → ${ms(fds.last)}`,
       expected: "≤ +10",
       pass: fdsFlat
     },
     {
+      id: "budgetWithCalls",
       name: `restart budget with calls (loop, max_restarts ${loopMaxRestarts})`,
       measured: budgetText(loop),
       expected: `${expectedStarts} starts, Failed`,
       pass: loop.starts === expectedStarts && gaveUp(loop)
     },
     {
+      id: "budgetWithoutCalls",
       name: `restart budget without calls (loopq)`,
       measured: budgetText(loopq),
       expected: `${expectedStarts} starts, Failed`,
       pass: loopq.starts === expectedStarts && gaveUp(loopq)
     },
     {
+      id: "finalCalls",
       name: "every toolset answers after the faults",
       measured: finalDown.length === 0 ? "all" : `down: ${finalDown.map((c) => c.toolset).join(", ")}`,
       expected: "all",
       pass: finalDown.length === 0
     },
     {
+      id: "orphansAfterSigterm",
       name: "orphans after SIGTERM of the gateway",
       measured: orphanText(record.sigterm.orphans),
       expected: "0",
       pass: record.sigterm.orphans.length === 0
     },
     {
+      id: "shutdown",
       name: "SIGTERM shutdown time (one server SIGSTOPped)",
       measured: `${ms(record.sigterm.shutdownMs)} ms`,
       expected: "≤ 10,000 ms",
       pass: record.sigterm.shutdownMs <= 10_000
     },
     {
+      id: "orphansAfterSigkill",
       name: "orphans after SIGKILL + restart of the gateway",
       measured: `${orphanText(record.sigkill.orphans)} of ${record.sigkill.checked}`,
       expected: "0",

@@ -6,6 +6,7 @@
  * stopped when it ends, on a failure, and on Ctrl-C.
  *
  *   node --conditions=@toolvisor/source test/chaos/soak.ts [--duration 600] [--seed N] [--callers 4] [--keep]
+ *     [--report FILE]   also write the checks and figures as JSON to FILE
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
@@ -23,7 +24,8 @@ const { values: flags } = parseArgs({
     duration: { type: "string", default: "600" },
     seed: { type: "string" },
     callers: { type: "string", default: "4" },
-    keep: { type: "boolean", default: false }
+    keep: { type: "boolean", default: false },
+    report: { type: "string" }
   }
 })
 const durationS = Math.max(20, Number(flags.duration))
@@ -72,7 +74,7 @@ const onSignal = (signal: NodeJS.Signals) => {
     process.exit(130)
   }
   interrupted = true
-  console.error(`\n${signal}: stopping everything the soak started (again to kill at once)`)
+  console.error(`\n${signal}: stopping everything the soak started (again to kill at once); logs in ${dir}`)
   void cleanup().then(() => process.exit(130))
 }
 process.on("SIGINT", onSignal)
@@ -86,7 +88,7 @@ const watchdog = setTimeout(
     console.error("the soak overran its time limit: stopping everything")
     void cleanup().then(() => process.exit(3))
   },
-  (durationS + 300) * 1_000
+  (durationS + 180) * 1_000
 )
 watchdog.unref()
 
@@ -307,8 +309,10 @@ const soak = async (): Promise<Report.Record> => {
   gateway = await startGateway(configPath, gatewayPort)
   await awaitTools(url, 90_000)
   await Procs.sleep(3_000)
-  const killOrphans = before.filter((p) => Procs.isAlive(p.pid))
+  const survivors = new Set(before.map((p) => p.pid))
+  const killOrphans = serverProcs().filter((p) => survivors.has(p.pid))
   log(`after the restart: ${killOrphans.length} of them still alive`)
+  for (const p of killOrphans) Procs.killHard(p.pid)
   await Procs.stop(gateway, 30_000)
 
   const executions = new Map<string, number>()
@@ -351,10 +355,22 @@ const main = async () => {
     console.log(Report.summaryTable(list))
     const failed = list.filter((c) => !c.pass).length
     console.log(`\n${list.length - failed} passed, ${failed} failed`)
-    NodeFs.writeFileSync(
-      NodePath.join(dir, "report.json"),
-      JSON.stringify({ seed, durationS, checks: list, faults: record.faults, budget: record.budget }, null, 2)
+    const json = JSON.stringify(
+      {
+        seed,
+        durationS,
+        checks: list,
+        calls: record.outcomes.length,
+        faults: record.faults,
+        recoveries: Report.recoveries(record).map((r) => ({ kind: r.fault.kind, toolset: r.fault.toolset, ms: r.ms })),
+        budget: record.budget,
+        listChanged: record.listChanged
+      },
+      null,
+      2
     )
+    NodeFs.writeFileSync(NodePath.join(dir, "report.json"), json)
+    if (flags.report !== undefined) NodeFs.writeFileSync(flags.report, json)
     code = failed === 0 ? 0 : 1
   } catch (error) {
     console.error(`the soak could not complete: ${error instanceof Error ? error.stack : String(error)}`)
