@@ -273,20 +273,33 @@ export const trafficTable = (record: Record): string => {
 /** Recovery per fault kind: from the fault (or its end, for a stop or a downed HTTP server) to the first success. */
 export const recoveryTable = (record: Record): string => {
   const all = recoveries(record)
-  const rows = Faults.kinds.map((kind) => {
-    const of = all.filter((r) => r.fault.kind === kind)
+  const row = (label: string, of: ReadonlyArray<(typeof all)[number]>) => {
     const times = ascending(of.flatMap((r) => (r.ms === undefined ? [] : [r.ms])))
     return [
-      kind,
+      label,
       String(of.length),
       String(of.length - times.length),
       times.length === 0 ? "-" : ms(percentile(times, 0.5)),
       times.length === 0 ? "-" : ms(percentile(times, 0.95)),
-      times.length === 0 ? "-" : ms(times.at(-1) ?? 0),
-      Array.from(new Set(of.map((r) => r.fault.toolset))).join(",") || "-"
+      times.length === 0 ? "-" : ms(times.at(-1) ?? 0)
     ]
+  }
+  // Each kind, then the toolsets it hit when it hit more than one.
+  const rows = Faults.kinds.flatMap((kind) => {
+    const of = all.filter((r) => r.fault.kind === kind)
+    const toolsets = Array.from(new Set(of.map((r) => r.fault.toolset))).sort()
+    const detail =
+      toolsets.length > 1
+        ? toolsets.map((t) =>
+            row(
+              `  ${kind} ${t}`,
+              of.filter((r) => r.fault.toolset === t)
+            )
+          )
+        : []
+    return [row(toolsets.length === 1 ? `${kind} ${toolsets[0]}` : kind, of), ...detail]
   })
-  return renderTable(["fault", "count", "unrecovered", "median ms", "p95 ms", "max ms", "toolsets"], rows)
+  return renderTable(["fault", "count", "unrecovered", "median ms", "p95 ms", "max ms"], rows)
 }
 
 /** Gateway resources over the run, in tenths. */
