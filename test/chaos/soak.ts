@@ -162,7 +162,7 @@ const soak = async (): Promise<Report.Record> => {
   const outcomes: Array<Traffic.Outcome> = []
   const faults: Array<Faults.Fault> = []
   const samples: Array<Report.Sample> = []
-  /** The first success of each toolset's calls, by start time, for the injector's wait. */
+  /** When each toolset's recent successful calls started: the injector waits for one after its fault. */
   const successes = new Map<string, Array<number>>()
   const record = (o: Traffic.Outcome) => {
     outcomes.push(o)
@@ -203,7 +203,7 @@ const soak = async (): Promise<Report.Record> => {
   const injectUntil = callersStopAt - Math.min(15_000, (durationS * 1_000) / 4)
   let stopped = false
   const stopAt = () => (stopped || interrupted ? 0 : callersStopAt)
-  // The crash loop is over long before the soak ends; its caller stops with the others.
+  // A crash loop whose budget holds is over within seconds; its caller stops with the others.
   loopStop = callersStopAt
 
   const sampler = (async () => {
