@@ -281,7 +281,7 @@ const soak = async (): Promise<Report.Record> => {
     return {
       starts: starts.length,
       failedLogged: new RegExp(`message="${name} failed\\b`).test(gatewayText),
-      quietS: (callersStopAt - Math.max(0, ...starts)) / 1_000
+      quietS: Math.max(0, callersStopAt - Math.max(0, ...starts)) / 1_000
     }
   }
   const budget = { loop: budgetOf("loop"), loopq: budgetOf("loopq") }
