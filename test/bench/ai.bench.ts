@@ -108,6 +108,8 @@ const big: Catalog.Catalog = {
   complete: true,
   missing: [],
   shadowed: [],
+  offline: [],
+  version: 1,
   tools: Array.from({ length: CATALOG_SIZE }, (_, i) => {
     const entry = listed.tools[i % listed.tools.length]!
     return { ...entry, name: `${entry.name}_${i}` }

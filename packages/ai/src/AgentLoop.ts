@@ -1,11 +1,11 @@
 /**
  * An agent turn over `effect/ai` with supervised tools: `LanguageModel` calls through a `Chat`,
  * the registry's tools as the toolkit, and after every tool-call batch the in-turn reprobe —
- * toolsets that are down are retried, and when the tools moved the toolkit is rebuilt, so the very
+ * toolsets that are down are retried, and when the catalog's `version` moved the toolkit is rebuilt, so the very
  * next model call of the same turn is offered the new tools. Warnings and recovery notices come
  * back as values on each step, for the app to show.
  */
-import { ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, ToolsetRegistry } from "@toolvisor/runtime"
 import type * as AiError from "effect/ai/AiError"
 import type * as Chat from "effect/ai/Chat"
 import type * as LanguageModel from "effect/ai/LanguageModel"
@@ -13,6 +13,7 @@ import type * as Prompt from "effect/ai/Prompt"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
@@ -43,9 +44,9 @@ export interface Options extends RegistryToolkit.Options, Reprobe.Options {
 }
 
 export interface Service {
-  /** The toolkit as of the last check. */
+  /** The toolkit as of the last refresh. */
   readonly toolkit: Effect.Effect<RegistryToolkit.SupervisedToolkit>
-  /** Reprobes, rebuilds the toolkit if the tools moved, and returns the notices. */
+  /** Reprobes, rebuilds the toolkit if the catalog's version moved, and returns the notices. */
   readonly refresh: Effect.Effect<ReadonlyArray<Reprobe.Notice>>
   /**
    * Sends `prompt` on `chat` and keeps calling the model while it calls tools, up to `maxSteps`
@@ -61,7 +62,7 @@ export interface Service {
 export class AgentLoop extends Context.Service<AgentLoop, Service>()("@toolvisor/ai/AgentLoop") {}
 
 /**
- * A loop over one registry; its toolkit is built now and rebuilt only when the tools move. Closing
+ * A loop over one registry; its toolkit is built now and rebuilt only when the catalog's version moves. Closing
  * the scope ends a reprobe still in flight.
  */
 export const make = (
@@ -70,22 +71,26 @@ export const make = (
 ): Effect.Effect<Service, ToolsetRegistry.UnknownAgent, Scope.Scope> =>
   Effect.gen(function* () {
     const reprobe = yield* Reprobe.make(registry, options)
-    let current = yield* RegistryToolkit.make(registry, options)
+    const build = (catalog: Catalog.Catalog) =>
+      Effect.map(RegistryToolkit.fromCatalog(registry, catalog, options), (toolkit) => ({
+        toolkit,
+        version: catalog.version
+      }))
+    let current = yield* Effect.flatMap(registry.catalog(options.agent), build)
     const lock = yield* Semaphore.make(1)
 
     const refresh = lock.withPermits(1)(
       Effect.gen(function* () {
-        const check = yield* reprobe.check
-        if (check.moved) {
-          current = yield* RegistryToolkit.make(registry, options).pipe(Effect.orElseSucceed(() => current))
-        }
-        return check.notices
+        const notices = yield* reprobe.check
+        const catalog = yield* Effect.option(registry.catalog(options.agent))
+        if (Option.isSome(catalog) && catalog.value.version !== current.version) current = yield* build(catalog.value)
+        return notices
       })
     )
 
     const step = (chat: Chat.Chat, prompt: Prompt.RawInput, notices: ReadonlyArray<Reprobe.Notice>) =>
       Effect.suspend(() => {
-        const toolkit = current
+        const toolkit = current.toolkit
         return Effect.map(chat.generateText({ prompt, toolkit }), (response) => ({
           response,
           offered: Object.keys(toolkit.tools),
@@ -105,7 +110,7 @@ export const make = (
         return { steps, text: last?.response.text ?? "", notices: steps.flatMap((s) => s.notices) }
       })
 
-    return { toolkit: Effect.sync(() => current), refresh, turn }
+    return { toolkit: Effect.sync(() => current.toolkit), refresh, turn }
   })
 
 /** The loop over the `ToolsetRegistry` in context. */

@@ -3,7 +3,8 @@
  * `ToolSet` of `dynamicTool`s with the catalog's JSON Schemas, each `execute` routed through
  * `registry.callTool` (honouring the call's `abortSignal`), and a `prepareStep` that runs the
  * in-turn reprobe between steps. The AI SDK reads the tool set again on every step, so `refresh`
- * edits it in place: a toolset that comes up mid-turn is offered on the very next step.
+ * edits it in place when the catalog's `version` moved: a toolset that comes up mid-turn is offered
+ * on the very next step.
  *
  * A failed call throws a `ToolOutput.ToolFailure` (an `Error`): the AI SDK turns it into a tool
  * error the model reads, and the program finds the typed error on the step's `tool-error` part.
@@ -15,6 +16,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
@@ -31,7 +33,7 @@ export interface Options extends Reprobe.Options {
 export interface SupervisedTools {
   /** Pass as `tools`: kept up to date in place by `refresh`. */
   readonly tools: ToolSet
-  /** Reprobes toolsets that are down and updates `tools` if they moved; returns the notices. */
+  /** Reprobes toolsets that are down and updates `tools` if the catalog moved; returns the notices. */
   readonly refresh: () => Promise<ReadonlyArray<Reprobe.Notice>>
   /** Pass as `prepareStep`: a refresh before every step, so new tools join the same turn. */
   readonly prepareStep: () => Promise<undefined>
@@ -87,6 +89,7 @@ export const make = (
     const tools: ToolSet = {}
     /** What each model name was built from, so an unchanged tool keeps its object across refreshes. */
     const built = new Map<string, Toolset.Tool>()
+    let version: number | undefined
 
     const sync = (catalog: Catalog.Catalog) => {
       const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
@@ -102,18 +105,17 @@ export const make = (
         tools[modelName] = toAiTool(registry, entry, modelName, options.agent)
         built.set(modelName, entry.tool)
       }
+      version = catalog.version
     }
 
     sync(yield* registry.catalog(options.agent))
 
     const refreshEffect = Effect.gen(function* () {
-      const check = yield* reprobe.check
-      if (check.moved) {
-        const catalog = yield* Effect.result(registry.catalog(options.agent))
-        if (catalog._tag === "Success") sync(catalog.success)
-      }
-      for (const notice of check.notices) options.onNotice?.(notice)
-      return check.notices
+      const notices = yield* reprobe.check
+      const catalog = yield* Effect.option(registry.catalog(options.agent))
+      if (Option.isSome(catalog) && catalog.value.version !== version) sync(catalog.value)
+      for (const notice of notices) options.onNotice?.(notice)
+      return notices
     })
 
     const refresh = () => Effect.runPromise(refreshEffect)

@@ -2,10 +2,10 @@
  * The in-turn reprobe of docker-agent PR #2458, as a value both agent stacks share. At the start
  * of a turn and after every tool-call batch, `check` restarts toolsets that stopped on a transient
  * error (the registry's `reprobe`), so a server that a tool call has just made available — its
- * binary installed, its directory created — joins the same turn. It says whether the tools moved
- * (a toolset's `toolsVersion` or usability changed) so the caller rebuilds its tools only then,
- * and turns failures into notices an app can show: one warning per failure streak, one recovery
- * notice when the streak ends, nothing repeated in between.
+ * binary installed, its directory created — joins the same turn — and turns failures into notices
+ * an app can show: one warning per failure streak, one recovery notice when the streak ends,
+ * nothing repeated in between. Whether the tools moved is the catalog's `version` to tell: the
+ * callers rebuild their tools only when it changed.
  *
  * A reprobe can take as long as a server's `startup_timeout`; a turn waits for it at most `wait`
  * (5 s by default). A start still running then goes on in the background and joins at a later
@@ -34,21 +34,10 @@ export interface ToolsetRecovered {
 
 export type Notice = ToolsetFailing | ToolsetRecovered
 
-/** What one check found. */
-export interface Check {
-  readonly notices: ReadonlyArray<Notice>
-  /** True when the tools may differ from those of the previous check: rebuild them. */
-  readonly moved: boolean
-}
-
 export interface Reprobe {
-  /** Reprobes toolsets that are down, then reports notices and whether the tools moved. */
-  readonly check: Effect.Effect<Check>
+  /** Reprobes toolsets that are down, then reports what changed since the last check. */
+  readonly check: Effect.Effect<ReadonlyArray<Notice>>
 }
-
-/** What decides that the tools moved: each toolset's listing version and whether it serves calls. */
-const toolsKey = (board: ReadonlyArray<State.StatusSnapshot>): string =>
-  board.map((s) => `${s.name}\u0000${s.toolsVersion}\u0000${State.isUsable(s.state)}`).join("\u0001")
 
 /** Not serving calls, with an error that says why: a stop asked for by the user is not a failure. */
 const isDown = (
@@ -61,11 +50,7 @@ export interface Options {
   readonly wait?: Duration.Input | undefined
 }
 
-/**
- * Starts watching a registry. The current tools are recorded now, so a caller builds its tools
- * after `make`: a change that lands in between is then seen by the first `check`, never lost.
- * A reprobe still running when the scope closes is interrupted.
- */
+/** Starts watching a registry. A reprobe still running when the scope closes is interrupted. */
 export const make = (
   registry: ToolsetRegistry.Registry,
   options: Options = {}
@@ -73,7 +58,6 @@ export const make = (
   Effect.gen(function* () {
     const scope = yield* Effect.scope
     const wait = options.wait ?? Duration.seconds(5)
-    let key = toolsKey(yield* registry.snapshot)
     const streaks = new Set<string>()
     /** At most one reprobe at a time: a check that finds one still running waits for that one. */
     let running: Fiber.Fiber<ToolsetRegistry.ReprobeReport> | undefined
@@ -99,10 +83,7 @@ export const make = (
           notices.push({ _tag: "ToolsetRecovered", toolset: s.name })
         }
       }
-      const next = toolsKey(board)
-      const moved = next !== key
-      key = next
-      return { notices, moved }
+      return notices
     })
     return { check }
   })

@@ -3,7 +3,7 @@ import { ServerProcess } from "@toolvisor/core"
 import * as Chat from "effect/ai/Chat"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { config, fixtureEntry, open, statusOf } from "../../runtime/test/helpers.ts"
+import { config, fixtureEntry, open } from "../../runtime/test/helpers.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import { everything } from "./helpers.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
@@ -39,7 +39,7 @@ describe("AgentLoop (effect/ai)", () => {
   )
 
   it.live(
-    "the toolkit is rebuilt only when toolsVersion moves: a tool added by list_changed joins at the next refresh",
+    "the toolkit is rebuilt only when the catalog's version moves: a tool added by list_changed joins at the next refresh",
     () =>
       Effect.gen(function* () {
         const { registry, close } = yield* open(config([fixtureEntry("fx", { prefix: "fx" })]))
@@ -50,11 +50,11 @@ describe("AgentLoop (effect/ai)", () => {
         assert.strictEqual(yield* loop.toolkit, built, "nothing moved: the same toolkit")
         assert.notInclude(Object.keys(built.tools), "fx_dynamic_1")
 
-        const version = (yield* statusOf(registry, "fx"))?.toolsVersion ?? 0
+        const version = (yield* registry.catalog()).version
         const added = yield* Effect.flatMap(built.handle("fx_add_tool", {}), Stream.runCollect)
         assert.isFalse(added[0]?.isFailure)
-        yield* registry.status.pipe(
-          Stream.filter((board) => board.some((s) => s.name === "fx" && s.toolsVersion > version)),
+        yield* registry.catalogChanges().pipe(
+          Stream.filter((catalog) => catalog.version !== version),
           Stream.runHead
         )
 

@@ -61,10 +61,13 @@ describe("RegistryToolkit.fromCatalog", () => {
         complete: true,
         missing: [],
         shadowed: [],
+        offline: [],
+        version: 1,
         tools: [
           {
             name: "fs.read",
             toolset: "fs",
+            lastKnown: false,
             tool: {
               name: "read",
               description: "Reads a file",
@@ -78,7 +81,12 @@ describe("RegistryToolkit.fromCatalog", () => {
               }
             }
           },
-          { name: "fs_write", toolset: "fs", tool: { name: "write", inputSchema: { type: "object" } } }
+          {
+            name: "fs_write",
+            toolset: "fs",
+            lastKnown: false,
+            tool: { name: "write", inputSchema: { type: "object" } }
+          }
         ]
       }
       const toolkit = yield* RegistryToolkit.fromCatalog(registry, catalog)
