@@ -3,7 +3,7 @@
  * leads its own process group, so closing it reaches every descendant (an `npx` or `uvx` wrapper's
  * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
  * whole group — and returns only when no process of the group is left. Every server carries this
- * process's owner mark, so a sweep can find it if this process dies without closing it (`Orphans`).
+ * process's owner mark, so a sweep can find it if this process dies without closing it (`Owner`).
  */
 import * as NodeChildProcess from "node:child_process"
 import type * as NodeStream from "node:stream"
@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
 import * as LifecycleError from "./LifecycleError.ts"
-import * as Orphans from "./Orphans.ts"
+import * as Owner from "./Owner.ts"
 import { groupAlive } from "./Procfs.ts"
 import * as WallClock from "./WallClock.ts"
 
@@ -158,7 +158,7 @@ const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tai
     const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
       cwd: spec.cwd,
       // The owner mark comes last: a server is this process's whatever its spec says.
-      env: { ...process.env, ...spec.env, ...Orphans.mark },
+      env: { ...process.env, ...spec.env, ...Owner.mark },
       detached: true,
       stdio: ["pipe", "pipe", "pipe"]
     })

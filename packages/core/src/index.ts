@@ -2,7 +2,7 @@
 export * as Classify from "./Classify.ts"
 export * as Deadline from "./Deadline.ts"
 export * as LifecycleError from "./LifecycleError.ts"
-export * as Orphans from "./Orphans.ts"
+export * as Owner from "./Owner.ts"
 export * as Phase from "./Phase.ts"
 export * as Policy from "./Policy.ts"
 export * as Procfs from "./Procfs.ts"

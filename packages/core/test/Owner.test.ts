@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import * as Orphans from "../src/Orphans.ts"
+import * as Owner from "../src/Owner.ts"
 import * as Procfs from "../src/Procfs.ts"
 import * as ServerProcess from "../src/ServerProcess.ts"
 
@@ -33,11 +33,11 @@ const group = (script: string, env: Readonly<Record<string, string>>) =>
   )
 
 /** A server that ignores stdin EOF and SIGTERM, with a grandchild, marked as `owner`'s. */
-const stubborn = (owner: string) => group("trap '' TERM; sleep 1000 & wait", { [Orphans.envKey]: owner })
+const stubborn = (owner: string) => group("trap '' TERM; sleep 1000 & wait", { [Owner.envKey]: owner })
 
 /** Waits until the scan sees every member of the group the test started. */
 const awaitMarked = (pgid: number, members: number) =>
-  Effect.sync(() => Orphans.scan().filter((m) => m.pgid === pgid).length).pipe(
+  Effect.sync(() => Owner.scan().filter((m) => m.pgid === pgid).length).pipe(
     Effect.repeat({ until: (seen) => seen >= members, schedule: Schedule.spaced("10 millis"), times: 500 })
   )
 
@@ -52,26 +52,26 @@ const goneOwner = Effect.gen(function* () {
   yield* Effect.sync(() => Procfs.isAlive(pid)).pipe(
     Effect.repeat({ until: (alive) => !alive, schedule: Schedule.spaced("10 millis"), times: 500 })
   )
-  return Orphans.encode({ pid, startTime })
+  return Owner.encode({ pid, startTime })
 })
 
-const self = Orphans.self ?? { pid: process.pid, startTime: 0 }
+const self = Owner.self ?? { pid: process.pid, startTime: 0 }
 
 describe("owner marks", () => {
   it("encode and decode are inverse; anything else is not a mark", () => {
     const owner = { pid: 4242, startTime: 987654321 }
-    assert.strictEqual(Orphans.encode(owner), "4242/987654321")
-    assert.deepStrictEqual(Orphans.decode(Orphans.encode(owner)), owner)
+    assert.strictEqual(Owner.encode(owner), "4242/987654321")
+    assert.deepStrictEqual(Owner.decode(Owner.encode(owner)), owner)
     for (const bad of ["", "4242", "4242/", "/1", "a/b", "1/2/3", " 1/2", "1.5/2", "127.0.0.1:39001/999999"]) {
-      assert.isUndefined(Orphans.decode(bad), bad)
+      assert.isUndefined(Owner.decode(bad), bad)
     }
   })
 
   it.runIf(Procfs.available)("this process is a live owner; its pid with another start time is not", () => {
-    assert.strictEqual(Orphans.self?.pid, process.pid)
-    assert.isTrue(Orphans.isAlive(self))
-    assert.isFalse(Orphans.isAlive({ ...self, startTime: self.startTime + 1 }))
-    assert.deepStrictEqual(Orphans.mark, { [Orphans.envKey]: Orphans.encode(self) })
+    assert.strictEqual(Owner.self?.pid, process.pid)
+    assert.isTrue(Owner.isAlive(self))
+    assert.isFalse(Owner.isAlive({ ...self, startTime: self.startTime + 1 }))
+    assert.deepStrictEqual(Owner.mark, { [Owner.envKey]: Owner.encode(self) })
   })
 
   it.live.runIf(Procfs.available)("every server carries this process's mark, whatever its spec's env says", () =>
@@ -80,11 +80,11 @@ describe("owner marks", () => {
       const proc = yield* ServerProcess.spawn("marked", {
         command: "sleep",
         args: ["1000"],
-        env: { [Orphans.envKey]: "1/1" },
+        env: { [Owner.envKey]: "1/1" },
         grace: { stdin: "10 millis", term: "10 millis" }
       }).pipe(Scope.provide(scope))
-      assert.strictEqual(Procfs.environ(proc.pid)?.get(Orphans.envKey), Orphans.encode(self))
-      const [marked] = Orphans.scan().filter((m) => m.pid === proc.pid)
+      assert.strictEqual(Procfs.environ(proc.pid)?.get(Owner.envKey), Owner.encode(self))
+      const [marked] = Owner.scan().filter((m) => m.pid === proc.pid)
       assert.deepStrictEqual(marked?.owner, self)
       assert.strictEqual(marked?.pgid, proc.pid)
       yield* Scope.close(scope, Exit.void)
@@ -96,11 +96,11 @@ describe.runIf(Procfs.available)("orphan sweeps", () => {
   it.live("a stopped server whose owner is gone is killed with its whole group; a live owner's is not", () =>
     Effect.gen(function* () {
       const orphan = yield* stubborn(yield* goneOwner)
-      const owned = yield* stubborn(Orphans.encode(self))
+      const owned = yield* stubborn(Owner.encode(self))
       yield* awaitMarked(orphan, 2)
       yield* awaitMarked(owned, 2)
       process.kill(-orphan, "SIGSTOP")
-      const killed = yield* Orphans.sweepOrphans
+      const killed = yield* Owner.sweepOrphans
       assert.include(killed, orphan)
       assert.notInclude(killed, owned)
       // Returned only once the group is gone: no member, stopped or not, is left.
@@ -111,10 +111,10 @@ describe.runIf(Procfs.available)("orphan sweeps", () => {
 
   it.live("a mark whose owner pid is alive but started at another time is an orphan's (a reused pid)", () =>
     Effect.gen(function* () {
-      const recycled = yield* stubborn(Orphans.encode({ pid: process.pid, startTime: self.startTime + 1 }))
+      const recycled = yield* stubborn(Owner.encode({ pid: process.pid, startTime: self.startTime + 1 }))
       yield* awaitMarked(recycled, 2)
       assert.isTrue(Procfs.isAlive(process.pid))
-      assert.include(yield* Orphans.sweepOrphans, recycled)
+      assert.include(yield* Owner.sweepOrphans, recycled)
       assert.isFalse(Procfs.groupAlive(recycled))
     })
   )
@@ -122,9 +122,9 @@ describe.runIf(Procfs.available)("orphan sweeps", () => {
   it.live("a marked process in a group that an unmarked process leads is left alone", () =>
     Effect.gen(function* () {
       const owner = yield* goneOwner
-      const leader = yield* group(`${Orphans.envKey}=${owner} sleep 1000 & wait`, {})
+      const leader = yield* group(`${Owner.envKey}=${owner} sleep 1000 & wait`, {})
       yield* awaitMarked(leader, 1)
-      assert.notInclude(yield* Orphans.sweepOrphans, leader)
+      assert.notInclude(yield* Owner.sweepOrphans, leader)
       assert.isTrue(Procfs.groupAlive(leader))
     })
   )
@@ -134,7 +134,7 @@ describe.runIf(Procfs.available)("orphan sweeps", () => {
       const early = yield* stubborn(yield* goneOwner)
       yield* awaitMarked(early, 2)
       const scope = yield* Scope.make()
-      yield* Orphans.guard("100 millis").pipe(Scope.provide(scope))
+      yield* Owner.guard("100 millis").pipe(Scope.provide(scope))
       assert.isFalse(Procfs.groupAlive(early), "the first sweep is over before guard returns")
       const later = yield* stubborn(yield* goneOwner)
       yield* Effect.sync(() => Procfs.groupAlive(later)).pipe(

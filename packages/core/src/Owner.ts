@@ -1,10 +1,11 @@
 /**
- * No server outlives the Toolvisor that started it. A Toolvisor that is SIGKILLed runs no
- * finalizer, and a server that ignores stdin EOF (or is stopped) keeps running in its own process
- * group. So every server carries an owner mark in its environment, which its children inherit —
- * the owner's pid and start time, because pids are reused and a new process with the owner's pid
- * is not the owner — and a sweep kills the groups of marked processes whose owner is gone.
- * Linux only (it reads /proc): elsewhere servers go unmarked and a sweep logs that it cannot look.
+ * Which process a server belongs to, so that no server outlives it. A Toolvisor that is SIGKILLed
+ * runs no finalizer, and a server that ignores stdin EOF (or is stopped) keeps running in its own
+ * process group. So every server carries its owner's mark in its environment, which its children
+ * inherit — the owner's pid and start time, because pids are reused and a new process with the
+ * owner's pid is not the owner — and a sweep kills the groups of marked processes whose owner is
+ * gone. Linux only (it reads /proc): elsewhere servers go unmarked and a sweep logs that it cannot
+ * look.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
