@@ -54,9 +54,13 @@ export interface Marked {
   readonly env: ReadonlyMap<string, string>
 }
 
-/** Every live marked process on this host, except those in this process's own group. */
+/**
+ * Every live marked process in this process's pid namespace (a container's marks name its own
+ * pids), except those in this process's own group.
+ */
 export const scan = (): ReadonlyArray<Marked> => {
   const ownGroup = Procfs.stat(process.pid)?.pgrp
+  const namespace = Procfs.pidNamespace(process.pid)
   return Procfs.pids().flatMap((pid): ReadonlyArray<Marked> => {
     const env = Procfs.environ(pid)
     const value = env?.get(envKey)
@@ -64,6 +68,7 @@ export const scan = (): ReadonlyArray<Marked> => {
     const stat = owner === undefined ? undefined : Procfs.stat(pid)
     if (env === undefined || owner === undefined || stat === undefined) return []
     if (stat.state === "Z" || stat.pgrp <= 1 || stat.pgrp === ownGroup) return []
+    if (Procfs.pidNamespace(pid) !== namespace) return []
     return [{ pid, pgid: stat.pgrp, owner, env }]
   })
 }

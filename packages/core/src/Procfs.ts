@@ -61,6 +61,18 @@ export const environ = (pid: number): ReadonlyMap<string, string> | undefined =>
   return env
 }
 
+/**
+ * The process's pid namespace (`pid:[4026531836]`). Pids, and so owner marks, mean something only
+ * inside one namespace: a container's pid 7 is not the host's.
+ */
+export const pidNamespace = (pid: number): string | undefined => {
+  try {
+    return NodeFs.readlinkSync(`/proc/${pid}/ns/pid`)
+  } catch {
+    return undefined
+  }
+}
+
 /** Every process that exists now (zombies included); empty without /proc. */
 export const pids = (): ReadonlyArray<number> =>
   available ? NodeFs.readdirSync("/proc").flatMap((entry) => (/^\d+$/.test(entry) ? [Number(entry)] : [])) : []

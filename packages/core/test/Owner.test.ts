@@ -57,6 +57,9 @@ const goneOwner = Effect.gen(function* () {
 
 const self = Owner.self ?? { pid: process.pid, startTime: 0 }
 
+/** Whether this machine lets an unprivileged process make a pid namespace (containers often do not). */
+const canUnshare = NodeChildProcess.spawnSync("unshare", ["-Urpf", "true"]).status === 0
+
 describe("owner marks", () => {
   it("encode and decode are inverse; anything else is not a mark", () => {
     const owner = { pid: 4242, startTime: 987654321 }
@@ -127,6 +130,28 @@ describe.runIf(Procfs.available)("orphan sweeps", () => {
       assert.notInclude(yield* Owner.sweepOrphans, leader)
       assert.isTrue(Procfs.groupAlive(leader))
     })
+  )
+
+  it.live.runIf(canUnshare)(
+    "a marked process in another pid namespace is left alone: its mark names that namespace's pids",
+    () =>
+      Effect.gen(function* () {
+        const owner = yield* goneOwner
+        const unshare = yield* group(
+          `exec unshare -Urpf --kill-child setsid env ${Owner.envKey}=${owner} sleep 1000`,
+          {}
+        )
+        const inner = yield* Effect.sync(() =>
+          Procfs.pids().find((pid) => {
+            const stat = Procfs.stat(pid)
+            return stat?.ppid === unshare && stat.pgrp === pid && Procfs.environ(pid)?.get(Owner.envKey) === owner
+          })
+        ).pipe(Effect.repeat({ until: (pid) => pid !== undefined, schedule: Schedule.spaced("10 millis"), times: 500 }))
+        assert.isDefined(inner)
+        assert.notStrictEqual(Procfs.pidNamespace(inner ?? 0), Procfs.pidNamespace(process.pid))
+        assert.notInclude(yield* Owner.sweepOrphans, inner)
+        assert.isTrue(Procfs.isAlive(inner ?? 0))
+      })
   )
 
   it.live("guard sweeps at once, then keeps sweeping while its scope is open", () =>
