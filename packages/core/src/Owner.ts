@@ -9,8 +9,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as ProcessGroup from "./internal/processGroup.ts"
 import * as Procfs from "./Procfs.ts"
 
 /** The environment variable that holds the mark: `<owner pid>/<owner start time>`. */
@@ -104,20 +104,11 @@ export const sweep = (why: string, select: (marked: Marked) => boolean): Effect.
     const groups = groupsOf(scan(), select)
     if (groups.length === 0) return groups
     yield* Effect.logWarning(`killing ${groups.length} process group(s) ${why}: ${groups.join(", ")}`)
-    for (const pgid of groups) {
-      try {
-        process.kill(-pgid, "SIGKILL")
-      } catch {
-        // Gone between the scan and the kill.
-      }
-    }
-    const left = yield* Effect.sync(() => groups.filter(Procfs.groupAlive)).pipe(
-      Effect.repeat({
-        schedule: Schedule.spaced("50 millis"),
-        until: (alive) => alive.length === 0,
-        times: Duration.toMillis(killWait) / 50
-      })
-    )
+    for (const pgid of groups) ProcessGroup.signal(pgid, "SIGKILL")
+    const gone = yield* Effect.forEach(groups, (pgid) => ProcessGroup.awaitGone(pgid, killWait), {
+      concurrency: "unbounded"
+    })
+    const left = groups.filter((_, i) => !gone[i])
     if (left.length > 0) yield* Effect.logWarning(`process group(s) still there after SIGKILL: ${left.join(", ")}`)
     return groups
   })

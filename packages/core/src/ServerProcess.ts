@@ -13,6 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
+import * as ProcessGroup from "./internal/processGroup.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 import * as Owner from "./Owner.ts"
 import { groupAlive } from "./Procfs.ts"
@@ -205,31 +206,13 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
     const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
     child.stdin.end()
     // A stopped (SIGSTOP) server would read neither the end of its input nor a SIGTERM.
-    signalGroup(pgid, "SIGCONT")
+    ProcessGroup.signal(pgid, "SIGCONT")
     yield* Effect.raceFirst(awaitExit, WallClock.sleep(Duration.toMillis(stdinGrace)))
     if (!groupAlive(pgid)) return
-    signalGroup(pgid, "SIGTERM")
-    if (yield* awaitGroupGone(pgid, termGrace)) return
-    signalGroup(pgid, "SIGKILL")
-    yield* awaitGroupGone(pgid, Duration.seconds(5))
-  })
-
-const signalGroup = (pgid: number, signal: NodeJS.Signals) => {
-  try {
-    process.kill(-pgid, signal)
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
-
-const awaitGroupGone = (pgid: number, within: Duration.Duration) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + Duration.toMillis(within)
-    while (groupAlive(pgid)) {
-      if (Date.now() >= deadline) return false
-      yield* WallClock.sleep(20)
-    }
-    return true
+    ProcessGroup.signal(pgid, "SIGTERM")
+    if (yield* ProcessGroup.awaitGone(pgid, termGrace)) return
+    ProcessGroup.signal(pgid, "SIGKILL")
+    yield* ProcessGroup.awaitGone(pgid, Duration.seconds(5))
   })
 
 /** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
