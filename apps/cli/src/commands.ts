@@ -7,7 +7,7 @@ import * as NodePath from "node:path"
 import { ClusterClient, ClusterRegistry, Runner, Sealing } from "@toolvisor/cluster"
 import { ConfigLoader, JsonSchema } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
-import { LocalRegistry, Runtime, type ToolsetRegistry } from "@toolvisor/runtime"
+import { LocalRegistry, OrphanSweep, Runtime, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import { Argument, Command, Flag } from "effect/cli"
 import type * as Duration from "effect/Duration"
@@ -75,7 +75,7 @@ const open = (config: Option.Option<string>, agent: Option.Option<string>, clust
     const loaded = yield* ConfigLoader.load(path, options)
     for (const skipped of loaded.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
     const registry = yield* Option.match(cluster, {
-      onNone: () => LocalRegistry.make(loaded, options),
+      onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(loaded, options)),
       onSome: (postgres) =>
         Effect.flatMap(Layer.build(ClusterClient.layer({ postgres })), (context) =>
           ClusterRegistry.make(loaded, { ...options, ...sealing() }).pipe(Effect.provideContext(context))

@@ -6,6 +6,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import { Procfs } from "@toolvisor/core"
 
 export const root = NodePath.resolve(import.meta.dirname, "../../..")
 export const main = NodePath.join(root, "apps/cli/src/main.ts")
@@ -57,14 +58,7 @@ export const runCli = (args: ReadonlyArray<string>, options: { readonly input?: 
   })
 
 /** True while the process exists and is not a zombie. */
-export const isAlive = (pid: number): boolean => {
-  try {
-    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"
-  } catch {
-    return false
-  }
-}
+export const isAlive = Procfs.isAlive
 
 /** A long-running CLI whose stdout is read line by line. */
 export class Session {
