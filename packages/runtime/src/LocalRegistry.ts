@@ -215,7 +215,10 @@ export const make = (
       const candidates = yield* Effect.filter(inOrder(), (entry) =>
         Effect.map(
           entry.toolset.state,
-          (s) => State.isTerminal(s.state) && s.lastError !== undefined && !permanentTags.has(s.lastError.tag)
+          (s) =>
+            (State.isTerminal(s.state) || s.state === "Restarting") &&
+            s.lastError !== undefined &&
+            !permanentTags.has(s.lastError.tag)
         )
       )
       const results = yield* Effect.forEach(

@@ -90,7 +90,10 @@ export interface Registry {
   readonly startToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
   readonly stopToolset: (name: string) => Effect.Effect<void, UnknownToolset>
   readonly restartToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
-  /** Starts again the toolsets that stopped on a transient error. */
+  /**
+   * Retries now the toolsets that are down on a transient error: stopped, failed, or waiting out
+   * a backoff (whose wait it cuts short); waits for each to be Ready or to fail again.
+   */
   readonly reprobe: Effect.Effect<ReprobeReport>
   /** Applies a new config: starts added, stops removed, restarts changed, leaves the rest alone. */
   readonly reload: (config: AgentConfig.Config) => Effect.Effect<ToolsetDiff.Diff>

@@ -242,6 +242,25 @@ describe("LocalRegistry", () => {
     })
   )
 
+  it.live("reprobe cuts short the backoff of a toolset retrying its first start", () =>
+    Effect.gen(function* () {
+      const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-reprobe-"))
+      const script = NodePath.join(dir, "server.sh")
+      const entry = fixtureEntry("late", {
+        command: script,
+        lifecycle: { backoff: { initial: "1h", max: "1h" } }
+      })
+      const { registry, close } = yield* open(config([entry]))
+      yield* registry.start
+      assert.strictEqual((yield* statusOf(registry, "late"))?.state, "Restarting")
+      NodeFs.writeFileSync(script, `#!/bin/sh\nexec "${process.execPath}" "${fixtureServer}"\n`, { mode: 0o755 })
+      const report = yield* registry.reprobe
+      assert.deepStrictEqual(report.recovered, ["late"])
+      assert.strictEqual((yield* statusOf(registry, "late"))?.state, "Ready")
+      yield* close
+    })
+  )
+
   it.live("secrets from the environment never appear in status", () =>
     Effect.gen(function* () {
       const { registry, close } = yield* open(
