@@ -59,7 +59,7 @@ export const command = (registry: ToolsetRegistry.Registry, line: string): Effec
   switch (cmd) {
     case "status":
       return Effect.flatMap(registry.snapshot, (board) =>
-        write({ type: "result", cmd, toolsets: board.map(Output.statusJson) })
+        write({ type: "result", cmd, toolsets: board.map((s) => Output.statusJson(s)) })
       )
     case "tools":
       return registry.catalog().pipe(

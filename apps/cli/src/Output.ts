@@ -25,25 +25,63 @@ const paint = (state: State.State, text: string, colour: boolean) =>
 
 const spinnerFrames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
-/** A status table, one row per toolset. `frame` animates a spinner for busy toolsets. */
-export const table = (
-  board: ReadonlyArray<State.StatusSnapshot>,
-  options: { readonly colour: boolean; readonly frame?: number; readonly width?: number }
-): string => {
+/** One frame of the spinner shown for busy toolsets. */
+export const spinner = (frame: number): string => spinnerFrames[frame % spinnerFrames.length] ?? " "
+
+/**
+ * The state as people read it: a toolset whose first start failed is Stopped to the Supervisor
+ * (it may be started again), but to a reader it failed, and the table says so.
+ */
+export const shownState = (s: State.StatusSnapshot): State.State =>
+  s.state === "Stopped" && s.lastError !== undefined ? "Failed" : s.state
+
+/** The last error without the toolset's name in it (the row already names it). */
+export const errorText = (s: State.StatusSnapshot): string => {
+  if (s.lastError === undefined) return ""
+  const { tag, message } = s.lastError
+  const prefix = `${s.name}: `
+  return `${tag}: ${(message.startsWith(prefix) ? message.slice(prefix.length) : message).replaceAll(`: ${prefix}`, ": ")}`
+}
+
+/** How many tools each toolset exposes to the agent, after its `tools:` filter. */
+export const exposedCounts = (catalog: Catalog.Catalog): ReadonlyMap<string, number> => {
+  const counts = new Map<string, number>()
+  for (const entry of catalog.tools) counts.set(entry.toolset, (counts.get(entry.toolset) ?? 0) + 1)
+  return counts
+}
+
+export interface TableOptions {
+  readonly colour: boolean
+  /** Animates a spinner for busy toolsets. */
+  readonly frame?: number
+  readonly width?: number
+  /** Exposed tool counts per toolset; a usable toolset missing from it exposes none. */
+  readonly exposed?: ReadonlyMap<string, number>
+}
+
+const toolsCell = (s: State.StatusSnapshot, exposed: ReadonlyMap<string, number> | undefined): string => {
+  if (s.toolCount === undefined) return "-"
+  if (exposed === undefined) return String(s.toolCount)
+  return String(exposed.get(s.name) ?? 0)
+}
+
+/** A status table, one row per toolset; the last error is cut to fit `width`. */
+export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: TableOptions): string => {
   const width = options.width ?? 120
   const rows = board.map((s) => {
     const busy = s.state === "Starting" || s.state === "Restarting"
-    const mark = busy && options.frame !== undefined ? spinnerFrames[options.frame % spinnerFrames.length] : " "
+    const mark = busy && options.frame !== undefined ? spinner(options.frame) : " "
+    const state = shownState(s)
     return {
-      state: s.state,
+      state,
       cells: [
         s.name,
         s.kind,
-        `${mark} ${s.state}`,
+        `${mark} ${state}`,
         String(s.restarts),
-        s.toolCount === undefined ? "-" : String(s.toolCount),
+        toolsCell(s, options.exposed),
         s.pid === undefined ? "-" : String(s.pid),
-        s.lastError === undefined ? "" : `${s.lastError.tag}: ${s.lastError.message}`
+        errorText(s)
       ]
     }
   })
@@ -63,6 +101,12 @@ export const table = (
   return [line(header), ...rows.map((r) => line(r.cells, r.state))].join("\n")
 }
 
+/** One line per toolset that is down, with its whole reason: what the table had to cut. */
+export const problems = (board: ReadonlyArray<State.StatusSnapshot>): ReadonlyArray<string> =>
+  board
+    .filter((s) => s.lastError !== undefined && s.state !== "Ready")
+    .map((s) => `${s.name}: ${shownState(s)}: ${errorText(s)}`)
+
 /** One line per transition, for logs and pipes. */
 export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
   const s = event.snapshot
@@ -71,19 +115,20 @@ export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
     s.toolCount === undefined ? undefined : `${s.toolCount} tools`,
     s.pid === undefined ? undefined : `pid ${s.pid}`,
     s.restarts === 0 ? undefined : `restarts ${s.restarts}`,
-    s.lastError === undefined ? undefined : `${s.lastError.tag}: ${s.lastError.message}`
+    s.lastError === undefined ? undefined : errorText(s)
   ].filter((d) => d !== undefined)
   return `${at} ${event.toolset} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
 }
 
-export const statusJson = (s: State.StatusSnapshot) => ({
+/** A status line for scripts; `tools` is what the agent is offered when `exposed` counts are known. */
+export const statusJson = (s: State.StatusSnapshot, exposed?: ReadonlyMap<string, number>) => ({
   type: "status" as const,
   toolset: s.name,
   kind: s.kind,
   state: s.state,
   restarts: s.restarts,
   pid: s.pid ?? null,
-  tools: s.toolCount ?? null,
+  tools: s.toolCount === undefined ? null : exposed === undefined ? s.toolCount : (exposed.get(s.name) ?? 0),
   error: s.lastError === undefined ? null : { tag: s.lastError.tag, message: s.lastError.message },
   at: new Date(s.since).toISOString()
 })
@@ -92,7 +137,18 @@ export const catalogJson = (catalog: Catalog.Catalog) => ({
   type: "tools" as const,
   complete: catalog.complete,
   missing: catalog.missing,
-  tools: catalog.tools.map((t) => ({ name: t.name, toolset: t.toolset, description: t.tool.description ?? null }))
+  tools: catalog.tools.map(toolJson)
+})
+
+/** A catalog entry for scripts: what an MCP client would see in tools/list, plus its toolset. */
+export const toolJson = (entry: Catalog.Entry) => ({
+  name: entry.name,
+  toolset: entry.toolset,
+  ...(entry.tool.title === undefined ? {} : { title: entry.tool.title }),
+  description: entry.tool.description ?? null,
+  inputSchema: entry.tool.inputSchema,
+  ...(entry.tool.outputSchema === undefined ? {} : { outputSchema: entry.tool.outputSchema }),
+  ...(entry.tool.annotations === undefined ? {} : { annotations: entry.tool.annotations })
 })
 
 /** The catalog as text: one tool per line with its toolset and the first line of its description. */
