@@ -26,8 +26,7 @@ interface Header {
 const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
 
 /** What a client would notice in the catalog: its tools with their schemas, and whether it is whole. */
-const catalogKey = (line: ReturnType<typeof Output.catalogJson>) =>
-  JSON.stringify([line.complete, line.tools])
+const catalogKey = (line: ReturnType<typeof Output.catalogJson>) => JSON.stringify([line.complete, line.tools])
 
 /**
  * Emits a tools line whenever the catalog differs from the last one emitted; the first once
@@ -126,7 +125,9 @@ export const run = (registry: ToolsetRegistry.Registry) =>
       Effect.catch((failure) => Effect.logError(failure.message)),
       Effect.forkScoped({ startImmediately: true })
     )
-    yield* catalogLines(registry, Effect.asVoid(Fiber.await(started))).pipe(Effect.forkScoped({ startImmediately: true }))
+    yield* catalogLines(registry, Effect.asVoid(Fiber.await(started))).pipe(
+      Effect.forkScoped({ startImmediately: true })
+    )
     const commands = yield* FiberSet.make()
     yield* stdinLines.pipe(
       Stream.runForEach((line) =>

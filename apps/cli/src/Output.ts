@@ -65,7 +65,13 @@ const toolsCell = (s: State.StatusSnapshot, exposed: ReadonlyMap<string, number>
   return String(exposed.get(s.name) ?? 0)
 }
 
-/** A status table, one row per toolset; the last error is cut to fit `width`. */
+/** Columns a narrow terminal can spare, in the order they go: PID first, then KIND. */
+const droppable = [5, 1]
+
+/**
+ * A status table, one row per toolset, no line wider than `width`: the last error is cut to
+ * fit, and on a narrow terminal the PID and KIND columns give way first.
+ */
 export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: TableOptions): string => {
   const width = options.width ?? 120
   const rows = board.map((s) => {
@@ -87,13 +93,20 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
   })
   const header = ["TOOLSET", "KIND", "  STATE", "RESTARTS", "TOOLS", "PID", "LAST ERROR"]
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r.cells[i] ?? "").length)))
-  const fixed = widths.slice(0, -1).reduce((sum, w) => sum + w + 2, 0)
-  const errorWidth = Math.max(10, width - fixed)
+  const fixedWidth = (kept: ReadonlyArray<number>) =>
+    kept.slice(0, -1).reduce((sum, i) => sum + (widths[i] ?? 0) + 2, 0)
+  let kept = header.map((_, i) => i)
+  for (const column of droppable) {
+    if (fixedWidth(kept) + 10 <= width) break
+    kept = kept.filter((i) => i !== column)
+  }
+  const errorWidth = Math.max(10, width - fixedWidth(kept))
   const line = (cells: ReadonlyArray<string>, state?: State.State) =>
-    cells
-      .map((cell, i) => {
+    kept
+      .map((i) => {
+        const cell = cells[i] ?? ""
         if (i === cells.length - 1) return truncate(cell, errorWidth)
-        const padded = cell.padEnd(widths[i] ?? 0)
+        const padded = truncate(cell, width).padEnd(widths[i] ?? 0)
         return i === 2 && state !== undefined ? paint(state, padded, options.colour) : padded
       })
       .join("  ")

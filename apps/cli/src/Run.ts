@@ -19,11 +19,12 @@ export interface Options extends Open.Target {
 }
 
 export const run = Effect.fn("toolvisor.run")(function* (options: Options) {
-  const { registry } = yield* opened(options)
   if (!options.json && process.stdout.isTTY && process.stdin.isTTY) {
-    yield* Effect.forkScoped(Effect.ignore(registry.start))
-    return yield* LiveView.run(registry)
+    return yield* LiveView.run(
+      Effect.tap(opened(options), ({ registry }) => Effect.forkScoped(Effect.ignore(registry.start)))
+    )
   }
+  const { registry } = yield* opened(options)
   if (options.json) return yield* JsonLines.run(registry)
   yield* registry.events.pipe(
     Stream.runForEach((e) => Console.log(Output.transitionLine(e))),

@@ -13,7 +13,10 @@ const bundle = NodePath.join(root, "apps/cli/bundle/main.js")
 const newest = (dir: string): number =>
   NodeFs.readdirSync(dir, { withFileTypes: true, recursive: true })
     .filter((entry) => entry.isFile() && entry.name.endsWith(".ts"))
-    .reduce((latest, entry) => Math.max(latest, NodeFs.statSync(NodePath.join(entry.parentPath, entry.name)).mtimeMs), 0)
+    .reduce(
+      (latest, entry) => Math.max(latest, NodeFs.statSync(NodePath.join(entry.parentPath, entry.name)).mtimeMs),
+      0
+    )
 
 const sources = () =>
   Math.max(
