@@ -29,7 +29,7 @@ const exitCodeOf = (error: unknown): number => {
 }
 
 /** Errors the CLI words itself print as they are; anything else is prefixed with its tag. */
-const worded = new Set(["UsageError", "Failure", "ConfigError"])
+const worded = new Set(["UsageError", "Failure", "ConfigError", "GatewayError"])
 
 const messageOf = (error: unknown): string => {
   if (typeof error !== "object" || error === null || !("message" in error) || typeof error.message !== "string") {
