@@ -42,7 +42,8 @@ describe("toolvisor serve over stdio", () => {
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-    const send = (message: unknown) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`)
+    const send = (message: { readonly [key: string]: unknown }) =>
+      child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`)
     const answer = async (id: number) => {
       const deadline = Date.now() + 30_000
       for (;;) {
