@@ -38,5 +38,10 @@ export const format = (options: Logger.Options<unknown>): string => {
   return parts.join(" ").replaceAll("\n", " ")
 }
 
+/** On a terminal a line starts by clearing whatever a progress line left there. */
+const lineStart = () => (process.stderr.isTTY ? "\r\u001b[K" : "")
+
 /** The stderr logger, replacing Effect's default one. */
-export const layer = Logger.layer([Logger.make((options) => process.stderr.write(`${format(options)}\n`))])
+export const layer = Logger.layer([
+  Logger.make((options) => process.stderr.write(`${lineStart()}${format(options)}\n`))
+])

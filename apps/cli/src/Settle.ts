@@ -36,6 +36,7 @@ const progress = (registry: ToolsetRegistry.Registry, timeout: Duration.Duration
     let frame = 0
     yield* Effect.gen(function* () {
       const pending = pendingNames(yield* registry.snapshot)
+      if (pending.length === 0) return
       const elapsed = ((Date.now() - began) / 1000).toFixed(1)
       const text = `${Output.spinner(frame++)} starting: ${pending.join(", ")} (${elapsed} s of ${total})`
       yield* Effect.sync(() => process.stderr.write(`\r\u001b[K${Output.truncate(text, process.stderr.columns || 80)}`))
