@@ -28,7 +28,7 @@ const annotationWords: ReadonlyArray<readonly [string, string]> = [
 ]
 
 /** The lines of an argument table: name, type, required, default and description. */
-export const argumentLines = (inputSchema: Json): ReadonlyArray<string> => {
+const argumentLines = (inputSchema: Json): ReadonlyArray<string> => {
   const properties = Object.entries(record(inputSchema.properties))
   const required = new Set(Array.isArray(inputSchema.required) ? inputSchema.required : [])
   if (properties.length === 0) return ["  (none)"]

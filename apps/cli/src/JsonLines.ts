@@ -32,7 +32,7 @@ const catalogKey = (line: ReturnType<typeof Output.catalogJson>) => JSON.stringi
  * Emits a tools line whenever the catalog differs from the last one emitted; the first once
  * the start-up has run, so a listing of toolsets that were simply not started yet is never sent.
  */
-export const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect<void>) =>
+const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect<void>) =>
   Effect.gen(function* () {
     yield* started
     let last = ""
@@ -53,7 +53,7 @@ export const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect
   })
 
 /** Handles one command line from stdin and writes its answer. */
-export const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
+const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
   let parsed: unknown
   try {
     parsed = JSON.parse(line)
@@ -99,7 +99,7 @@ export const command = (registry: ToolsetRegistry.Registry, line: string): Effec
 }
 
 /** Lines typed on stdin, until it closes. */
-export const stdinLines = Stream.callback<string>((queue) =>
+const stdinLines = Stream.callback<string>((queue) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const lines = NodeReadline.createInterface({ input: process.stdin, terminal: false })

@@ -36,7 +36,7 @@ const visibleLength = (line: string) =>
   line.split(colourCodes).reduce((n, part) => n + (isCode(part) ? 0 : Array.from(part).length), 0)
 
 /** Cuts a line to `width` visible characters; colour escapes pass through and a cut resets them. */
-export const fit = (line: string, width: number): string => {
+const fit = (line: string, width: number): string => {
   if (visibleLength(line) <= width) return line
   let out = ""
   let visible = 0
