@@ -166,8 +166,7 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
       Stream.runForEach((next) =>
         Effect.gen(function* () {
           board = next
-          const catalog = yield* Effect.option(registry.catalog())
-          exposed = catalog._tag === "Some" ? Output.exposedCounts(catalog.value) : undefined
+          exposed = yield* Output.exposed(registry)
           draw()
         })
       ),

@@ -1,9 +1,11 @@
 /**
  * How the CLI shows things: status tables, transition lines, catalogs and JSON lines. Pure
- * functions of the runtime's values, so every mode (terminal, plain, --json) says the same.
+ * functions of the runtime's values (and the one catalog lookup they need), so every mode
+ * (terminal, plain, --json) says the same.
  */
 import type { State, Toolset } from "@toolvisor/core"
 import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
+import * as Effect from "effect/Effect"
 
 /** Cuts text to `width` characters on a code-point boundary, marking the cut. */
 export const truncate = (text: string, width: number): string => {
@@ -44,11 +46,18 @@ export const errorText = (s: State.StatusSnapshot): string => {
 }
 
 /** How many tools each toolset exposes to the agent, after its `tools:` filter. */
-export const exposedCounts = (catalog: Catalog.Catalog): ReadonlyMap<string, number> => {
+const exposedCounts = (catalog: Catalog.Catalog): ReadonlyMap<string, number> => {
   const counts = new Map<string, number>()
   for (const entry of catalog.tools) counts.set(entry.toolset, (counts.get(entry.toolset) ?? 0) + 1)
   return counts
 }
+
+/** The exposed counts of the registry's default agent now; undefined when it has no catalog. */
+export const exposed = (registry: ToolsetRegistry.Registry): Effect.Effect<ReadonlyMap<string, number> | undefined> =>
+  registry.catalog().pipe(
+    Effect.map(exposedCounts),
+    Effect.orElseSucceed(() => undefined)
+  )
 
 export interface TableOptions {
   readonly colour: boolean

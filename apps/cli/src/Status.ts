@@ -20,8 +20,7 @@ export const run = Effect.fn("toolvisor.status")(function* (options: Options) {
   const timeout = yield* DurationFlag.parse(options.timeout)
   const { config, registry } = yield* Open.open(options)
   const board = yield* Settle.settle(registry, timeout)
-  const exposed = yield* registry.catalog().pipe(Effect.map(Output.exposedCounts), Effect.option)
-  const counts = exposed._tag === "Some" ? exposed.value : undefined
+  const counts = yield* Output.exposed(registry)
   const { ok, summary } = Settle.verdict(config, board)
   if (options.json) {
     yield* Console.log(JSON.stringify(board.map((s) => Output.statusJson(s, counts))))
