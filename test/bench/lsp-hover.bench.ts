@@ -28,8 +28,8 @@
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { Policy, ServerProcess } from "@toolvisor/core"
-import { Deadline, LspSpec, LspToolset, Paths, Render } from "@toolvisor/lsp"
+import { Deadline, Policy, ServerProcess } from "@toolvisor/core"
+import { LspSpec, LspToolset, Paths, Render } from "@toolvisor/lsp"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
@@ -101,7 +101,7 @@ const program = Effect.gen(function* () {
   // Waits for the project to load (the first semantic answer); this also opens the file, once,
   // for every side on this connection.
   yield* toolset.callTool("lsp_diagnostics", { file: hoverArgs.file })
-  const session = yield* toolset.supervisor.useDirect(Effect.succeed)
+  const session = yield* toolset.supervisor.use(Effect.succeed)
   const params: Protocol.HoverParams = {
     textDocument: { uri: Paths.toUri(NodePath.join(cwd, hoverArgs.file)) },
     position: { line: hoverArgs.line - 1, character: hoverArgs.character - 1 }

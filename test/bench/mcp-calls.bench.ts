@@ -235,11 +235,13 @@ const crashOnce = (toolset: McpToolset.McpToolset) =>
     const old = before.pid
     if (before.state !== "Ready" || old === undefined) return yield* Effect.die(new Error("toolset not Ready"))
     let restartingAt: number | undefined
+    let readySeenAt: number | undefined
     // Subscribed before the kill: `changes` replays the current snapshot, then every change.
     const watcher = yield* toolset.changes.pipe(
       Stream.tap((s) =>
         Effect.sync(() => {
           if (s.state === "Restarting" && restartingAt === undefined) restartingAt = performance.now()
+          if (isNewReady(old)(s) && readySeenAt === undefined) readySeenAt = performance.now()
         })
       ),
       Stream.filter(isNewReady(old)),
@@ -252,14 +254,22 @@ const crashOnce = (toolset: McpToolset.McpToolset) =>
     )
     const killedAt = performance.now()
     process.kill(old, "SIGKILL")
+    // A call that arrives during the restart: it waits for the new session and answers there.
+    yield* toolset.changes.pipe(
+      Stream.filter((s) => s.state === "Restarting"),
+      Stream.runHead
+    )
+    yield* toolset.callTool("echo", echoArgs)
+    const answeredAt = performance.now()
     const ready = yield* Fiber.join(watcher)
-    const readyAt = performance.now()
+    const readyAt = readySeenAt ?? performance.now()
     const pid = ready._tag === "Some" ? ready.value.pid : undefined
     if (pid !== undefined) pids.add(pid)
     // The new session answers.
     yield* toolset.callTool("echo", echoArgs)
     return {
       total: readyAt - killedAt,
+      answered: answeredAt - killedAt,
       detect: (restartingAt ?? readyAt) - killedAt,
       reconnect: readyAt - (restartingAt ?? readyAt)
     }
@@ -420,7 +430,12 @@ const program = Effect.gen(function* () {
 
   // ---- 3. crash recovery --------------------------------------------------------------------------
   // The fresh spawns are interleaved with the crashes, so both see the same machine.
-  const recoveries: Array<{ readonly total: number; readonly detect: number; readonly reconnect: number }> = []
+  const recoveries: Array<{
+    readonly total: number
+    readonly answered: number
+    readonly detect: number
+    readonly reconnect: number
+  }> = []
   const fresh: Array<{ readonly connect: number; readonly list: number }> = []
   const every = Math.max(1, Math.floor(CRASHES / FRESH_SPAWNS))
   for (let i = 0; i < CRASHES; i++) {
@@ -443,6 +458,10 @@ const program = Effect.gen(function* () {
       ["ms", "median", "min", "max"],
       [
         [`kill → Ready, minus ${BACKOFF_MS} ms backoff`, ...summary(after(recoveries.map((x) => x.total)))],
+        [
+          `kill → answer of a call made while Restarting, minus ${BACKOFF_MS} ms`,
+          ...summary(after(recoveries.map((x) => x.answered)))
+        ],
         ["  kill → Restarting (detection)", ...summary(recoveries.map((x) => x.detect))],
         [`  Restarting → Ready, minus ${BACKOFF_MS} ms backoff`, ...summary(after(recoveries.map((x) => x.reconnect)))],
         ["kill → Ready, raw", ...summary(recoveries.map((x) => x.total))],

@@ -5,7 +5,7 @@
  * a fresh activation (after a move) waits for its spec and for Ready before serving calls, and a
  * call the cluster re-delivers after a runner died is refused unless the tool is safe to repeat.
  */
-import { LifecycleError, Policy, State, Toolset } from "@toolvisor/core"
+import { LifecycleError, State, Toolset } from "@toolvisor/core"
 import { Secrets, Toolsets } from "@toolvisor/runtime"
 import * as Clock from "effect/Clock"
 import * as Entity from "effect/cluster/Entity"
@@ -39,9 +39,6 @@ interface Hosted {
   readonly toolset: Toolset.Toolset
   readonly mask: (text: string) => string
 }
-
-const safeToRepeat = (tool: Toolset.Tool | undefined): boolean =>
-  tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true
 
 export const layer = (options: Options = {}) =>
   ToolsetEntity.toLayer(
@@ -119,25 +116,22 @@ export const layer = (options: Options = {}) =>
           Effect.asVoid
         )
 
-      /** Keeps the toolset running while it should, retrying a transient start failure by its policy. */
-      const keepStarted = (h: Hosted) => {
-        const policy = Policy.fromLifecycle(h.spec.lifecycle)
-        return h.toolset.start.pipe(
-          Effect.retry({
-            schedule: Policy.schedule(policy),
-            while: (error) => policy.restart !== "never" && LifecycleError.isTransient(error)
-          }),
+      /**
+       * Starts the toolset; an optional one whose start fails keeps retrying by its policy inside
+       * its Supervisor, which `Stop` ends.
+       */
+      const keepStarted = (h: Hosted) =>
+        h.toolset.start.pipe(
           Effect.tapError((error) => Effect.logWarning(`did not start: ${h.mask(error.message)}`)),
           Effect.ignore
         )
-      }
 
       const call = (tool: string, args: { readonly [key: string]: unknown }, requestId: string) =>
         Effect.gen(function* () {
           const h = yield* current
           yield* settled(h.toolset)
           const listing = yield* h.toolset.tools
-          if (!safeToRepeat(listing.items.find((t) => t.name === tool))) {
+          if (!Toolset.isSafeToRepeat(listing.items.find((t) => t.name === tool))) {
             const first = yield* ledger.begin({ requestId, toolset: h.spec.name, tool, runner }).pipe(
               Effect.mapError(
                 (cause) =>

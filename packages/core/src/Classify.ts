@@ -78,7 +78,8 @@ const byRpcCode: Readonly<Record<number, Make>> = {
 const byMessage: ReadonlyArray<readonly [ReadonlyArray<string>, Make]> = [
   [["failed to send initialized notification"], initNotification],
   [["session not found", "session missing", "no valid session"], sessionMissing],
-  [["connection refused", "command not found"], unavailable],
+  // The SDK's HTTP transports give up reconnecting their event stream: the server is gone.
+  [["connection refused", "command not found", "maximum reconnection attempts"], unavailable],
   [
     [
       "connection reset",

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
 import * as LifecycleError from "./LifecycleError.ts"
+import * as WallClock from "./WallClock.ts"
 
 export interface Spec {
   readonly command: string
@@ -53,6 +54,19 @@ export interface ServerProcess {
   ) => Effect.Effect<A, E | LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed, R>
 }
 
+/** Lines a runtime prints after the error itself: a stack frame, a version banner, a blank. */
+const noise = [/^\s*$/, /^\s+at\s/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^Traceback \(most recent call last\)/]
+
+/** An error-looking line says why; otherwise the last line that is not noise. */
+const telling = /\b(error|exception|fatal|panic|denied|not found|no such|cannot|can't|unable|failed|invalid)\b/i
+
+/** The stderr line that says why a server ended: the last error-looking one, not a trailing banner. */
+export const meaningfulLine = (lines: ReadonlyArray<string>): string | undefined => {
+  const candidates = lines.filter((line) => !noise.some((pattern) => pattern.test(line)))
+  const errors = candidates.filter((line) => telling.test(line))
+  return (errors.at(-1) ?? candidates.at(-1))?.trim()
+}
+
 /** Spawns the server in the current scope; closing the scope ends its whole process group. */
 export const spawn = (
   toolset: string,
@@ -70,7 +84,8 @@ export const spawn = (
       Effect.flatMap((info): Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed> => {
         const stderr = tail.lines()
         const how = info.signal === null ? `code ${info.code}` : `signal ${info.signal}`
-        const last = stderr.length === 0 ? "" : `: ${stderr.at(-1)}`
+        const line = meaningfulLine(stderr)
+        const last = line === undefined ? "" : `; its stderr says: ${line}`
         if (!isEstablished) {
           return Effect.fail(
             new LifecycleError.ServerUnavailable({
@@ -121,7 +136,7 @@ export const spawn = (
         // fails on the closed pipe, the exit (with its code and stderr) is the better answer.
         return Effect.raceFirst(effect, exitFailure).pipe(
           Effect.catch((error) =>
-            Effect.raceFirst(exitFailure, wallSleep(exitReportGrace).pipe(Effect.andThen(Effect.fail(error))))
+            Effect.raceFirst(exitFailure, WallClock.sleep(exitReportGrace).pipe(Effect.andThen(Effect.fail(error))))
           )
         )
       }
@@ -186,22 +201,14 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
     const stdinGrace = Duration.fromInputUnsafe(grace?.stdin ?? "2 seconds")
     const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
     child.stdin.end()
-    yield* Effect.raceFirst(awaitExit, wallSleep(Duration.toMillis(stdinGrace)))
+    // A stopped (SIGSTOP) server would read neither the end of its input nor a SIGTERM.
+    signalGroup(pgid, "SIGCONT")
+    yield* Effect.raceFirst(awaitExit, WallClock.sleep(Duration.toMillis(stdinGrace)))
     if (!groupAlive(pgid)) return
     signalGroup(pgid, "SIGTERM")
     if (yield* awaitGroupGone(pgid, termGrace)) return
     signalGroup(pgid, "SIGKILL")
     yield* awaitGroupGone(pgid, Duration.seconds(5))
-  })
-
-/**
- * Grace periods are about real processes, so they run on wall-clock timers even when the
- * surrounding program runs on a TestClock.
- */
-const wallSleep = (millis: number) =>
-  Effect.callback<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), millis)
-    return Effect.sync(() => clearTimeout(timer))
   })
 
 const signalGroup = (pgid: number, signal: NodeJS.Signals) => {
@@ -217,7 +224,7 @@ const awaitGroupGone = (pgid: number, within: Duration.Duration) =>
     const deadline = Date.now() + Duration.toMillis(within)
     while (groupAlive(pgid)) {
       if (Date.now() >= deadline) return false
-      yield* wallSleep(20)
+      yield* WallClock.sleep(20)
     }
     return true
   })

@@ -16,6 +16,12 @@ export interface Session<A> {
    * The Supervisor watches it; it must not complete while the session is healthy.
    */
   readonly ended: Effect.Effect<void, LifecycleError.LifecycleError>
+  /**
+   * True when requests on `handle` fail as soon as the session closes and honour
+   * `Deadline.Current` themselves: `Supervisor.use` then runs them directly, with no race against
+   * the session's end and no timer of its own.
+   */
+  readonly selfBounded?: boolean
   /** A cheap request that proves the server still answers, for health checks. */
   readonly probe?: Effect.Effect<void, LifecycleError.LifecycleError>
   /** The local process behind the session, if there is one. */

@@ -1,11 +1,10 @@
 /**
- * One actor per toolset. A single fiber owns the session and handles commands (start, stop,
- * restart) and events (connect done, session ended, timer fired, probe result) from one queue,
- * so every transition happens in one place, in order. Long waits — connecting, backoff, the
- * session itself, health probes — run in child fibers that report back to the queue; each report
- * carries the id of the work it belongs to, and reports about superseded work are dropped.
- *
- * The transition table in DESIGN.md is the contract; the tests in Supervisor.test.ts pin it down.
+ * One actor per toolset. A single fiber takes messages (start, stop, restart; connect done,
+ * session ended, timer fired, probe result) from one queue, asks `Phase.transition` what follows,
+ * and runs the commands it returns on the resources it holds (`internal/sessions.ts`): decisions
+ * live in `Phase.ts`. This module publishes the status other fibers read and runs requests on the
+ * live session. Long waits run in child fibers that report back with the id of their work, so a
+ * report about superseded work is ignored by the transition.
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -15,11 +14,13 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as Classify from "./Classify.ts"
+import * as Deadline from "./Deadline.ts"
+import * as Sessions from "./internal/sessions.ts"
 import * as LifecycleError from "./LifecycleError.ts"
+import * as Phase from "./Phase.ts"
 import * as Policy from "./Policy.ts"
 import type * as Session from "./Session.ts"
 import * as State from "./State.ts"
@@ -35,12 +36,19 @@ export interface Options<A> {
 /** The errors a request run through `use` may add to its own. */
 export type UseError = LifecycleError.NotStarted | LifecycleError.ServerCrashed | LifecycleError.CallTimeout
 
+/** How a session ended, as requests that were in flight on it see it. */
+export type Lost = Sessions.Lost
+
 export interface Supervisor<A> {
   readonly name: string
   readonly policy: Policy.Policy
-  /** Connects and resolves when Ready. Idempotent; a failed first start leaves the toolset Stopped. */
+  /**
+   * Connects and resolves when Ready. Idempotent. A failed first start returns its error; a
+   * required toolset (or `restart: never`) is then Stopped, an optional one keeps trying by its
+   * policy (Restarting) until Ready, Failed or stopped.
+   */
   readonly start: Effect.Effect<void, LifecycleError.LifecycleError>
-  /** Closes the session and any connect in flight; idempotent; `start` works again afterwards. */
+  /** Closes the session and any connect or retry in flight; idempotent; `start` works again afterwards. */
   readonly stop: Effect.Effect<void>
   /**
    * Forces a reconnect, bypassing the restart policy, and resolves when Ready — or fails as soon
@@ -55,66 +63,36 @@ export interface Supervisor<A> {
   /** Every state transition from the moment of subscription, in order, none lost. */
   readonly events: Stream.Stream<State.Transition>
   /**
-   * Runs a request on the live session under `call_timeout`: waits for Ready while starting or
-   * restarting, fails at once when the toolset is terminal or when the session dies mid-request.
+   * Runs a request on the live session under the call's deadline (`call_timeout` unless the
+   * caller set one): waits for Ready while starting or restarting, fails at once when the
+   * toolset is terminal or when the session dies mid-request. A session whose requests bound
+   * themselves (`Session.selfBounded`) runs the request directly, at no extra cost.
    */
   readonly use: <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>) => Effect.Effect<B, E | UseError, R>
   /**
-   * Runs a request on the live session with neither a deadline nor a watch on the session's end,
-   * waiting for Ready (under `call_timeout`) only when the toolset is not usable. For transports
-   * whose requests already fail when the session closes and that enforce `call_timeout`
-   * themselves: the hot path then costs no fiber and no timer.
+   * A request on `handle` failed in a way that says the session is gone. With `evidence` (for
+   * transports that may never notice by themselves) the actor ends that session as a crash with
+   * this cause, once, counted like any crash; without it the actor's own end of session is
+   * awaited. Either way it returns what the session ended with: the crash and its real cause.
+   * A call never drives the lifecycle any further than that.
    */
-  readonly useDirect: <B, E, R>(
-    f: (handle: A) => Effect.Effect<B, E, R>
-  ) => Effect.Effect<B, E | LifecycleError.NotStarted | LifecycleError.CallTimeout, R>
+  readonly lost: (handle: A, evidence?: LifecycleError.LifecycleError) => Effect.Effect<Lost>
 }
 
-type Reply = Deferred.Deferred<void, LifecycleError.LifecycleError>
-
-type Message<A> =
-  | { readonly _tag: "Start"; readonly reply: Reply }
-  | { readonly _tag: "Restart"; readonly reply: Reply }
-  | { readonly _tag: "Stop"; readonly reply: Deferred.Deferred<void> }
-  | { readonly _tag: "Connected"; readonly id: number; readonly exit: Exit.Exit<Session.Session<A>, unknown> }
-  | { readonly _tag: "StartupTimeout"; readonly id: number }
-  | { readonly _tag: "Ended"; readonly id: number; readonly exit: Exit.Exit<void, unknown> }
-  | { readonly _tag: "BackoffElapsed"; readonly id: number }
-  | { readonly _tag: "Probed"; readonly id: number; readonly exit: Exit.Exit<void, LifecycleError.LifecycleError> }
-  | { readonly _tag: "Stable"; readonly id: number }
-  | { readonly _tag: "ToolCount"; readonly id: number; readonly count: number }
-
-/** A connect in flight, or finished but not yet taken by a start (a late connect after a timeout). */
-interface Connecting<A> {
-  readonly id: number
-  readonly scope: Scope.Closeable
-  readonly fiber: Fiber.Fiber<void>
-  parked: Session.Session<A> | undefined
-}
-
-/** The established session and the fibers that watch it. */
-interface Live<A> {
-  readonly id: number
-  readonly session: Session.Session<A>
-  readonly scope: Scope.Closeable
-  /** Failed when the session ends, so requests in flight fail at once instead of hanging. */
-  readonly closed: Deferred.Deferred<never, LifecycleError.ServerCrashed | LifecycleError.NotStarted>
-  readonly watchers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>
-}
-
-/** What other fibers read: the snapshot, the session to run requests on, the full last error. */
+/** What other fibers read: the snapshot, and the session to run requests on. */
 interface View<A> {
   readonly status: State.StatusSnapshot
-  readonly live: Live<A> | undefined
-  readonly error: LifecycleError.LifecycleError | undefined
+  readonly live: Sessions.Live<A> | undefined
 }
+
+type Envelope = { readonly message: Phase.Message; readonly stopped?: Deferred.Deferred<void> }
 
 /** Creates a supervisor in the current scope; closing the scope stops it and everything it started. */
 export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, connector } = options
     const policy = options.policy ?? Policy.defaults
-    const mailbox = yield* Queue.unbounded<Message<A>>()
+    const mailbox = yield* Queue.unbounded<Envelope>()
     const hub = yield* PubSub.unbounded<State.Transition>()
     const view = yield* SubscriptionRef.make<View<A>>({
       status: new State.StatusSnapshot({
@@ -126,389 +104,113 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         attempt: 0,
         toolsVersion: 0
       }),
-      live: undefined,
-      error: undefined
+      live: undefined
     })
-
-    // Actor state: read and written only by the actor fiber (and by the finalizer once it is gone).
-    let nextId = 0
-    let connecting: Connecting<A> | undefined
-    let live: Live<A> | undefined
-    let status = (yield* SubscriptionRef.get(view)).status
-    let lastError: LifecycleError.LifecycleError | undefined
-    let waiters: Array<Reply> = []
-    let startupTimer: Fiber.Fiber<void> | undefined
-    let backoffTimer: { readonly id: number; readonly fiber: Fiber.Fiber<void> } | undefined
-    let probeFailures = 0
-    let toolCount: number | undefined
-    let toolsVersion = 0
-
-    const post = (message: Message<A>) => Queue.offer(mailbox, message)
-
-    /** Runs child work that reports back; interruptible even though handlers are not. */
-    const spawn = <X>(work: Effect.Effect<X>) => Effect.forkChild(work, { startImmediately: true })
-
-    const interrupt = (fiber: Fiber.Fiber<unknown> | undefined) => (fiber ? Fiber.interrupt(fiber) : Effect.void)
-
-    const publish = (
-      patch: Partial<Pick<State.StatusSnapshot, "state" | "restarts" | "attempt">>,
-      error: LifecycleError.LifecycleError | undefined
-    ) =>
-      Effect.gen(function* () {
-        lastError = error
-        const state = patch.state ?? status.state
-        const current = State.isUsable(state) ? live : undefined
-        const session = current?.session
-        const next = new State.StatusSnapshot({
-          name,
-          kind: options.kind,
-          state,
-          since: state === status.state ? status.since : yield* Clock.currentTimeMillis,
-          restarts: patch.restarts ?? status.restarts,
-          attempt: patch.attempt ?? status.attempt,
-          ...State.errorFields(error),
-          ...(session?.pid === undefined ? {} : { pid: session.pid }),
-          ...(current === undefined || toolCount === undefined ? {} : { toolCount }),
-          toolsVersion,
-          ...(session?.server === undefined ? {} : { server: session.server }),
-          ...(session?.instructions === undefined ? {} : { instructions: session.instructions })
-        })
-        const from = status.state
-        status = next
-        yield* SubscriptionRef.set(view, { status: next, live: current, error })
-        if (from !== state) yield* PubSub.publish(hub, new State.Transition({ from, snapshot: next }))
-      })
-
-    const settleWaiters = (exit: Exit.Exit<void, LifecycleError.LifecycleError>) =>
-      Effect.suspend(() => {
-        const settled = waiters
-        waiters = []
-        return Effect.forEach(settled, (reply) => Deferred.done(reply, exit), { discard: true })
-      })
-
-    const notStarted = (message: string, cause?: LifecycleError.LifecycleError) =>
-      new LifecycleError.NotStarted({ toolset: name, message: `${name}: ${message}`, cause })
-
-    /** Enters a terminal state and fails everyone waiting for Ready with `error`. */
-    const settle = (state: "Stopped" | "Failed", error: LifecycleError.LifecycleError | undefined, reason: string) =>
-      publish(state === "Stopped" ? { state, attempt: 0 } : { state }, error).pipe(
-        Effect.andThen(settleWaiters(Exit.fail(error ?? notStarted(reason)))),
-        Effect.andThen(
-          state === "Failed" ? Effect.logWarning(`${name} failed: ${error?.message ?? reason}`) : Effect.void
-        )
-      )
-
-    const classify = (cause: unknown) => Classify.classify(name, cause)
-
-    // ---- resources ---------------------------------------------------------------------------
-
-    const closeLive = (error: LifecycleError.ServerCrashed | LifecycleError.NotStarted) =>
-      Effect.suspend(() => {
-        const current = live
-        live = undefined
-        probeFailures = 0
-        if (current === undefined) return Effect.void
-        return Deferred.fail(current.closed, error).pipe(
-          Effect.andThen(Effect.forEach(current.watchers, Fiber.interrupt, { discard: true })),
-          Effect.andThen(Scope.close(current.scope, Exit.void))
-        )
-      })
-
-    const closeConnecting = Effect.suspend(() => {
-      const current = connecting
-      connecting = undefined
-      if (current === undefined) return Effect.void
-      return Fiber.interrupt(current.fiber).pipe(Effect.andThen(Scope.close(current.scope, Exit.void)))
-    })
-
-    const cancelTimers = Effect.suspend(() => {
-      const timers = [startupTimer, backoffTimer?.fiber]
-      startupTimer = undefined
-      backoffTimer = undefined
-      return Effect.forEach(timers, interrupt, { discard: true })
-    })
-
-    /** Starts the one connect in flight, with the startup deadline armed. */
-    const connect = Effect.gen(function* () {
-      const id = ++nextId
-      const scope = yield* Scope.make()
-      const fiber = yield* spawn(
-        connector.connect.pipe(
-          Scope.provide(scope),
-          Effect.withSpan("toolvisor.connect", {
-            attributes: { toolset: name, kind: options.kind, attempt: status.attempt, restarts: status.restarts }
-          }),
-          Effect.exit,
-          Effect.flatMap((exit) => post({ _tag: "Connected", id, exit })),
-          Effect.asVoid
-        )
-      )
-      connecting = { id, scope, fiber, parked: undefined }
-      yield* armStartupTimer(id)
-    })
-
-    const armStartupTimer = (id: number) =>
-      Effect.gen(function* () {
-        yield* interrupt(startupTimer)
-        startupTimer =
-          policy.startupTimeout === undefined
-            ? undefined
-            : yield* spawn(
-                Effect.sleep(policy.startupTimeout).pipe(
-                  Effect.andThen(post({ _tag: "StartupTimeout", id })),
-                  Effect.asVoid
-                )
-              )
-      })
-
-    const initTimeout = () =>
-      new LifecycleError.InitTimeout({
-        toolset: name,
-        message: `${name}: did not connect within ${Duration.format(policy.startupTimeout ?? Duration.zero)}`,
-        afterMillis: Duration.toMillis(policy.startupTimeout ?? Duration.zero)
-      })
-
-    // ---- transitions -------------------------------------------------------------------------
-
-    /** Stopped/Failed → Starting: a fresh start, adopting a late connect if one is in flight. */
-    const beginStart = Effect.gen(function* () {
-      yield* publish({ state: "Starting", restarts: 0, attempt: 0 }, undefined)
-      const pending = connecting
-      if (pending === undefined) return yield* connect
-      if (pending.parked !== undefined) return yield* becomeReady(pending, pending.parked)
-      yield* armStartupTimer(pending.id)
-    })
-
-    const becomeReady = (from: Connecting<A>, session: Session.Session<A>) =>
-      Effect.gen(function* () {
-        connecting = undefined
-        yield* interrupt(startupTimer)
-        startupTimer = undefined
-        const id = from.id
-        const closed = yield* Deferred.make<never, LifecycleError.ServerCrashed | LifecycleError.NotStarted>()
-        const watchers: Array<Fiber.Fiber<unknown, unknown>> = [
-          yield* spawn(
-            session.ended.pipe(
-              Effect.exit,
-              Effect.flatMap((exit) => post({ _tag: "Ended", id, exit }))
-            )
-          ),
-          yield* spawn(
-            Effect.sleep(policy.backoff.resetAfter).pipe(Effect.andThen(post({ _tag: "Stable", id })), Effect.asVoid)
-          )
-        ]
-        const counts = session.toolCountChanges
-        if (counts !== undefined) {
-          watchers.push(yield* spawn(Stream.runForEach(counts, (count) => post({ _tag: "ToolCount", id, count }))))
-        }
-        const probe = session.probe
-        if (policy.health !== undefined && probe !== undefined)
-          watchers.push(yield* spawn(probeLoop(id, probe, policy.health)))
-        live = { id, session, scope: from.scope, closed, watchers }
-        probeFailures = 0
-        toolCount = session.toolCount
-        toolsVersion += 1
-        yield* publish({ state: "Ready" }, undefined)
-        yield* settleWaiters(Exit.void)
-      })
-
-    const probeLoop = (id: number, probe: Effect.Effect<void, LifecycleError.LifecycleError>, health: Policy.Health) =>
-      Effect.sleep(health.interval).pipe(
-        Effect.andThen(
-          probe.pipe(
-            Effect.timeoutOrElse({
-              duration: health.timeout,
-              orElse: () =>
-                Effect.fail(
-                  new LifecycleError.CallTimeout({
-                    toolset: name,
-                    message: `${name}: health probe did not answer within ${Duration.format(health.timeout)}`,
-                    afterMillis: Duration.toMillis(health.timeout)
-                  })
-                )
-            }),
-            Effect.catchDefect((defect) => Effect.fail(classify(defect))),
-            Effect.exit
-          )
-        ),
-        Effect.flatMap((exit) => post({ _tag: "Probed", id, exit })),
-        Effect.forever
-      )
-
-    /**
-     * After a session ended or a reconnect failed: wait `delay(attempt)` and reconnect, or go to
-     * Failed when the error is permanent, the policy says never, or the budget is spent.
-     */
-    const scheduleReconnect = (error: LifecycleError.LifecycleError | undefined) =>
-      Effect.gen(function* () {
-        if (error !== undefined && LifecycleError.isPermanent(error)) return yield* settle("Failed", error, "failed")
-        if (policy.restart === "never") return yield* settle("Failed", error, "session ended (restart: never)")
-        if (!Policy.hasBudget(policy, status.attempt)) {
-          return yield* settle("Failed", error ?? lastError, `gave up after ${status.attempt} restarts`)
-        }
-        yield* publish({ state: "Restarting" }, error ?? lastError)
-        const id = ++nextId
-        const wait = yield* Policy.delay(policy, status.attempt)
-        const fiber = yield* spawn(
-          Effect.sleep(wait).pipe(Effect.andThen(post({ _tag: "BackoffElapsed", id })), Effect.asVoid)
-        )
-        backoffTimer = { id, fiber }
-      })
-
-    /** One reconnect of the episode: it counts against the budget whether or not it succeeds. */
-    const reconnect = (error: LifecycleError.LifecycleError | undefined) =>
-      Effect.gen(function* () {
-        yield* interrupt(backoffTimer?.fiber)
-        backoffTimer = undefined
-        yield* publish({ state: "Restarting", attempt: status.attempt + 1, restarts: status.restarts + 1 }, error)
-        yield* connect
-      })
-
-    const sessionEnded = (error: LifecycleError.LifecycleError | undefined) =>
-      closeLive(
-        new LifecycleError.ServerCrashed({
+    const startupMillis = policy.startupTimeout === undefined ? 0 : Duration.toMillis(policy.startupTimeout)
+    const context: Phase.Context = {
+      name,
+      policy,
+      initTimeout: () =>
+        new LifecycleError.InitTimeout({
           toolset: name,
-          message: `${name}: session ended while the request was in flight${error ? `: ${error.message}` : ""}`,
-          cause: error
+          message: `${name}: did not connect within ${Duration.format(Duration.millis(startupMillis))}`,
+          afterMillis: startupMillis
         })
-      )
+    }
 
-    const crashed = (error: LifecycleError.LifecycleError | undefined) =>
-      Effect.gen(function* () {
-        yield* sessionEnded(error)
-        const clean = error === undefined
-        if (clean && policy.restart !== "always") {
-          return yield* settle("Failed", undefined, `session closed cleanly (restart: ${policy.restart})`)
+    // Touched only by the actor (and by the finalizer once the actor is gone).
+    let machine = Phase.initial
+    /** Replies and failures of requests in flight, sent once the new snapshot is published. */
+    let notices: Array<Effect.Effect<unknown>> = []
+
+    const post = (message: Phase.Message) => Queue.offer(mailbox, { message })
+    const sessions = yield* Sessions.make<A>({
+      name,
+      kind: options.kind,
+      connector,
+      policy,
+      post,
+      notify: (effect) => notices.push(effect),
+      counters: () => ({ attempt: machine.attempt, restarts: machine.restarts })
+    })
+
+    const run = (command: Phase.Command): Effect.Effect<void> => {
+      switch (command._tag) {
+        case "Settle": {
+          const exit = command.exit === "ready" ? Exit.void : Exit.fail(command.exit)
+          return Effect.sync(() => {
+            for (const reply of command.waiters) notices.push(Deferred.done(reply, exit))
+          })
         }
-        yield* scheduleReconnect(error)
-      })
-
-    // ---- handlers ----------------------------------------------------------------------------
-
-    const handle = (message: Message<A>): Effect.Effect<void> => {
-      switch (message._tag) {
-        case "Start":
-          return onStart(message.reply)
-        case "Restart":
-          return onRestart(message.reply)
-        case "Stop":
-          return onStop.pipe(Effect.andThen(Deferred.succeed(message.reply, undefined)), Effect.asVoid)
-        case "Connected":
-          return onConnected(message.id, message.exit)
-        case "StartupTimeout":
-          return onStartupTimeout(message.id)
-        case "Ended":
-          return live?.id === message.id
-            ? crashed(Exit.isSuccess(message.exit) ? undefined : classify(causeOf(message.exit)))
-            : Effect.void
-        case "BackoffElapsed":
-          return backoffTimer?.id === message.id ? reconnect(lastError) : Effect.void
-        case "Probed":
-          return live?.id === message.id ? onProbed(message.exit) : Effect.void
-        case "Stable":
-          return live?.id === message.id && status.attempt !== 0 ? publish({ attempt: 0 }, lastError) : Effect.void
-        case "ToolCount":
-          if (live?.id !== message.id) return Effect.void
-          toolCount = message.count
-          toolsVersion += 1
-          return publish({}, lastError)
+        case "Warn":
+          return Effect.logWarning(command.message)
+        case "GoLive":
+          return Effect.andThen(
+            sessions.run(command),
+            Effect.sync(() => {
+              machine = { ...machine, toolCount: sessions.live()?.session.toolCount }
+            })
+          )
+        default:
+          return sessions.run(command)
       }
     }
 
-    const onStart = (reply: Reply) =>
-      Effect.gen(function* () {
-        if (State.isUsable(status.state)) return yield* Deferred.succeed(reply, undefined)
-        waiters.push(reply)
-        if (State.isTerminal(status.state)) yield* beginStart
+    /** Publishes the machine's snapshot; a change of state is also a transition on `events`. */
+    const publish = Effect.gen(function* () {
+      const previous = (yield* SubscriptionRef.get(view)).status
+      const state = Phase.stateOf(machine)
+      const live = sessions.live()
+      const current = live !== undefined && State.isUsable(state) ? live : undefined
+      const session = current?.session
+      const error = machine.error
+      const next = new State.StatusSnapshot({
+        name,
+        kind: options.kind,
+        state,
+        since: state === previous.state ? previous.since : yield* Clock.currentTimeMillis,
+        restarts: machine.restarts,
+        attempt: machine.attempt,
+        ...State.errorFields(error),
+        ...(session?.pid === undefined ? {} : { pid: session.pid }),
+        ...(current === undefined || machine.toolCount === undefined ? {} : { toolCount: machine.toolCount }),
+        toolsVersion: machine.toolsVersion,
+        ...(session?.server === undefined ? {} : { server: session.server }),
+        ...(session?.instructions === undefined ? {} : { instructions: session.instructions })
       })
-
-    const onRestart = (reply: Reply) =>
-      Effect.gen(function* () {
-        waiters.push(reply)
-        switch (status.state) {
-          case "Stopped":
-          case "Failed":
-            return yield* beginStart
-          case "Starting":
-            return
-          case "Restarting":
-            // Share a connect in flight; cut a backoff wait short.
-            return connecting === undefined ? yield* reconnect(lastError) : undefined
-          case "Ready":
-          case "Degraded": {
-            yield* sessionEnded(notStarted("restarted while the request was in flight"))
-            yield* publish({ state: "Restarting", attempt: 0 }, undefined)
-            return yield* reconnect(lastError)
-          }
-        }
-      })
-
-    const onStop = Effect.gen(function* () {
-      yield* cancelTimers
-      yield* closeConnecting
-      yield* closeLive(notStarted("stopped while the request was in flight"))
-      yield* settle("Stopped", undefined, "stopped")
+      if (sameSnapshot(previous, next) && (yield* SubscriptionRef.get(view)).live === current) return
+      yield* SubscriptionRef.set(view, { status: next, live: current })
+      if (previous.state !== state)
+        yield* PubSub.publish(hub, new State.Transition({ from: previous.state, snapshot: next }))
     })
 
-    const onConnected = (id: number, exit: Exit.Exit<Session.Session<A>, unknown>) =>
+    const flushNotices = Effect.suspend(() => {
+      const due = notices
+      notices = []
+      return Effect.all(due, { discard: true })
+    })
+
+    /** One message: the transition, its commands, the new snapshot — and only then the replies. */
+    const handle = ({ message, stopped }: Envelope) =>
       Effect.gen(function* () {
-        const current = connecting
-        if (current === undefined || current.id !== id) return
-        if (Exit.isSuccess(exit)) {
-          // A late connect that finished while Stopped is kept for the next start to adopt.
-          if (status.state === "Stopped") current.parked = exit.value
-          else yield* becomeReady(current, exit.value)
-          return
+        const step = Phase.transition(context, machine, message)
+        machine = step.machine
+        yield* Effect.forEach(step.commands, run, { discard: true })
+        yield* publish
+        yield* flushNotices
+        if (stopped !== undefined) {
+          yield* sessions.closed
+          yield* Deferred.succeed(stopped, undefined)
         }
-        yield* closeConnecting
-        if (status.state === "Stopped") return
-        yield* connectFailed(classify(causeOf(exit)))
       })
-
-    const connectFailed = (error: LifecycleError.LifecycleError) =>
-      Effect.gen(function* () {
-        yield* interrupt(startupTimer)
-        startupTimer = undefined
-        if (status.state === "Starting") return yield* settle("Stopped", error, "start failed")
-        yield* scheduleReconnect(error)
-      })
-
-    const onStartupTimeout = (id: number) =>
-      Effect.gen(function* () {
-        if (connecting?.id !== id) return
-        startupTimer = undefined
-        const error = initTimeout()
-        // The first start keeps its connect running so that a later start adopts it instead of
-        // opening a second one; a reconnect that hangs is abandoned and counts as a failed attempt.
-        if (status.state === "Starting") return yield* settle("Stopped", error, "start timed out")
-        yield* closeConnecting
-        yield* scheduleReconnect(error)
-      })
-
-    const onProbed = (exit: Exit.Exit<void, LifecycleError.LifecycleError>) =>
-      Effect.gen(function* () {
-        if (Exit.isSuccess(exit)) {
-          probeFailures = 0
-          return status.state === "Degraded" ? yield* publish({ state: "Ready" }, undefined) : undefined
-        }
-        const error = classify(causeOf(exit))
-        probeFailures += 1
-        if (probeFailures < (policy.health?.failures ?? 1)) return yield* publish({ state: "Degraded" }, error)
-        yield* Effect.logWarning(`${name}: ${probeFailures} health probes failed in a row, restarting`)
-        yield* sessionEnded(error)
-        if (policy.restart === "never" || !Policy.hasBudget(policy, status.attempt)) {
-          return yield* settle("Failed", error, "health probes failed")
-        }
-        yield* reconnect(error)
-      })
-
-    // ---- the actor ---------------------------------------------------------------------------
 
     const actor = yield* Queue.take(mailbox).pipe(
-      Effect.flatMap((message) =>
-        handle(message).pipe(
+      Effect.flatMap((envelope) =>
+        handle(envelope).pipe(
           // A defect in a handler is a bug, but it must not kill the actor and leave callers hanging.
-          Effect.catchDefect((defect) => Effect.logError(`${name}: supervisor bug handling ${message._tag}`, defect)),
+          Effect.catchDefect((defect) =>
+            Effect.logError(`${name}: supervisor bug handling ${envelope.message._tag}`, defect)
+          ),
           Effect.uninterruptible
         )
       ),
@@ -522,31 +224,40 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       Effect.gen(function* () {
         yield* Fiber.interrupt(actor)
         yield* Queue.shutdown(mailbox)
-        yield* cancelTimers
-        yield* closeConnecting
-        yield* closeLive(notStarted("supervisor closed while the request was in flight"))
-        yield* settleWaiters(Exit.fail(notStarted("supervisor closed")))
+        yield* sessions.release(notStarted("supervisor closed while the request was in flight"))
+        const closed = Exit.fail(notStarted("supervisor closed"))
+        yield* Effect.forEach(machine.waiters, (reply) => Deferred.done(reply, closed), { discard: true })
+        yield* flushNotices
+        yield* sessions.closed
         yield* PubSub.shutdown(hub)
       })
     )
 
-    const ask = (make: (reply: Reply) => Message<A>) =>
+    function notStarted(message: string, cause?: LifecycleError.LifecycleError) {
+      return new LifecycleError.NotStarted({ toolset: name, message: `${name}: ${message}`, cause })
+    }
+
+    const ask = (make: (reply: Phase.Reply) => Phase.Message) =>
       Effect.gen(function* () {
         const reply = yield* Deferred.make<void, LifecycleError.LifecycleError>()
-        if (!(yield* Queue.offer(mailbox, make(reply)))) return yield* notStarted("supervisor closed")
+        if (!(yield* post(make(reply)))) return yield* notStarted("supervisor closed")
         return yield* Deferred.await(reply)
       })
 
-    const settled = (current: View<A> | undefined): Effect.Effect<Live<A>, LifecycleError.NotStarted> => {
+    const settled = (current: View<A> | undefined): Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> => {
       if (current?.live !== undefined) return Effect.succeed(current.live)
       if (current === undefined) return Effect.fail(notStarted("supervisor closed"))
-      return Effect.fail(notStarted(`not running (${current.status.state})`, current.error))
+      const status = current.status
+      const cause = machine.error
+      return Effect.fail(
+        notStarted(`not running (${status.state}${cause === undefined ? "" : `: ${cause.message}`})`, cause)
+      )
     }
 
     const isSettled = (v: View<A>) => State.isUsable(v.status.state) || State.isTerminal(v.status.state)
 
     /** The live session; reads the current view first, and subscribes only while starting or restarting. */
-    const awaitUsable: Effect.Effect<Live<A>, LifecycleError.NotStarted> = Effect.flatMap(
+    const awaitUsable: Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> = Effect.flatMap(
       SubscriptionRef.get(view),
       (now) =>
         isSettled(now)
@@ -558,35 +269,36 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
             )
     )
 
-    const callTimeout = (timeout: Duration.Duration) =>
-      new LifecycleError.CallTimeout({
-        toolset: name,
-        message: `${name}: request did not complete within ${Duration.format(timeout)}`,
-        afterMillis: Duration.toMillis(timeout)
-      })
+    const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
+    const withDeadline = Deadline.within(callMillis)
+    const bounded = Deadline.bound(name)
 
-    const withCallTimeout = <B, E, R>(effect: Effect.Effect<B, E, R>) => {
-      const timeout = policy.callTimeout
-      return timeout === undefined
-        ? effect
-        : Effect.timeoutOrElse(effect, { duration: timeout, orElse: () => Effect.fail(callTimeout(timeout)) })
-    }
+    const onLive = <B, E, R>(current: Sessions.Live<A>, f: (handle: A) => Effect.Effect<B, E, R>) =>
+      current.session.selfBounded === true
+        ? f(current.session.handle)
+        : bounded(Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
 
     const use = <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | UseError, R> =>
-      withCallTimeout(
-        awaitUsable.pipe(
-          Effect.flatMap((current) => Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
-        )
+      withDeadline(
+        Effect.suspend(() => {
+          const current = SubscriptionRef.getUnsafe(view).live
+          return current !== undefined
+            ? onLive(current, f)
+            : Effect.flatMap(bounded(awaitUsable), (ready) => onLive(ready, f))
+        })
       )
 
-    const useDirect = <B, E, R>(
-      f: (handle: A) => Effect.Effect<B, E, R>
-    ): Effect.Effect<B, E | LifecycleError.NotStarted | LifecycleError.CallTimeout, R> =>
+    const lost = (handle: A, evidence?: LifecycleError.LifecycleError): Effect.Effect<Lost> =>
       Effect.suspend(() => {
-        const live = SubscriptionRef.getUnsafe(view).live
-        return live !== undefined
-          ? f(live.session.handle)
-          : Effect.flatMap(withCallTimeout(awaitUsable), (current) => f(current.session.handle))
+        const current = SubscriptionRef.getUnsafe(view).live
+        if (current !== undefined && current.session.handle === handle) {
+          const report = evidence === undefined ? Effect.void : post({ _tag: "Ended", id: current.id, error: evidence })
+          return Effect.andThen(report, Effect.flip(Deferred.await(current.closed)))
+        }
+        const ended = sessions.lastEnded()
+        return Effect.succeed(
+          ended?.handle === handle ? ended.error : notStarted("the session was closed", machine.error)
+        )
       })
 
     return {
@@ -595,21 +307,24 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       start: ask((reply) => ({ _tag: "Start", reply })),
       restart: ask((reply) => ({ _tag: "Restart", reply })),
       stop: Effect.gen(function* () {
-        const reply = yield* Deferred.make<void>()
-        if (yield* Queue.offer(mailbox, { _tag: "Stop", reply })) yield* Deferred.await(reply)
+        const stopped = yield* Deferred.make<void>()
+        if (yield* Queue.offer(mailbox, { message: { _tag: "Stop" }, stopped })) yield* Deferred.await(stopped)
       }),
       awaitReady: Effect.asVoid(awaitUsable),
       state: Effect.map(SubscriptionRef.get(view), (v) => v.status),
       changes: Stream.map(SubscriptionRef.changes(view), (v) => v.status),
       events: Stream.fromPubSub(hub),
       use,
-      useDirect
+      lost
     }
   })
 
-const causeOf = <A>(exit: Exit.Exit<A, unknown>): unknown => {
-  if (Exit.isSuccess(exit)) return undefined
-  const reason = exit.cause.reasons[0]
-  if (reason === undefined) return exit.cause
-  return reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : exit.cause
-}
+const sameSnapshot = (a: State.StatusSnapshot, b: State.StatusSnapshot): boolean =>
+  a.state === b.state &&
+  a.restarts === b.restarts &&
+  a.attempt === b.attempt &&
+  a.toolsVersion === b.toolsVersion &&
+  a.toolCount === b.toolCount &&
+  a.pid === b.pid &&
+  a.lastError?.message === b.lastError?.message &&
+  a.lastError?.tag === b.lastError?.tag

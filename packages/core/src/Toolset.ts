@@ -106,3 +106,20 @@ export const lifecycle = <A>(
   changes: supervisor.changes,
   events: supervisor.events
 })
+
+/** Whether the server says a tool can run twice without harm, so a call of unknown fate may be sent again. */
+export const isSafeToRepeat = (tool: Tool | undefined): boolean =>
+  tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true
+
+/**
+ * OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them.
+ * Arguments without a null (nearly every call) are passed on as they are, without a copy.
+ */
+export const stripNulls = (args: { readonly [key: string]: unknown }): { readonly [key: string]: unknown } => {
+  for (const key in args) {
+    if (args[key] === null && Object.hasOwn(args, key)) {
+      return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
+    }
+  }
+  return args
+}

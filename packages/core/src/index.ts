@@ -1,9 +1,12 @@
 /** Toolvisor core: typed lifecycle errors, states, restart policy, the Supervisor actor and ServerProcess. */
 export * as Classify from "./Classify.ts"
+export * as Deadline from "./Deadline.ts"
 export * as LifecycleError from "./LifecycleError.ts"
+export * as Phase from "./Phase.ts"
 export * as Policy from "./Policy.ts"
 export * as ServerProcess from "./ServerProcess.ts"
 export * as Session from "./Session.ts"
 export * as State from "./State.ts"
 export * as Supervisor from "./Supervisor.ts"
 export * as Toolset from "./Toolset.ts"
+export * as WallClock from "./WallClock.ts"

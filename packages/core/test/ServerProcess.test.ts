@@ -219,3 +219,21 @@ describe("ServerProcess", () => {
     })
   )
 })
+
+describe("ServerProcess.meaningfulLine", () => {
+  it("quotes the error, not the runtime's trailing banner or stack", () => {
+    const lines = [
+      "starting up",
+      "Error: listen EADDRINUSE: address already in use :::3001",
+      "    at Server.setupListenHandle (node:net:1908:16)",
+      "",
+      "Node.js v22.23.3"
+    ]
+    assert.strictEqual(ServerProcess.meaningfulLine(lines), "Error: listen EADDRINUSE: address already in use :::3001")
+  })
+
+  it("takes the last line that is not noise when nothing looks like an error", () => {
+    assert.strictEqual(ServerProcess.meaningfulLine(["hello", "bye", "", "Node.js v22.1.0"]), "bye")
+    assert.isUndefined(ServerProcess.meaningfulLine(["", "Node.js v22.1.0"]))
+  })
+})

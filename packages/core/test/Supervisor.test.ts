@@ -10,10 +10,23 @@ import { TestClock } from "effect/testing"
 import * as LifecycleError from "../src/LifecycleError.ts"
 import type * as Policy from "../src/Policy.ts"
 import * as Supervisor from "../src/Supervisor.ts"
-import { auth, crash, elapse, fail, inState, ok, policy, refused, type Step, scripted, until } from "./fakes.ts"
+import {
+  auth,
+  crash,
+  elapse,
+  fail,
+  inState,
+  ok,
+  policy,
+  refused,
+  type Step,
+  scripted,
+  scriptedWith,
+  until
+} from "./fakes.ts"
 
-const make = (steps: ReadonlyArray<Step>, p: Policy.Policy = policy()) => {
-  const script = scripted(...steps)
+const make = (steps: ReadonlyArray<Step>, p: Policy.Policy = policy(), options: { selfBounded?: boolean } = {}) => {
+  const script = scriptedWith(options, ...steps)
   return Effect.map(Supervisor.make({ name: "fake", kind: "test", connector: script.connector, policy: p }), (s) => ({
     supervisor: s,
     script
@@ -76,9 +89,9 @@ describe("Supervisor", () => {
       })
     )
 
-    it.effect("a failed first start returns the typed error and leaves the toolset Stopped, not Failed", () =>
+    it.effect("a failed first start of a required toolset returns the typed error and leaves it Stopped", () =>
       Effect.gen(function* () {
-        const { supervisor, script } = yield* make([fail(refused())])
+        const { supervisor, script } = yield* make([fail(refused())], policy({ required: true }))
         const error = yield* Effect.flip(supervisor.start)
         assert.strictEqual(error._tag, "ServerUnavailable")
         const state = yield* supervisor.state
@@ -106,7 +119,7 @@ describe("Supervisor", () => {
   describe("startup timeout", () => {
     const hanging = Effect.gen(function* () {
       const gate = yield* Deferred.make<void>()
-      const made = yield* make([{ _tag: "gate", gate }], policy({ startup_timeout: "5s" }))
+      const made = yield* make([{ _tag: "gate", gate }], policy({ startup_timeout: "5s", required: true }))
       return { ...made, gate }
     })
 
@@ -151,6 +164,33 @@ describe("Supervisor", () => {
       })
     )
 
+    it.effect(
+      "a retried start reports InitTimeout at the deadline, while the stuck connect is killed in the background",
+      () =>
+        Effect.gen(function* () {
+          const closed = yield* Deferred.make<void>()
+          const { supervisor, script } = yield* make(
+            [{ _tag: "stuck", close: "3 seconds", closed }],
+            policy({ startup_timeout: "5s" })
+          )
+          const started = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+          yield* TestClock.adjust("5 seconds")
+          const error = yield* Fiber.join(started)
+          assert.strictEqual(error._tag, "InitTimeout")
+          const status = yield* supervisor.state
+          assert.strictEqual(status.state, "Restarting")
+          assert.strictEqual(status.lastError?.tag, "InitTimeout")
+          assert.isFalse(yield* Deferred.isDone(closed))
+          // The next connect waits for the close, so two servers of one toolset never overlap.
+          yield* TestClock.adjust("1 second")
+          assert.strictEqual(script.sessions.length, 0)
+          const stopped = yield* Effect.forkChild(supervisor.stop, { startImmediately: true })
+          yield* TestClock.adjust("2 seconds")
+          yield* Fiber.join(stopped)
+          assert.isTrue(yield* Deferred.isDone(closed))
+        })
+    )
+
     it.effect("stop closes a late connect", () =>
       Effect.gen(function* () {
         const { supervisor, script, gate } = yield* hanging
@@ -176,6 +216,159 @@ describe("Supervisor", () => {
         assert.isTrue(Exit.isFailure(exit))
         assert.strictEqual(script.sessions.length, 0)
         assert.strictEqual((yield* supervisor.state).state, "Stopped")
+      })
+    )
+  })
+
+  describe("first-start retries (optional toolsets)", () => {
+    it.effect("a failed first start returns the error at once, then retries by the policy until Ready", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([fail(refused()), fail(refused())])
+        const error = yield* Effect.flip(supervisor.start)
+        assert.strictEqual(error._tag, "ServerUnavailable")
+        const waiting = yield* inState(supervisor, "Restarting")
+        assert.strictEqual(waiting.lastError?.tag, "ServerUnavailable")
+        yield* elapse(1)
+        assert.strictEqual(script.connects(), 2)
+        yield* elapse(2)
+        const ready = yield* inState(supervisor, "Ready")
+        assert.strictEqual(script.connects(), 3)
+        assert.strictEqual(ready.restarts, 2)
+      })
+    )
+
+    it.effect("they end Failed when the budget is spent", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make(
+          Array.from({ length: 10 }, () => fail(refused())),
+          policy({ max_restarts: 2 })
+        )
+        yield* Effect.flip(supervisor.start)
+        yield* elapse(10)
+        const failed = yield* inState(supervisor, "Failed")
+        assert.strictEqual(script.connects(), 3)
+        assert.strictEqual(failed.lastError?.tag, "ServerUnavailable")
+      })
+    )
+
+    it.effect("stop during the first-start backoff ends the retries: the server coming back changes nothing", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([fail(refused())])
+        yield* Effect.flip(supervisor.start)
+        yield* inState(supervisor, "Restarting")
+        yield* supervisor.stop
+        yield* elapse(60)
+        assert.strictEqual((yield* supervisor.state).state, "Stopped")
+        assert.strictEqual(script.connects(), 1)
+      })
+    )
+
+    it.effect("a call made while the first start is in flight waits for it", () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const { supervisor } = yield* make([{ _tag: "gate", gate }])
+        yield* Effect.forkChild(supervisor.start, { startImmediately: true })
+        yield* inState(supervisor, "Starting")
+        const call = yield* Effect.forkChild(
+          supervisor.use((s) => Effect.succeed(s.id)),
+          { startImmediately: true }
+        )
+        yield* Deferred.succeed(gate, undefined)
+        assert.strictEqual(yield* Fiber.join(call), 1)
+      })
+    )
+  })
+
+  describe("requests that see the session die", () => {
+    it.effect("lost without evidence waits for the session's own end and returns the crash with its exit", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        const session = script.last()
+        const seen = yield* Effect.forkChild(supervisor.lost(session), { startImmediately: true })
+        yield* Deferred.fail(session.ended, crash("killed by SIGKILL"))
+        const error = yield* Fiber.join(seen)
+        assert.strictEqual(error._tag, "ServerCrashed")
+        assert.include(error.message, "killed by SIGKILL")
+        assert.strictEqual(error._tag === "ServerCrashed" ? error.exitCode : undefined, 1)
+        const state = yield* supervisor.state
+        assert.strictEqual(state.state, "Restarting")
+        assert.strictEqual(state.lastError?.tag, "ServerCrashed")
+      })
+    )
+
+    it.effect("lost with evidence ends the session once, as a crash counted against the budget", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        const session = script.last()
+        const seen = yield* record(supervisor, 1)
+        const evidence = new LifecycleError.SessionMissing({ toolset: "fake", message: "fake: session not found" })
+        const [a, b] = yield* Effect.all([supervisor.lost(session, evidence), supervisor.lost(session, evidence)], {
+          concurrency: "unbounded"
+        })
+        assert.strictEqual(a._tag, "ServerCrashed")
+        assert.strictEqual(b._tag, "ServerCrashed")
+        assert.deepStrictEqual(yield* Fiber.join(seen), ["Ready→Restarting"])
+        const state = yield* supervisor.state
+        assert.strictEqual(state.lastError?.tag, "SessionMissing")
+        assert.strictEqual(state.attempt, 0)
+        yield* elapse(1)
+        assert.strictEqual((yield* inState(supervisor, "Ready")).restarts, 1)
+      })
+    )
+
+    it.effect("lost about a session that already ended returns how it ended, and changes nothing", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([])
+        yield* supervisor.start
+        const session = script.last()
+        yield* Deferred.fail(session.ended, crash("gone"))
+        yield* inState(supervisor, "Restarting")
+        yield* elapse(1)
+        yield* inState(supervisor, "Ready")
+        const error = yield* supervisor.lost(session, crash("late"))
+        assert.include(error.message, "gone")
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
+        assert.strictEqual(script.connects(), 2)
+      })
+    )
+
+    it.effect("a crash loop reaches Failed after the same number of starts with and without calls", () =>
+      Effect.gen(function* () {
+        const starts = (withCalls: boolean) =>
+          Effect.scoped(
+            Effect.gen(function* () {
+              const { supervisor, script } = yield* make([], policy({ max_restarts: 3 }))
+              yield* supervisor.start
+              const transitions = yield* supervisor.events.pipe(
+                Stream.takeUntil((t) => t.snapshot.state === "Failed"),
+                Stream.runCollect,
+                Effect.forkChild({ startImmediately: true })
+              )
+              for (let i = 0; i < 10 && (yield* supervisor.state).state !== "Failed"; i++) {
+                yield* inState(supervisor, "Ready")
+                const session = script.last()
+                if (withCalls) {
+                  // A call notices the death first and reports it; the exit arrives after.
+                  yield* Effect.forkChild(supervisor.lost(session), { startImmediately: true })
+                }
+                yield* Deferred.fail(session.ended, crash(`exit ${i}`))
+                yield* until(supervisor, (s) => s.state === "Failed" || s.state === "Restarting")
+                yield* elapse(16)
+              }
+              const restarting = (yield* Fiber.join(transitions)).filter((t) => t.snapshot.state === "Restarting")
+              return {
+                connects: script.connects(),
+                errors: restarting.map((t) => t.snapshot.lastError?.tag)
+              }
+            })
+          )
+        const quiet = yield* starts(false)
+        const busy = yield* starts(true)
+        assert.strictEqual(quiet.connects, 4)
+        assert.deepStrictEqual(busy, quiet)
+        assert.isTrue(busy.errors.every((tag) => tag === "ServerCrashed"))
       })
     )
   })
@@ -545,7 +738,7 @@ describe("Supervisor", () => {
 
     it.effect("on a terminal state it fails at once with NotStarted carrying the last error", () =>
       Effect.gen(function* () {
-        const { supervisor } = yield* make([fail(refused())])
+        const { supervisor } = yield* make([fail(refused())], policy({ required: true }))
         const before = yield* Effect.flip(supervisor.use(() => Effect.void))
         assert.strictEqual(before._tag, "NotStarted")
         yield* Effect.flip(supervisor.start)
@@ -584,12 +777,12 @@ describe("Supervisor", () => {
       })
     )
 
-    it.effect("useDirect runs on the live session with no race and no deadline of its own", () =>
+    it.effect("on a self-bounded session a request runs directly, with no race and no timer of its own", () =>
       Effect.gen(function* () {
-        const { supervisor } = yield* make([], policy({ call_timeout: "2s" }))
+        const { supervisor } = yield* make([], policy({ call_timeout: "2s" }), { selfBounded: true })
         yield* supervisor.start
         const request = yield* Effect.forkChild(
-          supervisor.useDirect(() => Effect.sleep("5 seconds").pipe(Effect.as("done"))),
+          supervisor.use(() => Effect.sleep("5 seconds").pipe(Effect.as("done"))),
           {
             startImmediately: true
           }
@@ -599,28 +792,32 @@ describe("Supervisor", () => {
       })
     )
 
-    it.effect("useDirect waits for Ready under call_timeout, and fails at once on a terminal state", () =>
-      Effect.gen(function* () {
-        const gate = yield* Deferred.make<void>()
-        const { supervisor } = yield* make([{ _tag: "gate", gate }], policy({ call_timeout: "2s" }))
-        const stopped = yield* Effect.flip(supervisor.useDirect((s) => Effect.succeed(s.id)))
-        assert.strictEqual(stopped._tag, "NotStarted")
-        yield* Effect.forkChild(supervisor.start, { startImmediately: true })
-        yield* inState(supervisor, "Starting")
-        const late = yield* Effect.forkChild(Effect.flip(supervisor.useDirect((s) => Effect.succeed(s.id))), {
-          startImmediately: true
-        })
-        yield* TestClock.adjust("2 seconds")
-        assert.strictEqual((yield* Fiber.join(late))._tag, "CallTimeout")
-        const waiting = yield* Effect.forkChild(
-          supervisor.useDirect((s) => Effect.succeed(s.id)),
-          {
+    it.effect(
+      "on a self-bounded session it still waits for Ready under call_timeout, and fails at once when terminal",
+      () =>
+        Effect.gen(function* () {
+          const gate = yield* Deferred.make<void>()
+          const { supervisor } = yield* make([{ _tag: "gate", gate }], policy({ call_timeout: "2s" }), {
+            selfBounded: true
+          })
+          const stopped = yield* Effect.flip(supervisor.use((s) => Effect.succeed(s.id)))
+          assert.strictEqual(stopped._tag, "NotStarted")
+          yield* Effect.forkChild(supervisor.start, { startImmediately: true })
+          yield* inState(supervisor, "Starting")
+          const late = yield* Effect.forkChild(Effect.flip(supervisor.use((s) => Effect.succeed(s.id))), {
             startImmediately: true
-          }
-        )
-        yield* Deferred.succeed(gate, undefined)
-        assert.strictEqual(yield* Fiber.join(waiting), 1)
-      })
+          })
+          yield* TestClock.adjust("2 seconds")
+          assert.strictEqual((yield* Fiber.join(late))._tag, "CallTimeout")
+          const waiting = yield* Effect.forkChild(
+            supervisor.use((s) => Effect.succeed(s.id)),
+            {
+              startImmediately: true
+            }
+          )
+          yield* Deferred.succeed(gate, undefined)
+          assert.strictEqual(yield* Fiber.join(waiting), 1)
+        })
     )
 
     it.effect("the request's own typed error passes through", () =>

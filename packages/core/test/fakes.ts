@@ -3,6 +3,7 @@
  * counts connects, and sessions a test can crash, close, or make unhealthy.
  */
 import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -31,6 +32,8 @@ export type Step =
   | { readonly _tag: "fail"; readonly error: LifecycleError.LifecycleError }
   /** The connect waits for the gate, then yields a session. */
   | { readonly _tag: "gate"; readonly gate: Deferred.Deferred<void> }
+  /** The connect never finishes, and closing it takes `close` (a server slow to die). */
+  | { readonly _tag: "stuck"; readonly close: Duration.Input; readonly closed: Deferred.Deferred<void> }
 
 export const ok: Step = { _tag: "ok" }
 export const fail = (error: LifecycleError.LifecycleError): Step => ({ _tag: "fail", error })
@@ -50,7 +53,10 @@ export interface Scripted {
 }
 
 /** Replays `steps` for successive connects; once they run out, every connect succeeds. */
-export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
+export const scripted = (...steps: ReadonlyArray<Step>): Scripted => scriptedWith({}, ...steps)
+
+/** `scripted`, with sessions that declare `selfBounded` requests when asked to. */
+export const scriptedWith = (options: { readonly selfBounded?: boolean }, ...steps: ReadonlyArray<Step>): Scripted => {
   const sessions: Array<FakeSession> = []
   let connects = 0
   const open = Effect.gen(function* () {
@@ -72,7 +78,8 @@ export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
       server: { name: "fake-server", version: "1.2.3" },
       instructions: "Use the fake tools wisely.",
       toolCount: 3,
-      toolCountChanges: Stream.fromQueue(session.toolCounts)
+      toolCountChanges: Stream.fromQueue(session.toolCounts),
+      ...(options.selfBounded === undefined ? {} : { selfBounded: options.selfBounded })
     } satisfies Session.Session<FakeSession>
   })
   const connect = Effect.suspend(() => {
@@ -85,6 +92,10 @@ export const scripted = (...steps: ReadonlyArray<Step>): Scripted => {
         return Effect.fail(step.error)
       case "gate":
         return Deferred.await(step.gate).pipe(Effect.andThen(open))
+      case "stuck":
+        return Effect.addFinalizer(() =>
+          Effect.andThen(Effect.sleep(step.close), Deferred.succeed(step.closed, undefined))
+        ).pipe(Effect.andThen(Effect.never))
     }
   })
   return {

@@ -9,6 +9,7 @@
  * decoder, whose message names each bad argument. Explicit nulls are left to it too, since it
  * drops them before decoding.
  */
+import * as Predicate from "effect/Predicate"
 
 export type Check = (args: { readonly [key: string]: unknown }) => boolean
 
@@ -50,9 +51,6 @@ const field = (schema: { readonly [key: string]: unknown }): Field | undefined =
   }
 }
 
-const isRecord = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** A check for arguments that `schema` (a tool's input JSON Schema) describes, if it is a flat one. */
 export const compile = (schema: { readonly [key: string]: unknown }): Check | undefined => {
   const { properties, required = [] } = schema
@@ -65,8 +63,8 @@ export const compile = (schema: { readonly [key: string]: unknown }): Check | un
     return undefined
   }
   const fields: Array<{ readonly name: string; readonly check: Field; readonly required: boolean }> = []
-  for (const [name, property] of Object.entries(isRecord(properties) ? properties : {})) {
-    const check = isRecord(property) ? field(property) : undefined
+  for (const [name, property] of Object.entries(Predicate.isObject(properties) ? properties : {})) {
+    const check = Predicate.isObject(property) ? field(property) : undefined
     if (check === undefined) return undefined
     fields.push({ name, check, required: required.includes(name) })
   }

@@ -5,9 +5,10 @@
  * to pull after the handshake (pyright registers it right after `initialized` and from then on
  * pushes nothing), so a wait for a push also ends when that happens.
  */
+
+import { Deadline } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Deadline from "./Deadline.ts"
 import type * as Documents from "./Documents.ts"
 import type * as LspConnector from "./LspConnector.ts"
 import type * as Requests from "./Requests.ts"

@@ -8,7 +8,7 @@
  * ones that ignore that too.
  */
 import * as NodePath from "node:path"
-import { Classify, LifecycleError, ServerProcess, type Session } from "@toolvisor/core"
+import { Classify, LifecycleError, ServerProcess, type Session, WallClock } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -93,12 +93,6 @@ const wallTimeout = <A>(promise: Promise<A>, millis: number): Promise<A | undefi
     )
   })
 
-const wallSleep = (millis: number) =>
-  Effect.callback<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), millis)
-    return Effect.sync(() => clearTimeout(timer))
-  })
-
 export const clientCapabilities: Protocol.ClientCapabilities = {
   general: { positionEncodings: ["utf-16"] },
   window: { workDoneProgress: true },
@@ -167,7 +161,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     /** Why the connection closed: the process exit (with its code and stderr) if it comes soon. */
     const exitReport = Effect.raceFirst(
       proc.exited,
-      wallSleep(exitReportGrace).pipe(
+      WallClock.sleep(exitReportGrace).pipe(
         Effect.andThen(Effect.fail(Classify.classify(name, new Error("connection closed by the server"))))
       )
     )
@@ -335,6 +329,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     }
     return {
       handle: session,
+      selfBounded: true,
       ended: Effect.raceFirst(proc.exited, Effect.andThen(Deferred.await(closed), exitReport)),
       probe: requests.request(ping, {}).pipe(Effect.catchTag("ResponseFailed", () => Effect.void)),
       pid: proc.pid,

@@ -3,7 +3,7 @@
  * JSON Schema for the agent), argument validation, and which server capability each tool needs.
  * Positions are 1-based here, as people and agents count; the wire conversion is elsewhere.
  */
-import type { Toolset } from "@toolvisor/core"
+import { Toolset } from "@toolvisor/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as ArgsCheck from "./ArgsCheck.ts"
@@ -218,14 +218,6 @@ export const available = (
       capabilities === undefined || definition.provider === undefined || capabilities.supports(definition.provider)
   )
 
-/** OpenAI-style clients send explicit nulls for omitted optional arguments. */
-const withoutNulls = (args: { readonly [key: string]: unknown }) => {
-  for (const key in args) {
-    if (args[key] === null) return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
-  }
-  return args
-}
-
 /**
  * A tool's argument decoder, built once, since it runs before every call. The failure is a
  * message for the agent that names each bad argument, e.g. `line: Expected a value greater than
@@ -241,7 +233,7 @@ export const validator = <S extends Schema.ConstraintDecoder<unknown>>(
   return (args) => {
     // Sound because `accepts` only passes what the Schema accepts unchanged (see ArgsCheck).
     if (accepts?.(args)) return Result.succeed(args as S["Type"])
-    const input = withoutNulls(args)
+    const input = Toolset.stripNulls(args)
     const decoded = decode(input)
     return Result.isSuccess(decoded)
       ? Result.succeed(decoded.success)

@@ -4,16 +4,15 @@
  * Before the first connect the catalogue is the full one (the capabilities are not known yet);
  * after it, only the tools the server can answer, updated when it registers providers later.
  *
- * A call runs on the session directly (`Supervisor.useDirect`): the session's requests carry the
- * call's `Deadline` themselves and fail as soon as the connection is lost, so the Supervisor's
- * per-call race against the session's end and its sleeping deadline fiber would only add cost.
+ * The session is self-bounded: its requests carry the call's `Deadline` themselves and fail as
+ * soon as the connection is lost, so `Supervisor.use` runs a call on it directly, with no race
+ * against the session's end and no sleeping deadline fiber.
  */
 import { LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Capabilities from "./Capabilities.ts"
-import * as Deadline from "./Deadline.ts"
 import * as LspConnector from "./LspConnector.ts"
 import type * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
@@ -79,10 +78,6 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
 
     type CallResult = Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
 
-    const callTimeout =
-      supervisor.policy.callTimeout === undefined ? undefined : Duration.toMillis(supervisor.policy.callTimeout)
-    const withDeadline = Deadline.within(callTimeout)
-
     /**
      * What a handler's failure is to the agent: a bad file or edit is a result it reads and acts
      * on, a server's error answer a typed failure; the session's own errors pass as they are.
@@ -118,22 +113,20 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
           })
         )
       }
-      return supervisor
-        .useDirect((session): CallResult => {
-          lastCapabilities = session.capabilities
-          const provider = handler.definition.provider
-          if (provider !== undefined && !session.capabilities.supports(provider)) {
-            return Effect.fail(
-              new Toolset.ToolNotFound({
-                toolset: name,
-                tool,
-                message: `${name}: the server does not support ${tool} (no ${provider})`
-              })
-            )
-          }
-          return Effect.catch(handler.call(session, args), (error) => recover(tool, error))
-        })
-        .pipe(withDeadline)
+      return supervisor.use((session): CallResult => {
+        lastCapabilities = session.capabilities
+        const provider = handler.definition.provider
+        if (provider !== undefined && !session.capabilities.supports(provider)) {
+          return Effect.fail(
+            new Toolset.ToolNotFound({
+              toolset: name,
+              tool,
+              message: `${name}: the server does not support ${tool} (no ${provider})`
+            })
+          )
+        }
+        return Effect.catch(handler.call(session, args), (error) => recover(tool, error))
+      })
     }
 
     return {

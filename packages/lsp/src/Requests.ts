@@ -6,12 +6,11 @@
  * With all three here, a tool call runs in the caller's fiber — no fiber racing the session's
  * end, no sleeping fiber for the deadline — which is what keeps a hover close to a bare request.
  */
-import { Classify, type LifecycleError } from "@toolvisor/core"
+import { Classify, Deadline, type LifecycleError } from "@toolvisor/core"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Rpc from "vscode-jsonrpc/node"
-import * as Deadline from "./Deadline.ts"
 
 /** The server answered a request with an error; the session itself is fine. */
 export class ResponseFailed extends Data.TaggedError("ResponseFailed")<{

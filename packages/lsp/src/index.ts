@@ -1,7 +1,6 @@
 /** Toolvisor LSP: language servers as supervised toolsets of `lsp_*` agent tools. */
 export * as ArgsCheck from "./ArgsCheck.ts"
 export * as Capabilities from "./Capabilities.ts"
-export * as Deadline from "./Deadline.ts"
 export * as Diagnostics from "./Diagnostics.ts"
 export * as DocumentDiagnostics from "./DocumentDiagnostics.ts"
 export * as Documents from "./Documents.ts"

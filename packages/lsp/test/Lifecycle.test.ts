@@ -16,17 +16,17 @@ const someFile = NodePath.join(fixtures, "py-project/app.py")
 /** Polls until the toolset's session has `file` open, i.e. the tool call got as far as its request. */
 const untilOpen = (toolset: LspToolset.LspToolset, file: string) =>
   toolset.supervisor
-    .useDirect((session) => Effect.sync(() => session.documents.open().some((d) => d.path === file)))
+    .use((session) => Effect.sync(() => session.documents.open().some((d) => d.path === file)))
     .pipe(
       Effect.repeat({ until: (isOpen) => isOpen, schedule: Schedule.spaced("20 millis") }),
       Effect.timeout("10 seconds")
     )
 
 describe("LspToolset lifecycle", () => {
-  it.live("a missing binary is ServerUnavailable and leaves the toolset Stopped", () =>
+  it.live("a missing binary is ServerUnavailable and leaves a required toolset Stopped", () =>
     Effect.gen(function* () {
       const spec = LspSpec.make({ command: "/nonexistent/toolvisor-missing-lsp", cwd: fixtures })
-      const { toolset, close } = yield* open({ name: "missing", spec, policy: fastPolicy() })
+      const { toolset, close } = yield* open({ name: "missing", spec, policy: fastPolicy({ required: true }) })
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "ServerUnavailable")
       assert.include(error.message, "ENOENT")
@@ -38,7 +38,7 @@ describe("LspToolset lifecycle", () => {
   it.live("an env-wrapped missing binary exits at once: ServerUnavailable with exit code 127 and stderr", () =>
     Effect.gen(function* () {
       const spec = LspSpec.make({ command: "env", args: ["-C", "/tmp", "toolvisor-missing-binary"], cwd: fixtures })
-      const { toolset, close } = yield* open({ name: "wrapped", spec, policy: fastPolicy() })
+      const { toolset, close } = yield* open({ name: "wrapped", spec, policy: fastPolicy({ required: true }) })
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "ServerUnavailable")
       if (error._tag !== "ServerUnavailable") return
@@ -56,7 +56,7 @@ describe("LspToolset lifecycle", () => {
       const { toolset, close } = yield* open({
         name: "silent",
         spec,
-        policy: fastPolicy({ startup_timeout: "1s" })
+        policy: fastPolicy({ startup_timeout: "1s", required: true })
       })
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "InitTimeout")

@@ -100,6 +100,8 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const instructions = client.getInstructions()
     return {
       handle: { client, tools, prompts, capabilities },
+      // Over stdio the SDK rejects pending requests when the pipe closes; over HTTP it may not.
+      selfBounded: spec._tag === "stdio",
       ended: link.ended,
       probe: request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout })).pipe(Effect.asVoid),
       toolCount: initialTools.length,

@@ -7,10 +7,11 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import { Classify, Deadline, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 
@@ -53,25 +54,8 @@ const connectionCodes = new Set([-32000, -32001])
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
 
-/**
- * OpenAI-style clients send explicit nulls for omitted optional arguments; servers reject them.
- * Arguments without a null (nearly every call) are passed on as they are, without a copy.
- */
-export const stripNulls = (args: { readonly [key: string]: unknown }): { readonly [key: string]: unknown } => {
-  for (const key in args) {
-    if (args[key] === null && Object.hasOwn(args, key)) {
-      return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null))
-    }
-  }
-  return args
-}
-
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
-
-/** Whether the server says a tool can run twice without harm, so a call of unknown fate may be resent. */
-const isSafeToResend = (tool: Toolset.Tool | undefined): boolean =>
-  tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -88,6 +72,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce })
       })
     })
+
+    const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
+    /** One deadline for the whole call, a resend included. */
+    const withDeadline = Deadline.within(callMillis)
+    const bounded = Deadline.bound(name)
 
     const incomplete = (reason: LifecycleError.NotStarted) => ({ complete: false as const, items: [], reason })
 
@@ -108,23 +97,23 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 
     /**
      * The server's answer to the request is the caller's business; anything else is a lifecycle
-     * failure. The SDK's "Not connected" means the transport closed before the request was sent:
-     * it provably never reached the server, so it is handled as a lost session.
+     * failure. The SDK's "Not connected" (the transport closed before the request was sent) and a
+     * write into a pipe nobody reads any more mean the request provably never reached the server:
+     * it is handled as a lost session and may be sent again.
      */
-    const callFailure = (tool: string, cause: unknown): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
-      cause instanceof Error && cause.message === "Not connected"
+    const callFailure = (
+      tool: string,
+      cause: unknown,
+      deadline: Deadline.Deadline | undefined
+    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
+      cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
         ? new LifecycleError.SessionMissing({
             toolset: name,
             message: `${name}: the session closed before "${tool}" was sent`,
             cause
           })
         : cause instanceof McpError && cause.code === requestTimeout
-          ? new LifecycleError.CallTimeout({
-              toolset: name,
-              message: `${name}/${tool}: did not complete within ${sdkTimeout} ms`,
-              afterMillis: sdkTimeout,
-              cause
-            })
+          ? Deadline.exceeded(name, deadline ?? { millis: McpConnector.noSdkTimeout })
           : cause instanceof McpError && !connectionCodes.has(cause.code)
             ? new Toolset.ToolCallFailed({
                 toolset: name,
@@ -160,59 +149,74 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     }
 
     /**
-     * The SDK enforces `call_timeout` with a plain timer (mapped to CallTimeout), and rejects a
-     * pending request as soon as its session closes, so a call needs no fiber of its own.
+     * The SDK enforces what is left of the call's deadline with a plain timer (mapped to
+     * CallTimeout), and rejects a pending request as soon as its session closes, so a call on a
+     * stdio session needs no fiber of its own.
      */
-    const sdkTimeout =
-      policy.callTimeout === undefined ? McpConnector.noSdkTimeout : Duration.toMillis(policy.callTimeout)
-
     const invoke = (session: McpConnector.McpSession, tool: string, args: { readonly [key: string]: unknown }) =>
-      Effect.map(
-        Effect.tryPromise({
-          try: (signal) =>
-            session.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: sdkTimeout }),
-          catch: (cause) => callFailure(tool, cause)
-        }),
-        toToolResult
-      )
+      Effect.withFiber((fiber) => {
+        const deadline = fiber.getRef(Deadline.Current)
+        const timeout = deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
+        return Effect.map(
+          Effect.tryPromise({
+            try: (signal) => session.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout }),
+            catch: (cause) => callFailure(tool, cause, deadline)
+          }),
+          toToolResult
+        )
+      })
+
+    const remote = McpSpec.isRemote(spec)
 
     /**
      * One attempt on the live session, then recovery by what the failure proves. The attempt
      * reads the listing synchronously, and the recovery's effects are built only when an attempt
      * fails: a call is one Effect operation per layer, which is what it costs under load.
+     *
+     * A failure that says the session is gone is reported to the Supervisor (`lost`), which
+     * records the crash once, with its real cause; the call never restarts anything itself. It is
+     * sent again, on the next session and within the same deadline, only when it provably never
+     * reached the server or the tool says running it twice is harmless; otherwise it fails with
+     * the crash as the Supervisor recorded it.
      */
     const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
-      const sent = stripNulls(args)
+      const sent = Toolset.stripNulls(args)
       let used: McpConnector.McpSession | undefined
       let safeToResend = false
-      const attempt = supervisor.useDirect((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
+      const attempt = supervisor.use((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
         used = session
         // Only a current listing may veto a call: a stale one would miss a tool just added.
         const known = session.tools.currentUnsafe()
         const found = known === undefined ? undefined : toolNamed(known, tool)
         if (known !== undefined && found === undefined) return Effect.fail(toolNotFound(known, tool))
-        safeToResend = isSafeToResend(found)
+        safeToResend = Toolset.isSafeToRepeat(found)
         return invoke(session, tool, sent)
       })
-      /** Reconnects only if the session that failed is still the live one; a newer one is used as is. */
-      const resend = () =>
-        supervisor
-          .useDirect((current) => (current === used ? supervisor.restart : Effect.void))
-          .pipe(Effect.andThen(attempt), withCallTimeout(policy, name))
-      return Effect.catch(attempt, (error) => {
-        switch (error._tag) {
-          case "SessionMissing":
-            return resend()
-          case "ServerUnavailable":
-            return McpSpec.isRemote(spec) ? resend() : Effect.fail(error)
-          case "ServerCrashed":
-          case "TransportError":
-            // The fate of the call is unknown: sent again only if running it twice is harmless.
-            return safeToResend ? resend() : Effect.fail(error)
-          default:
-            return Effect.fail(error)
-        }
-      })
+      /** Tells the Supervisor, then resends or fails with the crash it recorded. */
+      const afterLoss = (error: LifecycleError.LifecycleError, neverSent: boolean) => {
+        const session = used
+        if (session === undefined) return Effect.fail(error)
+        // A local process reports its own death with its exit; a remote session may never.
+        const lost = bounded(supervisor.lost(session, remote ? error : undefined))
+        return Effect.flatMap(lost, (crash) => (neverSent || safeToResend ? attempt : Effect.fail(crash)))
+      }
+      return withDeadline(
+        Effect.catch(attempt, (error) => {
+          switch (error._tag) {
+            case "SessionMissing":
+              return afterLoss(error, true)
+            case "ServerUnavailable":
+              return remote ? afterLoss(error, true) : Effect.fail(error)
+            case "ServerCrashed":
+              return afterLoss(error, false)
+            case "TransportError":
+              // Over HTTP one failed request does not prove the session dead; the probe decides.
+              return remote && !safeToResend ? Effect.fail(error) : afterLoss(error, false)
+            default:
+              return Effect.fail(error)
+          }
+        })
+      )
     }
 
     return {
@@ -231,7 +235,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
                 { name: prompt, arguments: { ...args } },
                 { signal, timeout: McpConnector.noSdkTimeout }
               ),
-            catch: (cause) => callFailure(prompt, cause)
+            catch: (cause) => callFailure(prompt, cause, undefined)
           })
         )
     } satisfies McpToolset
@@ -240,22 +244,3 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 /** Servers of the 2024-10-07 protocol answer `{ toolResult }`; it becomes one text item. */
 const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): Toolset.ToolResult =>
   "toolResult" in result ? { content: [{ type: "text", text: JSON.stringify(result.toolResult) }] } : result
-
-/** One deadline for the whole call, retries included. */
-const withCallTimeout =
-  (policy: Policy.Policy, name: string) =>
-  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | LifecycleError.CallTimeout, R> => {
-    const timeout = policy.callTimeout
-    if (timeout === undefined) return effect
-    return Effect.timeoutOrElse(effect, {
-      duration: timeout,
-      orElse: () =>
-        Effect.fail(
-          new LifecycleError.CallTimeout({
-            toolset: name,
-            message: `${name}: tool call did not complete within ${Duration.format(timeout)}`,
-            afterMillis: Duration.toMillis(timeout)
-          })
-        )
-    })
-  }

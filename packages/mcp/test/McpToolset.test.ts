@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as McpSpec from "../src/McpSpec.ts"
 import * as McpToolset from "../src/McpToolset.ts"
 import { everythingStdio, fastPolicy, fixture, inState, tempFile, textOf, until } from "./helpers.ts"
@@ -72,14 +73,6 @@ describe("McpToolset over stdio", () => {
     })
   )
 
-  it("stripNulls passes arguments without a null on as they are, and drops only the null-valued keys", () => {
-    const clean = { a: "x", b: 0, c: false, d: undefined, e: { f: null } }
-    assert.strictEqual(McpToolset.stripNulls(clean), clean, "no copy when there is nothing to strip")
-    assert.deepStrictEqual(McpToolset.stripNulls({ a: "x", b: null, c: 0, d: null }), { a: "x", c: 0 })
-    const inherited: { readonly [key: string]: unknown } = Object.create({ fromPrototype: null })
-    assert.strictEqual(McpToolset.stripNulls(inherited), inherited, "only own keys count")
-  })
-
   it.live("an unknown tool is ToolNotFound naming the tools there are; bad arguments are ToolCallFailed", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
@@ -127,9 +120,31 @@ describe("McpToolset over stdio", () => {
       process.kill(pid, "SIGKILL")
       const error = yield* Fiber.join(call)
       assert.isBelow(Date.now() - killedAt, 2_000)
-      assert.include(["ServerCrashed", "TransportError"], error._tag)
+      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.include(error.message, "SIGKILL")
+      assert.strictEqual(error._tag === "ServerCrashed" ? error.signal : undefined, "SIGKILL")
       yield* until(toolset, (s) => s.state === "Ready" && s.restarts === 1)
       assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "ok" })), "ok")
+      yield* close
+    })
+  )
+
+  it.live("a call made during the restart waits for it and succeeds, even when not idempotent", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture(),
+        policy: fastPolicy({ backoff: { initial: "300ms" } })
+      })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid ?? 0
+      process.kill(pid, "SIGKILL")
+      yield* inState(toolset, "Restarting")
+      assert.strictEqual(textOf(yield* toolset.callTool("sleep", { ms: 0 })), "slept 0")
+      const after = yield* toolset.state
+      assert.strictEqual(after.state, "Ready")
+      assert.strictEqual(after.restarts, 1)
+      assert.notStrictEqual(after.pid, pid)
       yield* close
     })
   )
@@ -167,12 +182,12 @@ describe("McpToolset over stdio", () => {
     })
   )
 
-  it.live("a missing binary fails to start with ServerUnavailable and stays Stopped", () =>
+  it.live("a missing binary fails a required toolset's start with ServerUnavailable and leaves it Stopped", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({
         name: "missing",
         spec: McpSpec.Stdio.make({ command: "toolvisor-no-such-server", args: [] }),
-        policy: fastPolicy()
+        policy: fastPolicy({ required: true })
       })
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "ServerUnavailable")
@@ -182,20 +197,31 @@ describe("McpToolset over stdio", () => {
     })
   )
 
-  it.live("an env-wrapped missing binary exits at once: ServerUnavailable with its stderr, not Ready", () =>
+  it.live("an env-wrapped missing binary exits at once: ServerUnavailable with its stderr, retried, never Ready", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({
         name: "wrapped",
         spec: McpSpec.Stdio.make({ command: "env", args: ["-C", "/tmp", "toolvisor-no-such-server"] }),
-        policy: fastPolicy()
+        policy: fastPolicy({ max_restarts: 2 })
       })
+      const states = yield* toolset.events.pipe(
+        Stream.map((t) => t.snapshot.state),
+        Stream.takeUntil((state) => state === "Failed"),
+        Stream.runCollect,
+        Effect.forkChild({ startImmediately: true })
+      )
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "ServerUnavailable")
       if (error._tag === "ServerUnavailable") {
         assert.strictEqual(error.exitCode, 127)
         assert.match(error.stderr?.join("\n") ?? "", /toolvisor-no-such-server/)
       }
-      assert.strictEqual((yield* toolset.state).state, "Stopped")
+      const seen = yield* Fiber.join(states)
+      assert.notInclude(seen, "Ready")
+      const failed = yield* toolset.state
+      assert.strictEqual(failed.state, "Failed")
+      assert.strictEqual(failed.restarts, 2)
+      assert.strictEqual(failed.lastError?.tag, "ServerUnavailable")
       yield* close
     })
   )
@@ -308,5 +334,68 @@ describe("tool list cache", () => {
       assert.include(names, "dynamic_2")
       yield* close
     })
+  )
+})
+
+describe("McpToolset crash accounting with calls flowing", () => {
+  /**
+   * A server that exits 400 ms after every start, `max_restarts: 3`: the starts until Failed, and
+   * the Restarting transitions, with or without a steady stream of calls.
+   */
+  const crashLoop = (withCalls: boolean) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const starts = tempFile("starts")
+        const { toolset, close } = yield* open({
+          name: "loop",
+          spec: fixture({ FIXTURE_EXIT_AFTER_MS: "400", FIXTURE_STARTS_FILE: starts }),
+          policy: fastPolicy({ max_restarts: 3 })
+        })
+        const restarting = yield* toolset.events.pipe(
+          Stream.takeUntil((t) => t.snapshot.state === "Failed"),
+          Stream.filter((t) => t.snapshot.state === "Restarting"),
+          Stream.map((t) => t.snapshot.lastError),
+          Stream.runCollect,
+          Effect.forkChild({ startImmediately: true })
+        )
+        const failures: Array<string> = []
+        if (withCalls) {
+          yield* toolset.callTool("echo", { message: "hi" }).pipe(
+            Effect.catch((error) => Effect.sync(() => failures.push(error._tag))),
+            Effect.andThen(Effect.sleep("5 millis")),
+            Effect.forever,
+            Effect.forkScoped
+          )
+        }
+        yield* Effect.ignore(toolset.start)
+        yield* inState(toolset, "Failed")
+        const errors = yield* Fiber.join(restarting)
+        const count = NodeFs.readFileSync(starts, "utf8").trim().split("\n").length
+        yield* close
+        return { count, errors, failures }
+      })
+    )
+
+  it.live(
+    "reaches Failed after the same number of starts with and without calls; every Restarting carries the exit",
+    () =>
+      Effect.gen(function* () {
+        const quiet = yield* crashLoop(false)
+        const busy = yield* crashLoop(true)
+        assert.strictEqual(quiet.count, 4)
+        assert.strictEqual(busy.count, 4)
+        for (const errors of [quiet.errors, busy.errors]) {
+          assert.strictEqual(errors.length, 3)
+          for (const error of errors) {
+            assert.strictEqual(error?.tag, "ServerCrashed")
+            assert.include(error?.message, "code 3")
+            assert.include(error?.message, "fixture gave up on purpose")
+            assert.notInclude(error?.message, "Node.js v")
+          }
+        }
+        assert.isAbove(busy.failures.length, 0)
+        assert.notInclude(busy.failures, "UnknownTool")
+      }),
+    60_000
   )
 })

@@ -5,7 +5,7 @@
 import * as NodeStream from "node:stream"
 import { assert, describe, it } from "@effect/vitest"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { PipeTransport } from "../src/internal/pipeTransport.ts"
+import { NotDelivered, PipeTransport } from "../src/internal/pipeTransport.ts"
 
 /** A transport whose server side is two PassThrough streams: what we write, and what we make it read. */
 const open = async () => {
@@ -109,5 +109,39 @@ describe("PipeTransport", () => {
     fromServer.write(`${line.slice(10)}\r\n\r\n`)
     await settle()
     assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 1, result: { content: [] } }])
+  })
+
+  it("a message sent once the server's output has ended is NotDelivered, and never written", async () => {
+    const { transport, fromServer, writes, settle } = await open()
+    fromServer.end()
+    await settle()
+    const error = await transport.send(request(1)).then(
+      () => undefined,
+      (e: unknown) => e
+    )
+    assert.instanceOf(error, NotDelivered)
+    await settle()
+    assert.deepStrictEqual(writes, [])
+  })
+
+  it("a write that fails is NotDelivered, and the close is reported only after the request learned it", async () => {
+    const fromServer = new NodeStream.PassThrough()
+    const toServer = new NodeStream.Writable({
+      write: (_chunk, _encoding, done) => setImmediate(() => done(new Error("EPIPE")))
+    })
+    toServer.on("error", () => undefined)
+    const transport = new PipeTransport(fromServer, toServer, () => undefined)
+    const events: Array<string> = []
+    transport.onclose = () => events.push("close")
+    await transport.start()
+    const sent = transport.send(request(1)).then(
+      () => events.push("delivered"),
+      (e: unknown) => events.push(e instanceof NotDelivered ? "not delivered" : "other")
+    )
+    await new Promise<void>((resolve) => process.nextTick(resolve))
+    fromServer.end()
+    await sent
+    await new Promise<void>((resolve) => setTimeout(resolve, 10))
+    assert.deepStrictEqual(events, ["not delivered", "close"])
   })
 })

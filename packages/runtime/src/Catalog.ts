@@ -1,11 +1,12 @@
 /**
  * The tools an agent can call, gathered from its toolsets' listings in config order. A catalog
  * says whether it is complete and, when it is not, which toolsets are missing and why, so an
- * agent never mistakes "still starting" for "has no tools". Names are prefixed with the
+ * agent never mistakes "still starting" for "has no tools". A toolset that is restarting keeps
+ * its last-known tools on offer, marked so, and the catalog is then not complete. Names are prefixed with the
  * toolset's `name` when the config gave one; when two toolsets expose the same name, the first
  * in config order wins and the other is reported as shadowed.
  */
-import type { Toolset } from "@toolvisor/core"
+import type { State, Toolset } from "@toolvisor/core"
 
 /** A toolset's contribution, as the registry gathered it. */
 export interface Source {
@@ -15,7 +16,9 @@ export interface Source {
   /** Exposed names to keep; `undefined` keeps all. */
   readonly allow: ReadonlyArray<string> | undefined
   readonly listing: Toolset.Listing<Toolset.Tool>
-  readonly state: string
+  readonly state: State.State
+  /** What the toolset listed the last time it was usable, if it ever was. */
+  readonly lastKnown: ReadonlyArray<Toolset.Tool> | undefined
 }
 
 export interface Entry {
@@ -24,11 +27,16 @@ export interface Entry {
   readonly toolset: string
   /** The tool as its toolset knows it (its `name` is the unprefixed one). */
   readonly tool: Toolset.Tool
+  /**
+   * True when the tool comes from its toolset's last listing because the toolset is starting or
+   * restarting: a call waits for it to be back (within `call_timeout`).
+   */
+  readonly lastKnown: boolean
 }
 
 export interface Missing {
   readonly toolset: string
-  readonly state: string
+  readonly state: State.State
   readonly reason: string
 }
 
@@ -39,40 +47,83 @@ export interface Shadowed {
 }
 
 export interface Catalog {
+  /** True when every toolset is usable and listed: nothing in `tools` is last-known, nothing is missing. */
   readonly complete: boolean
+  /** What the agent is offered: tools of usable toolsets and the last-known tools of restarting ones. */
   readonly tools: ReadonlyArray<Entry>
   readonly missing: ReadonlyArray<Missing>
   readonly shadowed: ReadonlyArray<Shadowed>
+  /**
+   * Tools their toolset offered before it stopped or failed: not offered, but a call to one fails
+   * at once with its toolset's error instead of "no such tool".
+   */
+  readonly offline: ReadonlyArray<Entry>
+  /** Moves only when the offered tools (names, descriptions, schemas, annotations) change. */
+  readonly version: number
 }
 
 export const exposedName = (prefix: string | undefined, tool: string): string =>
   prefix === undefined ? tool : `${prefix}_${tool}`
 
-/** Builds the catalog from sources in config order. */
-export const make = (sources: ReadonlyArray<Source>): Catalog => {
+/** States in which a toolset's last-known tools stay on offer: it is on its way back. */
+const returning = (state: State.State): boolean => state === "Starting" || state === "Restarting"
+
+/**
+ * Builds the catalog from sources in config order; `previous` (the last catalog of the same
+ * agent) keeps the version when the offered tools are the same.
+ */
+export const make = (sources: ReadonlyArray<Source>, previous?: Catalog): Catalog => {
   const tools: Array<Entry> = []
   const owners = new Map<string, string>()
   const missing: Array<Missing> = []
   const shadowed: Array<Shadowed> = []
-  for (const source of sources) {
-    if (!source.listing.complete) {
-      missing.push({ toolset: source.toolset, state: source.state, reason: source.listing.reason.message })
-      continue
-    }
-    for (const tool of source.listing.items) {
+  const offline: Array<Entry> = []
+  const offer = (source: Source, items: ReadonlyArray<Toolset.Tool>, lastKnown: boolean, into: Array<Entry>) => {
+    for (const tool of items) {
       const name = exposedName(source.prefix, tool.name)
       if (source.allow !== undefined && !source.allow.includes(name)) continue
       const owner = owners.get(name)
       if (owner !== undefined) {
-        shadowed.push({ name, toolset: source.toolset, shadowedBy: owner })
+        if (into === tools) shadowed.push({ name, toolset: source.toolset, shadowedBy: owner })
         continue
       }
-      owners.set(name, source.toolset)
-      tools.push({ name, toolset: source.toolset, tool })
+      if (into === tools) owners.set(name, source.toolset)
+      into.push({ name, toolset: source.toolset, tool, lastKnown })
     }
   }
-  return { complete: missing.length === 0, tools, missing, shadowed }
+  for (const source of sources) {
+    if (source.listing.complete) {
+      offer(source, source.listing.items, false, tools)
+      continue
+    }
+    missing.push({ toolset: source.toolset, state: source.state, reason: source.listing.reason.message })
+    if (source.lastKnown !== undefined && returning(source.state)) offer(source, source.lastKnown, true, tools)
+  }
+  // Offline tools never shadow an offered one: they are looked at after every source is in.
+  for (const source of sources) {
+    if (!source.listing.complete && source.lastKnown !== undefined && !returning(source.state)) {
+      offer(source, source.lastKnown, true, offline)
+    }
+  }
+  const version =
+    previous === undefined ? 0 : sameOffer(previous.tools, tools) ? previous.version : previous.version + 1
+  return { complete: missing.length === 0, tools, missing, shadowed, offline, version }
 }
+
+/** Whether two offers hold the same tools, by name and content (listings are new objects after a restart). */
+const sameOffer = (a: ReadonlyArray<Entry>, b: ReadonlyArray<Entry>): boolean =>
+  a.length === b.length &&
+  a.every((entry, i) => {
+    const other = b[i]
+    return other !== undefined && entry.name === other.name && sameTool(entry.tool, other.tool)
+  })
+
+const sameTool = (a: Toolset.Tool, b: Toolset.Tool): boolean =>
+  a === b ||
+  (a.description === b.description &&
+    a.title === b.title &&
+    JSON.stringify([a.inputSchema, a.outputSchema, a.annotations]) ===
+      JSON.stringify([b.inputSchema, b.outputSchema, b.annotations]))
 
 /** Levenshtein distance, for "did you mean". */
 const distance = (a: string, b: string): number => {

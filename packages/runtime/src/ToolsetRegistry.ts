@@ -62,7 +62,8 @@ export interface Registry {
   readonly agents: Effect.Effect<ReadonlyArray<string>>
   /**
    * Starts every non-lazy toolset in parallel; fails with `StartFailed` naming each required
-   * toolset that did not reach Ready. Optional failures are logged and retried by their policy.
+   * toolset that did not reach Ready. Optional failures are logged; their Supervisors keep trying
+   * by their policy until Ready, Failed, or stopped.
    */
   readonly start: Effect.Effect<void, StartFailed>
   /** The current status of every toolset, in config order. */
@@ -71,8 +72,16 @@ export interface Registry {
   readonly status: Stream.Stream<ReadonlyArray<State.StatusSnapshot>>
   /** Every transition of every toolset, in order per toolset, none lost. */
   readonly events: Stream.Stream<ToolsetEvent>
-  /** An agent's tools from usable toolsets, in config order; says what is missing and why. */
+  /**
+   * An agent's tools in config order: those of usable toolsets, and the last-known tools of
+   * toolsets that are restarting (marked so); says what is missing and why.
+   */
   readonly catalog: (agent?: string) => Effect.Effect<Catalog.Catalog, UnknownAgent>
+  /**
+   * The agent's catalog now, then again each time its offered tools (`version`) or its
+   * completeness change — what a gateway's `list_changed` and a live view follow.
+   */
+  readonly catalogChanges: (agent?: string) => Stream.Stream<Catalog.Catalog, UnknownAgent>
   readonly callTool: (
     tool: string,
     args: { readonly [key: string]: unknown },

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { LifecycleError, type Toolset } from "@toolvisor/core"
+import { LifecycleError, type State, type Toolset } from "@toolvisor/core"
 import * as Catalog from "../src/Catalog.ts"
 
 const tool = (name: string): Toolset.Tool => ({ name, inputSchema: { type: "object" } })
@@ -13,14 +13,16 @@ const ready = (
   prefix: options.prefix,
   allow: options.allow,
   state: "Ready",
-  listing: { complete: true, items: names.map(tool) }
+  listing: { complete: true, items: names.map(tool) },
+  lastKnown: undefined
 })
 
-const notReady = (toolset: string, state: string): Catalog.Source => ({
+const notReady = (toolset: string, state: State.State, lastKnown?: ReadonlyArray<string>): Catalog.Source => ({
   toolset,
   prefix: undefined,
   allow: undefined,
   state,
+  lastKnown: lastKnown?.map(tool),
   listing: {
     complete: false,
     items: [],
@@ -76,5 +78,64 @@ describe("Catalog", () => {
     assert.deepStrictEqual(Catalog.nearNames("read_file", names), ["fs_read_file"])
     assert.deepStrictEqual(Catalog.nearNames("ecoh", names), ["echo"])
     assert.deepStrictEqual(Catalog.nearNames("completely_different", names), [])
+  })
+
+  it("keeps a restarting toolset's last-known tools on offer, marked, and says it is not complete", () => {
+    const catalog = Catalog.make([ready("a", ["one"]), notReady("ev", "Restarting", ["echo", "sum"])])
+    assert.deepStrictEqual(
+      catalog.tools.map((t) => [t.name, t.lastKnown]),
+      [
+        ["one", false],
+        ["echo", true],
+        ["sum", true]
+      ]
+    )
+    assert.isFalse(catalog.complete)
+    assert.deepStrictEqual(
+      catalog.missing.map((m) => [m.toolset, m.state]),
+      [["ev", "Restarting"]]
+    )
+  })
+
+  it("does not offer the tools of a failed toolset, but keeps them to name its error, shadowing nothing", () => {
+    const catalog = Catalog.make([notReady("ev", "Failed", ["echo", "shared"]), ready("b", ["shared"])])
+    assert.deepStrictEqual(
+      catalog.tools.map((t) => [t.name, t.toolset]),
+      [["shared", "b"]]
+    )
+    assert.deepStrictEqual(
+      catalog.offline.map((t) => t.name),
+      ["echo"]
+    )
+  })
+
+  it("a toolset never listed offers nothing while it starts", () => {
+    const catalog = Catalog.make([notReady("ev", "Starting")])
+    assert.deepStrictEqual(catalog.tools, [])
+    assert.deepStrictEqual(catalog.offline, [])
+    assert.isFalse(catalog.complete)
+  })
+
+  it("the version moves only when the offered tools change, not when a toolset restarts with the same tools", () => {
+    const first = Catalog.make([ready("ev", ["echo", "sum"])])
+    const restarting = Catalog.make([notReady("ev", "Restarting", ["echo", "sum"])], first)
+    const back = Catalog.make([ready("ev", ["echo", "sum"])], restarting)
+    assert.strictEqual(restarting.version, first.version)
+    assert.strictEqual(back.version, first.version)
+    const grown = Catalog.make([ready("ev", ["echo", "sum", "new"])], back)
+    assert.strictEqual(grown.version, first.version + 1)
+    const schema = Catalog.make(
+      [
+        {
+          ...ready("ev", []),
+          listing: {
+            complete: true,
+            items: [{ name: "echo", inputSchema: { type: "object", required: ["x"] } }, tool("sum"), tool("new")]
+          }
+        }
+      ],
+      grown
+    )
+    assert.strictEqual(schema.version, grown.version + 1)
   })
 })

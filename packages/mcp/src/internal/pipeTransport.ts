@@ -35,6 +35,17 @@ const isPlainResult = (message: unknown): message is JSONRPCResultResponse => {
   )
 }
 
+/**
+ * A message that never reached the server: the pipe was closed, or the write failed because no
+ * process reads it any more (EPIPE). A request that failed so provably never ran.
+ */
+export class NotDelivered extends Error {
+  constructor(cause?: unknown) {
+    super("the message was not delivered: the server's stdin is closed", { cause })
+    this.name = "NotDelivered"
+  }
+}
+
 export class PipeTransport implements Transport {
   onclose?: (() => void) | undefined
   onerror?: ((error: Error) => void) | undefined
@@ -44,6 +55,10 @@ export class PipeTransport implements Transport {
   private closed = false
   /** The lines sent during this tick, and the promise of their write. */
   private batch: { readonly lines: Array<string>; readonly written: Promise<void> } | undefined
+  /** Writes handed to the pipe and not yet confirmed. */
+  private writing = 0
+  /** Set while a close waits for the writes in progress to settle. */
+  private afterWrites: (() => void) | undefined
 
   private readonly input: NodeStream.Readable
   private readonly output: NodeStream.Writable
@@ -71,8 +86,7 @@ export class PipeTransport implements Transport {
    * request is written before any I/O is polled, so it waits for nothing.
    */
   send(message: JSONRPCMessage): Promise<void> {
-    if (this.closed || !this.output.writable)
-      return Promise.reject(new Error("MCP server stdin is closed (broken pipe)"))
+    if (this.closed || !this.output.writable) return Promise.reject(new NotDelivered())
     const line = `${JSON.stringify(message)}\n`
     if (this.batch === undefined) this.batch = this.startBatch()
     this.batch.lines.push(line)
@@ -84,7 +98,15 @@ export class PipeTransport implements Transport {
     const written = new Promise<void>((resolve, reject) => {
       process.nextTick(() => {
         this.batch = undefined
-        this.output.write(lines.join(""), (error) => (error ? reject(error) : resolve()))
+        if (this.closed) return reject(new NotDelivered())
+        this.writing += 1
+        this.output.write(lines.join(""), (error) => {
+          this.writing -= 1
+          if (error) reject(new NotDelivered(error))
+          else resolve()
+          // After the rejection has reached the request (a microtask away), not before it.
+          if (this.writing === 0 && this.afterWrites !== undefined) setImmediate(this.afterWrites)
+        })
       })
     })
     return { lines, written }
@@ -125,10 +147,19 @@ export class PipeTransport implements Transport {
 
   private readonly onStreamError = (error: Error) => this.onerror?.(error)
 
+  /**
+   * The server's output ended. Requests whose write is still in progress learn its outcome first
+   * — a write into a pipe nobody reads fails as `NotDelivered` — and only then is the close
+   * reported, which fails the requests that were delivered as closed (their fate unknown).
+   */
   private readonly onClosed = () => {
     if (this.closed) return
     this.closed = true
     this.input.off("data", this.onData)
-    this.onclose?.()
+    if (this.writing === 0) return this.onclose?.()
+    this.afterWrites = () => {
+      this.afterWrites = undefined
+      this.onclose?.()
+    }
   }
 }

@@ -1,0 +1,58 @@
+/**
+ * The one deadline of a request. `Supervisor.use` sets it from `call_timeout` when a call starts
+ * (a caller that set one already — a call that may be sent twice — keeps its own), so waiting for
+ * Ready, the request and any resend share one budget. Transports whose requests take a timeout of
+ * their own read what is left (`remaining`); everything else is bounded by `bound`. Wall-clock
+ * time, like every budget about a real process: the bound's timer runs on Effect's clock, but
+ * what is left is measured with `Date.now()`.
+ */
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as LifecycleError from "./LifecycleError.ts"
+
+export interface Deadline {
+  /** Wall-clock time (`Date.now()`) by which the call must be done. */
+  readonly at: number
+  /** The budget the call started with, for the error. */
+  readonly millis: number
+}
+
+/** The current call's deadline; `undefined` outside a call (handshake, health probe). */
+export const Current = Context.Reference<Deadline | undefined>("@toolvisor/core/Deadline", {
+  defaultValue: () => undefined
+})
+
+/** Runs `effect` with a deadline `millis` from now, unless it already runs under one; `undefined` adds none. */
+export const within =
+  (millis: number | undefined) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    millis === undefined
+      ? effect
+      : Effect.flatMap(Current, (current) =>
+          current === undefined ? Effect.provideService(effect, Current, { at: Date.now() + millis, millis }) : effect
+        )
+
+/** Milliseconds left before `deadline`, never negative. */
+export const remaining = (deadline: Deadline): number => Math.max(0, deadline.at - Date.now())
+
+/** The failure of a call that ran out of time: the one `CallTimeout` every transport reports. */
+export const exceeded = (toolset: string, deadline: Pick<Deadline, "millis">): LifecycleError.CallTimeout =>
+  new LifecycleError.CallTimeout({
+    toolset,
+    message: `${toolset}: call did not complete within ${Duration.format(Duration.millis(deadline.millis))}`,
+    afterMillis: deadline.millis
+  })
+
+/** Fails `effect` with `CallTimeout` when the current deadline passes first; unbounded without one. */
+export const bound =
+  (toolset: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | LifecycleError.CallTimeout, R> =>
+    Effect.flatMap(Current, (deadline) =>
+      deadline === undefined
+        ? effect
+        : Effect.timeoutOrElse(effect, {
+            duration: Duration.millis(remaining(deadline)),
+            orElse: () => Effect.fail(exceeded(toolset, deadline))
+          })
+    )

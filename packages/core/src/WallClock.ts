@@ -1,0 +1,13 @@
+/**
+ * Waits measured on the wall clock. Grace periods and deadlines about real processes (a server
+ * given time to exit, a crash report given time to arrive) must pass in real time even when the
+ * surrounding program runs on a `TestClock`, so they use a plain timer, not Effect's `Clock`.
+ */
+import * as Effect from "effect/Effect"
+
+/** Sleeps `millis` of real time; interruption clears the timer. */
+export const sleep = (millis: number): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), millis)
+    return Effect.sync(() => clearTimeout(timer))
+  })

@@ -1,0 +1,305 @@
+/**
+ * An agent's catalog and the route of every tool in it. A toolset that has listed its tools once
+ * keeps them routable while it starts again or restarts, so a call made 2 ms after a crash waits
+ * for the toolset to be back (the Supervisor bounds the wait by `call_timeout`) instead of
+ * failing; a tool of a toolset that stopped or failed fails at once with that toolset's error.
+ * `UnknownTool` is left for names no toolset has offered — after waiting for toolsets whose first
+ * start is in flight, and waking lazy ones. A catalog is rebuilt only when the registry's version
+ * moves (a state, a re-listing, the config), and its own `version` moves only when the offered
+ * tools changed, which is what `changes` reports.
+ */
+import type { AgentConfig } from "@toolvisor/config"
+import { LifecycleError, State, type Toolset } from "@toolvisor/core"
+import { LspRouter } from "@toolvisor/lsp"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Stream from "effect/Stream"
+import * as Catalog from "./Catalog.ts"
+import * as Telemetry from "./Telemetry.ts"
+import * as ToolsetRegistry from "./ToolsetRegistry.ts"
+
+/** A running toolset as routing sees it. */
+export interface Entry {
+  readonly config: AgentConfig.ToolsetConfig
+  readonly toolset: Toolset.Toolset
+  /** Set for LSP toolsets: an agent with several gets them behind one router. */
+  readonly lsp: LspRouter.Backend | undefined
+}
+
+export interface Options {
+  /** The agents' toolsets, in config order, as they run now. */
+  readonly entries: (agent: string) => Effect.Effect<ReadonlyArray<Entry>, ToolsetRegistry.UnknownAgent>
+  /** Moves whenever a toolset's status, a listing, the config or the running set changes. */
+  readonly version: () => number
+  /** The registry's status stream: each emission may change a catalog. */
+  readonly status: Stream.Stream<unknown>
+  /** Starts a lazy toolset (errors are the toolset's own business). */
+  readonly start: (entry: Entry) => Effect.Effect<void>
+}
+
+export interface Routing {
+  readonly catalog: (agent: string) => Effect.Effect<Catalog.Catalog, ToolsetRegistry.UnknownAgent>
+  readonly callTool: (
+    tool: string,
+    args: { readonly [key: string]: unknown },
+    agent: string
+  ) => Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent>
+  /** The agent's catalog now, then each time its offered tools or its completeness change. */
+  readonly changes: (agent: string) => Stream.Stream<Catalog.Catalog, ToolsetRegistry.UnknownAgent>
+}
+
+/** One part of an agent's catalog: a toolset, or a router over several LSP toolsets. */
+interface Member {
+  readonly name: string
+  readonly prefix: string | undefined
+  readonly allow: ReadonlyArray<string> | undefined
+  readonly lazy: boolean
+  readonly toolset: Toolset.Toolset
+  readonly entries: ReadonlyArray<Entry>
+}
+
+/**
+ * How a call of one exposed name reaches its toolset, worked out with the catalog it belongs to,
+ * so a call costs one lookup. What every call needs is made here once: the span's attributes, the
+ * log annotation and the tagged metrics.
+ */
+interface Route {
+  readonly owner: Member
+  /** The tool's name as its toolset knows it. */
+  readonly tool: string
+  readonly span: { readonly attributes: { readonly toolset: string; readonly tool: string } }
+  readonly logs: { readonly toolset: string }
+  readonly recorder: Telemetry.CallRecorder
+}
+
+interface Routed {
+  readonly catalog: Catalog.Catalog
+  readonly routes: ReadonlyMap<string, Route>
+  readonly members: ReadonlyArray<Member>
+}
+
+/** A call's span records no stack trace: its call site is always the same line of this file. */
+const noStackTrace = { captureStackTrace: false } as const
+
+const memberOf = (entry: Entry): Member => ({
+  name: entry.config.name,
+  prefix: entry.config.prefix,
+  allow: entry.config.tools,
+  lazy: entry.config.lazy,
+  toolset: entry.toolset,
+  entries: [entry]
+})
+
+/**
+ * What an agent's catalog is made of: each toolset on its own, except that several LSP toolsets
+ * sit behind one router, which sends file tools by file type and merges the workspace-wide ones
+ * (their tool names are the same, so they could not sit side by side).
+ */
+const membersOf = (entries: ReadonlyArray<Entry>): ReadonlyArray<Member> => {
+  const lsp = entries.filter((e) => e.lsp !== undefined)
+  if (lsp.length < 2) return entries.map(memberOf)
+  const allows = lsp.map((entry) => entry.config.tools)
+  const name = lsp.map((entry) => entry.config.name).join("+")
+  const router: Member = {
+    name,
+    prefix: undefined,
+    allow: allows.some((a) => a === undefined) ? undefined : allows.flatMap((a) => a ?? []),
+    lazy: lsp.every((entry) => entry.config.lazy),
+    toolset: LspRouter.make(
+      name,
+      lsp.flatMap((entry) => (entry.lsp === undefined ? [] : [entry.lsp]))
+    ),
+    entries: lsp
+  }
+  return entries.flatMap((e) => (e.lsp === undefined ? [memberOf(e)] : e === lsp[0] ? [router] : []))
+}
+
+const isSettled = (state: State.State) => State.isUsable(state) || State.isTerminal(state)
+
+export const make = (options: Options): Routing => {
+  const kept = new Map<string, Routed & { readonly at: number }>()
+  /** What each member listed the last time it was usable, by member name. */
+  const lastKnown = new Map<string, ReadonlyArray<Toolset.Tool>>()
+  const recorders = new Map<string, Telemetry.CallRecorder>()
+
+  const recorderOf = (toolset: string) => {
+    let recorder = recorders.get(toolset)
+    if (recorder === undefined) {
+      recorder = Telemetry.callRecorder(toolset)
+      recorders.set(toolset, recorder)
+    }
+    return recorder
+  }
+
+  const notStarted = (member: Member, message: string) =>
+    new LifecycleError.NotStarted({ toolset: member.name, message: `${member.name}: ${message}` })
+
+  const neverStarted = (member: Member, state: State.State, error: string | undefined) =>
+    member.lazy && state === "Stopped" && error === undefined
+
+  const sourceOf = (member: Member) =>
+    Effect.gen(function* () {
+      const status = yield* member.toolset.state
+      const listing: Toolset.Listing<Toolset.Tool> = neverStarted(member, status.state, status.lastError?.tag)
+        ? { complete: false, items: [], reason: notStarted(member, "lazy: starts on first use") }
+        : yield* member.toolset.tools.pipe(
+            Effect.catch((error) =>
+              Effect.succeed({ complete: false as const, items: [], reason: notStarted(member, error.message) })
+            )
+          )
+      if (listing.complete) lastKnown.set(member.name, listing.items)
+      return {
+        toolset: member.name,
+        prefix: member.prefix,
+        allow: member.allow,
+        listing,
+        state: status.state,
+        lastKnown: lastKnown.get(member.name)
+      } satisfies Catalog.Source
+    })
+
+  const routesOf = (catalog: Catalog.Catalog, members: ReadonlyArray<Member>): ReadonlyMap<string, Route> => {
+    const byName = new Map(members.map((member) => [member.name, member]))
+    const routes = new Map<string, Route>()
+    for (const entry of [...catalog.tools, ...catalog.offline]) {
+      const owner = byName.get(entry.toolset)
+      if (owner === undefined || routes.has(entry.name)) continue
+      routes.set(entry.name, {
+        owner,
+        tool: entry.tool.name,
+        span: { attributes: { toolset: owner.name, tool: entry.name } },
+        logs: { toolset: owner.name },
+        recorder: recorderOf(owner.name)
+      })
+    }
+    return routes
+  }
+
+  /**
+   * An agent's catalog and its routes, kept until the registry's version moves. A catalog whose
+   * gaps come from a listing that failed on a usable toolset is not kept: the next call lists again.
+   */
+  const routed = (agent: string): Effect.Effect<Routed, ToolsetRegistry.UnknownAgent> =>
+    Effect.suspend(() => {
+      const found = kept.get(agent)
+      if (found !== undefined && found.at === options.version()) return Effect.succeed(found)
+      const at = options.version()
+      return options.entries(agent).pipe(
+        Effect.flatMap((entries) => {
+          const members = membersOf(entries)
+          return Effect.map(Effect.forEach(members, sourceOf, { concurrency: "unbounded" }), (sources) => {
+            const catalog = Catalog.make(sources, found?.catalog)
+            const fresh = { catalog, routes: routesOf(catalog, members), members }
+            const keepable = sources.every((s) => s.listing.complete || !State.isUsable(s.state))
+            if (keepable && at === options.version()) kept.set(agent, { ...fresh, at })
+            return fresh
+          })
+        })
+      )
+    })
+
+  /** One call on its toolset: timed into the metrics, traced, and its logs annotated with the toolset. */
+  const invoke = (
+    route: Route,
+    args: { readonly [key: string]: unknown }
+  ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> =>
+    Effect.flatMap(Clock.currentTimeMillis, (started) =>
+      route.owner.toolset.callTool(route.tool, args).pipe(
+        Effect.onExit((exit) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            route.recorder.record(now - started, Exit.isFailure(exit) ? failureTag(exit.cause) : undefined)
+          )
+        ),
+        Effect.withSpan("toolvisor.callTool", route.span, noStackTrace),
+        Effect.annotateLogs(route.logs)
+      )
+    )
+
+  /**
+   * Before a name is declared unknown: wakes lazy toolsets and waits for first starts in flight,
+   * each within its own `call_timeout`. True when any toolset was waited for.
+   */
+  const settleUnlisted = (members: ReadonlyArray<Member>) =>
+    Effect.gen(function* () {
+      const pending = yield* Effect.filter(members, (member) =>
+        Effect.map(
+          member.toolset.state,
+          (s) =>
+            !lastKnown.has(member.name) && (s.state === "Starting" || neverStarted(member, s.state, s.lastError?.tag))
+        )
+      )
+      yield* Effect.forEach(
+        pending,
+        (member) =>
+          Effect.gen(function* () {
+            if (member.lazy) yield* Effect.forEach(member.entries, options.start, { discard: true })
+            const timeout = member.entries[0]?.config.policy.callTimeout ?? Duration.seconds(60)
+            yield* member.toolset.changes.pipe(
+              Stream.filter((s) => isSettled(s.state)),
+              Stream.runHead,
+              Effect.timeoutOption(timeout)
+            )
+          }),
+        { concurrency: "unbounded", discard: true }
+      )
+      return pending.length > 0
+    })
+
+  const unknownTool = (tool: string, current: Catalog.Catalog) => {
+    const near = Catalog.nearNames(
+      tool,
+      current.tools.map((t) => t.name)
+    )
+    return new ToolsetRegistry.UnknownTool({
+      tool,
+      near,
+      incomplete: !current.complete,
+      message: [
+        `no tool named "${tool}"`,
+        near.length > 0 ? ` (did you mean ${near.map((n) => `"${n}"`).join(", ")}?)` : "",
+        current.complete ? "" : `; not ready: ${current.missing.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
+      ].join("")
+    })
+  }
+
+  const callTool = (
+    tool: string,
+    args: { readonly [key: string]: unknown },
+    agent: string
+  ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent> =>
+    Effect.suspend(() => {
+      // The common case, checked without building an effect: a kept catalog that has the tool.
+      const found = kept.get(agent)
+      const route = found !== undefined && found.at === options.version() ? found.routes.get(tool) : undefined
+      if (route !== undefined) return invoke(route, args)
+      return Effect.flatMap(routed(agent), (now) => {
+        const late = now.routes.get(tool)
+        if (late !== undefined) return invoke(late, args)
+        return Effect.flatMap(settleUnlisted(now.members), (waited) =>
+          waited
+            ? Effect.flatMap(routed(agent), (again) => {
+                const settled = again.routes.get(tool)
+                return settled === undefined ? Effect.fail(unknownTool(tool, again.catalog)) : invoke(settled, args)
+              })
+            : Effect.fail(unknownTool(tool, now.catalog))
+        )
+      })
+    })
+
+  const changes = (agent: string) =>
+    options.status.pipe(
+      Stream.mapEffect(() => Effect.map(routed(agent), (r) => r.catalog)),
+      Stream.changesWith((a, b) => a.version === b.version && a.complete === b.complete)
+    )
+
+  return { catalog: (agent) => Effect.map(routed(agent), (r) => r.catalog), callTool, changes }
+}
+
+/** The tag of a call's failure, for the failure metric. */
+const failureTag = (cause: Cause.Cause<{ readonly _tag: string }>): string => {
+  const error = Cause.findErrorOption(cause)
+  return error._tag === "Some" ? error.value._tag : Cause.hasDies(cause) ? "Defect" : "Interrupted"
+}
