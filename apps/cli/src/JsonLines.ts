@@ -25,32 +25,18 @@ interface Header {
 
 const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
 
-/** What a client would notice in the catalog: its tools with their schemas, and whether it is whole. */
-const catalogKey = (line: ReturnType<typeof Output.catalogJson>) => JSON.stringify([line.complete, line.tools])
-
 /**
- * Emits a tools line whenever the catalog differs from the last one emitted; the first once
- * the start-up has run, so a listing of toolsets that were simply not started yet is never sent.
+ * Emits a tools line for the catalog once the start-up has run (so a listing of toolsets that
+ * were simply not started yet is never sent), then each time the registry says it changed.
  */
 const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect<void>) =>
-  Effect.gen(function* () {
-    yield* started
-    let last = ""
-    yield* registry.status.pipe(
-      Stream.runForEach(() =>
-        registry.catalog().pipe(
-          Effect.flatMap((catalog) => {
-            const line = Output.catalogJson(catalog)
-            const key = catalogKey(line)
-            if (key === last) return Effect.void
-            last = key
-            return write(line)
-          }),
-          Effect.ignore
-        )
-      )
+  Effect.andThen(
+    started,
+    registry.catalogChanges().pipe(
+      Stream.runForEach((catalog) => write(Output.catalogJson(catalog))),
+      Effect.catch((error) => Effect.logWarning(`no catalog: ${error.message}`))
     )
-  })
+  )
 
 /** Handles one command line from stdin and writes its answer. */
 const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
