@@ -2,7 +2,7 @@
  * Helpers shared by the benchmarks in this folder: forced GC, order statistics, number formatting
  * and a plain-text table.
  */
-import * as NodeFs from "node:fs"
+import { Procfs } from "@toolvisor/core"
 
 /** Forces a full GC; `script` is the npm script that runs the benchmark with --expose-gc. */
 export const gc = (script: string): void => {
@@ -43,14 +43,8 @@ export const TICK_MS = 10
 
 /** CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat; NaN if unreadable. */
 export const processCpuMs = (pid: number): number => {
-  try {
-    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // Fields start after the last ")" (the command name may contain one): state is field 3.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[14 - 3]) + Number(fields[15 - 3])) * TICK_MS
-  } catch {
-    return Number.NaN
-  }
+  const stat = Procfs.stat(pid)
+  return stat === undefined ? Number.NaN : (stat.utime + stat.stime) * TICK_MS
 }
 
 /** A seeded pseudo-random source in [0, 1) (mulberry32): runs of a benchmark draw the same orders. */

@@ -6,7 +6,7 @@
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { type AgentConfig, ConfigLoader } from "@toolvisor/config"
-import { LocalRegistry, type ToolsetRegistry } from "@toolvisor/runtime"
+import { LocalRegistry, OrphanSweep, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -65,7 +65,7 @@ export const open = (target: Target) =>
     const config = yield* ConfigLoader.load(path, options)
     for (const skipped of config.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
     const registry = yield* Option.match(target.cluster, {
-      onNone: () => LocalRegistry.make(config, options),
+      onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(config, options)),
       onSome: (postgres) => joinCluster(postgres, config, options)
     })
     const opened: Opened = { path, config, registry }

@@ -3,9 +3,8 @@
  * `serve` over real servers, four callers, seeded faults, then SIGTERM and SIGKILL + restart of
  * the gateway. Each check of the soak is one test here, read from the run's JSON report.
  *
- * The checks that pin open defects of issue 13 are `it.fails`: they fail on today's main, and a
- * fix turns them red here until the `.fails` is removed. Memory and fd flatness are not judged in
- * a run this short; `npm run chaos` (10 minutes) judges them.
+ * Memory and fd flatness are not judged in a run this short; `npm run chaos` (10 minutes) judges
+ * them.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
@@ -67,9 +66,7 @@ describe("the chaos soak, 45 s", () => {
   it("nothing survives a SIGTERM of the gateway, even with a server stopped", () => holds("orphansAfterSigterm"))
   it("a SIGTERM shutdown with a stopped server is bounded", () => holds("shutdown"))
 
-  // Open defect of issue 13: remove `.fails` when the fix lands.
   it("a tool of a restarting toolset is never UnknownTool", () => holds("unknownTool"))
   it("calls flowing do not stretch the restart budget", () => holds("budgetWithCalls"))
-  it.fails("a server left by a SIGKILLed gateway is gone once it restarts (issue 13 §4)", () =>
-    holds("orphansAfterSigkill"))
+  it("a server left by a SIGKILLed gateway is gone once it restarts", () => holds("orphansAfterSigkill"))
 })

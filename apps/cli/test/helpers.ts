@@ -6,6 +6,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import { Procfs } from "@toolvisor/core"
 
 export const root = NodePath.resolve(import.meta.dirname, "../../..")
 /** The installed entry point; `bundle.setup.ts` has built the bundle it loads. */
@@ -58,14 +59,7 @@ export const runCli = (args: ReadonlyArray<string>, options: { readonly input?: 
   })
 
 /** True while the process exists and is not a zombie. */
-export const isAlive = (pid: number): boolean => {
-  try {
-    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"
-  } catch {
-    return false
-  }
-}
+export const isAlive = Procfs.isAlive
 
 /** A long-running CLI whose stdout is read line by line. */
 export class Session {

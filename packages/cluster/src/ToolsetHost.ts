@@ -71,7 +71,7 @@ export const layer = (options: Options = {}) =>
               if (typeof spec === "string") {
                 return yield* new LifecycleError.ServerUnavailable({ toolset: sealed.name, message: spec })
               }
-              const { toolset } = yield* Toolsets.make(buildable(spec, { [Orphans.envKey]: Orphans.mark(runner) }))
+              const { toolset } = yield* Toolsets.make(buildable(spec, Orphans.mark(runner)))
               const mask = Secrets.masker(spec.secrets)
               yield* toolset.changes.pipe(
                 Stream.runForEach((snapshot) =>

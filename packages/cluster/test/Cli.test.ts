@@ -81,7 +81,7 @@ describe("the CLI as a cluster client", () => {
         assert.strictEqual(notes?.state, "Ready")
         // The CLI has exited; the server lives on under the runner, marked as its own.
         const environ = NodeFs.readFileSync(`/proc/${notes?.pid}/environ`, "utf8")
-        assert.include(environ, `${Orphans.envKey}=127.0.0.1:24471/`)
+        assert.include(environ.split("\0"), `${Orphans.envKey}=127.0.0.1:24471`)
         const tools = yield* runCli(["tools", config, "--json", "--cluster", postgres])
         assert.strictEqual(tools.code, 0, tools.stderr)
         const names = (JSON.parse(tools.stdout) as { tools: ReadonlyArray<{ name: string }> }).tools.map((t) => t.name)

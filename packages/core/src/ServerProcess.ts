@@ -2,10 +2,10 @@
  * The one place that runs a server as a child process, for MCP stdio and LSP alike. The process
  * leads its own process group, so closing it reaches every descendant (an `npx` or `uvx` wrapper's
  * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
- * whole group — and returns only when no process of the group is left.
+ * whole group — and returns only when no process of the group is left. Every server carries this
+ * process's owner mark, so a sweep can find it if this process dies without closing it (`Owner`).
  */
 import * as NodeChildProcess from "node:child_process"
-import * as NodeFs from "node:fs"
 import type * as NodeStream from "node:stream"
 import { StringDecoder } from "node:string_decoder"
 import * as Deferred from "effect/Deferred"
@@ -13,7 +13,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
+import * as ProcessGroup from "./internal/processGroup.ts"
 import * as LifecycleError from "./LifecycleError.ts"
+import * as Owner from "./Owner.ts"
+import { groupAlive } from "./Procfs.ts"
 import * as WallClock from "./WallClock.ts"
 
 export interface Spec {
@@ -155,7 +158,8 @@ const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tai
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
     const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
       cwd: spec.cwd,
-      env: { ...process.env, ...spec.env },
+      // The owner mark comes last: a server is this process's whatever its spec says.
+      env: { ...process.env, ...spec.env, ...Owner.mark },
       detached: true,
       stdio: ["pipe", "pipe", "pipe"]
     })
@@ -202,78 +206,17 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
     const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
     child.stdin.end()
     // A stopped (SIGSTOP) server would read neither the end of its input nor a SIGTERM.
-    signalGroup(pgid, "SIGCONT")
+    ProcessGroup.signal(pgid, "SIGCONT")
     yield* Effect.raceFirst(awaitExit, WallClock.sleep(Duration.toMillis(stdinGrace)))
     if (!groupAlive(pgid)) return
-    signalGroup(pgid, "SIGTERM")
-    if (yield* awaitGroupGone(pgid, termGrace)) return
-    signalGroup(pgid, "SIGKILL")
-    yield* awaitGroupGone(pgid, Duration.seconds(5))
+    ProcessGroup.signal(pgid, "SIGTERM")
+    if (yield* ProcessGroup.awaitGone(pgid, termGrace)) return
+    ProcessGroup.signal(pgid, "SIGKILL")
+    yield* ProcessGroup.awaitGone(pgid, Duration.seconds(5))
   })
 
-const signalGroup = (pgid: number, signal: NodeJS.Signals) => {
-  try {
-    process.kill(-pgid, signal)
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
-
-const awaitGroupGone = (pgid: number, within: Duration.Duration) =>
-  Effect.gen(function* () {
-    const deadline = Date.now() + Duration.toMillis(within)
-    while (groupAlive(pgid)) {
-      if (Date.now() >= deadline) return false
-      yield* WallClock.sleep(20)
-    }
-    return true
-  })
-
-/**
- * True while any live (non-zombie) process belongs to the group. On Linux /proc is read, because
- * `kill(-pgid, 0)` also succeeds for zombies that a container's init never reaps.
- */
-export const groupAlive = (pgid: number): boolean => {
-  if (process.platform !== "linux") {
-    try {
-      process.kill(-pgid, 0)
-      return true
-    } catch {
-      return false
-    }
-  }
-  for (const entry of NodeFs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    const stat = readStat(Number(entry))
-    if (stat !== undefined && stat.pgrp === pgid && stat.state !== "Z") return true
-  }
-  return false
-}
-
-/** True while the process exists and is not a zombie. */
-export const isAlive = (pid: number): boolean => {
-  if (process.platform !== "linux") {
-    try {
-      process.kill(pid, 0)
-      return true
-    } catch {
-      return false
-    }
-  }
-  const stat = readStat(pid)
-  return stat !== undefined && stat.state !== "Z"
-}
-
-const readStat = (pid: number): { readonly state: string; readonly pgrp: number } | undefined => {
-  try {
-    const text = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // The command name may contain spaces and parentheses: fields start after the last ")".
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
-    return { state: fields[0] ?? "", pgrp: Number(fields[2]) }
-  } catch {
-    return undefined
-  }
-}
+/** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
+export { groupAlive, isAlive } from "./Procfs.ts"
 
 interface Tail {
   readonly push: (text: string) => void
