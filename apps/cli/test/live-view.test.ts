@@ -1,7 +1,8 @@
 /**
  * The live view in a real terminal of 80×24 (tmux renders the screen, as a person would see
  * it): a SIGKILLed server shows in the event pane with its signal, the backoff countdown and the
- * recovery, and stays readable after the table has moved on; nothing wraps or scrolls away.
+ * recovery, and stays readable after the table has moved on; log lines land in the pane, never
+ * over the prompt; nothing wraps or scrolls away.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
@@ -50,12 +51,29 @@ describe("toolvisor run on an 80×24 terminal", () => {
           `        env: { FIXTURE_PID_FILE: "${pidFile}" }`,
           "        lifecycle: { backoff: { initial: 1500ms, max: 2s } }"
         ]),
-        mcpEntry("bystander")
+        mcpEntry("bystander"),
+        [
+          "      - type: mcp",
+          "        name: gone",
+          "        command: /nonexistent/toolvisor-no-such-server",
+          "        lifecycle: { profile: best-effort }"
+        ]
       ])
     )
     const term = terminal(`toolvisor-${process.pid}`, [process.execPath, ...cliArgs(["run", config])], 80, 24)
     try {
       await waitForScreen(term.screen, (t) => /victim\s.*Ready/.test(t) && /bystander\s.*Ready/.test(t))
+      // The run's log lines land in the event pane, above the message line and the prompt.
+      const logged = (await waitForScreen(term.screen, (t) => t.includes("WARN optional toolset did not start"))).split(
+        "\n"
+      )
+      const warn = logged.findIndex((l) => l.includes("WARN optional toolset did not start"))
+      assert.isAbove(
+        warn,
+        logged.findIndex((l) => l.startsWith("── events"))
+      )
+      assert.isBelow(warn, 22)
+      assert.match(logged[23] ?? "", /^>/)
       const pid = Number(NodeFs.readFileSync(pidFile, "utf8"))
       process.kill(pid, "SIGKILL")
       const waiting = await waitForScreen(term.screen, (t) => t.includes("retrying in"))
