@@ -202,6 +202,15 @@ const reject = (res: NodeHttp.ServerResponse, status: number, message: string) =
     res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }))
   })
 
+/** Why binding failed, in the user's terms rather than libuv's. */
+const why = (cause: Error): string => {
+  const code = "code" in cause ? cause.code : undefined
+  if (code === "EADDRINUSE") return "the port is already in use (another server, or another toolvisor serve?)"
+  if (code === "EACCES") return "permission denied (ports below 1024 need privileges)"
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return "no such address on this machine"
+  return cause.message
+}
+
 const loopback = new Set(["localhost", "127.0.0.1", "[::1]", "::1"])
 
 /**
@@ -277,14 +286,16 @@ export const listen = (
           fork(handle(req, res))
         })
         const onError = (cause: Error) =>
-          resume(
-            Effect.fail(new GatewayError({ message: `cannot listen on ${host}:${port}: ${cause.message}`, cause }))
-          )
+          resume(Effect.fail(new GatewayError({ message: `cannot listen on ${host}:${port}: ${why(cause)}`, cause })))
         http.once("error", onError)
-        http.listen(port, host, () => {
-          http.off("error", onError)
-          resume(Effect.succeed(http))
-        })
+        try {
+          http.listen(port, host, () => {
+            http.off("error", onError)
+            resume(Effect.succeed(http))
+          })
+        } catch (cause) {
+          onError(cause instanceof Error ? cause : new Error(String(cause)))
+        }
       }),
       (http) =>
         Effect.gen(function* () {
@@ -312,9 +323,10 @@ export const listen = (
   })
 
 /**
- * Serves until interrupted (or, over stdio, until the client closes our stdin): stdio by default,
- * streamable HTTP with `options.http`. Closing the scope closes the server (and, for http, the
- * listening socket). Over stdio, stdout belongs to the protocol, so everything else must log to stderr.
+ * Starts the registry's toolsets and serves until interrupted (or, over stdio, until the client
+ * closes our stdin): stdio by default, streamable HTTP with `options.http`. The address is bound
+ * before any toolset starts, so a taken port fails at once. Closing the scope closes the server
+ * (and, for http, the listening socket). Over stdio, stdout belongs to the protocol, so everything else must log to stderr.
  */
 export const serve = (
   registry: ToolsetRegistry.Registry,
@@ -322,12 +334,15 @@ export const serve = (
 ): Effect.Effect<void, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
     const { http } = options
+    const start = Effect.forkScoped(Effect.ignore(registry.start))
     if (http !== undefined) {
       const { url } = yield* listen(registry, { ...options, http })
+      yield* start
       yield* Effect.logInfo(`serving MCP at ${url}`)
       return yield* Effect.never
     }
     yield* connect(registry, new StdioServerTransport(), options)
+    yield* start
     yield* Effect.logInfo("serving MCP on stdio")
     // A stdio client ends the session by closing our stdin: then stop every toolset and exit.
     yield* Effect.callback<void>((resume) => {

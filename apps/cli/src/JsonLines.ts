@@ -1,95 +1,93 @@
 /**
  * `run --json`: a line protocol for scripts and UIs. Stdout carries only JSON lines — a status
  * line on every transition, a tools line whenever the catalog changes, and one answer per
- * command read from stdin. Logs go to stderr.
+ * command read from stdin. Commands run concurrently (a call to a stalled server never holds up
+ * a `status` or a `restart`), so an answer echoes the command's `id` when it had one. The end of
+ * stdin ends the run. Logs go to stderr.
  */
 import * as NodeReadline from "node:readline"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
+import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Output from "./Output.ts"
 
 const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${JSON.stringify(value)}\n`))
 
-const error = (cmd: string | null, tag: string, message: string) => write({ type: "error", cmd, tag, message })
+/** What an answer carries of its command: the name, and the `id` when the command had one. */
+interface Header {
+  readonly cmd: string | null
+  readonly id?: unknown
+}
 
-/** The board's "shape" for the catalog: a new tools line is due only when this changes. */
-const catalogKey = (
-  board: ReadonlyArray<{ readonly name: string; readonly state: string; readonly toolsVersion: number }>
-) => board.map((s) => `${s.name}:${s.state}:${s.toolsVersion}`).join("|")
+const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
 
-/** Emits a tools line for every catalog that differs from the one before. */
-export const catalogLines = (registry: ToolsetRegistry.Registry) =>
-  Effect.gen(function* () {
-    let last = ""
-    yield* registry.status.pipe(
-      Stream.changesWith((a, b) => catalogKey(a) === catalogKey(b)),
-      Stream.runForEach(() =>
-        registry.catalog().pipe(
-          Effect.flatMap((catalog) => {
-            const line = Output.catalogJson(catalog)
-            const text = JSON.stringify(line)
-            if (text === last) return Effect.void
-            last = text
-            return write(line)
-          }),
-          Effect.ignore
-        )
-      )
+/**
+ * Emits a tools line for the catalog once the start-up has run (so a listing of toolsets that
+ * were simply not started yet is never sent), then each time the registry says it changed.
+ */
+const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect<void>) =>
+  Effect.andThen(
+    started,
+    registry.catalogChanges().pipe(
+      Stream.runForEach((catalog) => write(Output.catalogJson(catalog))),
+      Effect.catch((error) => Effect.logWarning(`no catalog: ${error.message}`))
     )
-  })
-
-const isRecord = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+  )
 
 /** Handles one command line from stdin and writes its answer. */
-export const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
+const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
   let parsed: unknown
   try {
     parsed = JSON.parse(line)
   } catch {
-    return error(null, "BadCommand", `not JSON: ${Output.truncate(line, 80)}`)
+    return error({ cmd: null }, "BadCommand", `not JSON: ${Output.truncate(line, 80)}`)
   }
-  if (!isRecord(parsed) || typeof parsed.cmd !== "string") {
-    return error(null, "BadCommand", 'expected an object with a "cmd" field')
+  if (!Predicate.isObject(parsed) || typeof parsed.cmd !== "string") {
+    return error({ cmd: null }, "BadCommand", 'expected an object with a "cmd" field')
   }
   const cmd = parsed.cmd
-  const fail = (e: { readonly _tag: string; readonly message: string }) => error(cmd, e._tag, e.message)
+  const header: Header = parsed.id === undefined ? { cmd } : { cmd, id: parsed.id }
+  const fail = (e: { readonly _tag: string; readonly message: string }) => error(header, e._tag, e.message)
   switch (cmd) {
     case "status":
-      return Effect.flatMap(registry.snapshot, (board) =>
-        write({ type: "result", cmd, toolsets: board.map(Output.statusJson) })
-      )
+      return Effect.gen(function* () {
+        const board = yield* registry.snapshot
+        const exposed = yield* Output.exposed(registry)
+        yield* write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s, exposed)) })
+      })
     case "tools":
       return registry.catalog().pipe(
-        Effect.flatMap((catalog) => write({ ...Output.catalogJson(catalog), type: "result", cmd })),
+        Effect.flatMap((catalog) => write({ ...Output.catalogJson(catalog), type: "result", ...header })),
         Effect.catch(fail)
       )
     case "restart": {
       const toolset = parsed.toolset
-      if (typeof toolset !== "string") return error(cmd, "BadCommand", 'restart needs "toolset": a name')
+      if (typeof toolset !== "string") return error(header, "BadCommand", 'restart needs "toolset": a name')
       return registry
         .restartToolset(toolset)
-        .pipe(Effect.andThen(write({ type: "result", cmd, toolset })), Effect.catch(fail))
+        .pipe(Effect.andThen(write({ type: "result", ...header, toolset })), Effect.catch(fail))
     }
     case "call": {
       const tool = parsed.tool
       const args = parsed.args ?? {}
-      if (typeof tool !== "string") return error(cmd, "BadCommand", 'call needs "tool": a name')
-      if (!isRecord(args)) return error(cmd, "BadCommand", '"args" must be an object')
+      if (typeof tool !== "string") return error(header, "BadCommand", 'call needs "tool": a name')
+      if (!Predicate.isObject(args)) return error(header, "BadCommand", '"args" must be an object')
       return registry.callTool(tool, args).pipe(
-        Effect.flatMap((result) => write({ type: "result", cmd, tool, result })),
+        Effect.flatMap((result) => write({ type: "result", ...header, tool, result })),
         Effect.catch(fail)
       )
     }
     default:
-      return error(cmd, "BadCommand", `unknown command "${cmd}" (status, tools, restart, call)`)
+      return error(header, "BadCommand", `unknown command "${cmd}" (status, tools, restart, call)`)
   }
 }
 
 /** Lines typed on stdin, until it closes. */
-export const stdinLines = Stream.callback<string>((queue) =>
+const stdinLines = Stream.callback<string>((queue) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const lines = NodeReadline.createInterface({ input: process.stdin, terminal: false })
@@ -101,16 +99,31 @@ export const stdinLines = Stream.callback<string>((queue) =>
   )
 )
 
-/** Runs the protocol until interrupted: status and tools lines out, commands in. */
+/**
+ * Runs the protocol: starts the registry, writes status and tools lines, and answers commands
+ * until stdin ends and every answer is written; then the run ends (as Ctrl-C would end it).
+ */
 export const run = (registry: ToolsetRegistry.Registry) =>
   Effect.gen(function* () {
+    // A status line's `tools` counts what the agent is offered, after the toolset's `tools:` filter.
     yield* registry.events.pipe(
-      Stream.runForEach((e) => write(Output.statusJson(e.snapshot))),
+      Stream.runForEach((e) =>
+        Effect.flatMap(Output.exposed(registry), (counts) => write(Output.statusJson(e.snapshot, counts)))
+      ),
       Effect.forkScoped({ startImmediately: true })
     )
-    yield* catalogLines(registry).pipe(Effect.forkScoped({ startImmediately: true }))
+    const started = yield* registry.start.pipe(
+      Effect.catch((failure) => Effect.logError(failure.message)),
+      Effect.forkScoped({ startImmediately: true })
+    )
+    yield* catalogLines(registry, Effect.asVoid(Fiber.await(started))).pipe(
+      Effect.forkScoped({ startImmediately: true })
+    )
+    const commands = yield* FiberSet.make()
     yield* stdinLines.pipe(
-      Stream.runForEach((line) => (line.trim() === "" ? Effect.void : command(registry, line))),
-      Effect.forkScoped({ startImmediately: true })
+      Stream.runForEach((line) =>
+        line.trim() === "" ? Effect.void : Effect.asVoid(FiberSet.run(commands, command(registry, line)))
+      )
     )
+    yield* FiberSet.awaitEmpty(commands)
   })

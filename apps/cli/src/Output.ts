@@ -1,9 +1,11 @@
 /**
  * How the CLI shows things: status tables, transition lines, catalogs and JSON lines. Pure
- * functions of the runtime's values, so every mode (terminal, plain, --json) says the same.
+ * functions of the runtime's values (and the one catalog lookup they need), so every mode
+ * (terminal, plain, --json) says the same.
  */
 import type { State, Toolset } from "@toolvisor/core"
 import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
+import * as Effect from "effect/Effect"
 
 /** Cuts text to `width` characters on a code-point boundary, marking the cut. */
 export const truncate = (text: string, width: number): string => {
@@ -25,43 +27,107 @@ const paint = (state: State.State, text: string, colour: boolean) =>
 
 const spinnerFrames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
-/** A status table, one row per toolset. `frame` animates a spinner for busy toolsets. */
-export const table = (
-  board: ReadonlyArray<State.StatusSnapshot>,
-  options: { readonly colour: boolean; readonly frame?: number; readonly width?: number }
-): string => {
+/** One frame of the spinner shown for busy toolsets. */
+export const spinner = (frame: number): string => spinnerFrames[frame % spinnerFrames.length] ?? " "
+
+/**
+ * The state as people read it: a toolset whose first start failed is Stopped to the Supervisor
+ * (it may be started again), but to a reader it failed, and the table says so.
+ */
+export const shownState = (s: State.StatusSnapshot): State.State =>
+  s.state === "Stopped" && s.lastError !== undefined ? "Failed" : s.state
+
+/** The last error without the toolset's name in it (the row already names it). */
+export const errorText = (s: State.StatusSnapshot): string => {
+  if (s.lastError === undefined) return ""
+  const { tag, message } = s.lastError
+  const prefix = `${s.name}: `
+  return `${tag}: ${(message.startsWith(prefix) ? message.slice(prefix.length) : message).replaceAll(`: ${prefix}`, ": ")}`
+}
+
+/** How many tools each toolset exposes to the agent, after its `tools:` filter. */
+const exposedCounts = (catalog: Catalog.Catalog): ReadonlyMap<string, number> => {
+  const counts = new Map<string, number>()
+  for (const entry of catalog.tools) counts.set(entry.toolset, (counts.get(entry.toolset) ?? 0) + 1)
+  return counts
+}
+
+/** The exposed counts of the registry's default agent now; undefined when it has no catalog. */
+export const exposed = (registry: ToolsetRegistry.Registry): Effect.Effect<ReadonlyMap<string, number> | undefined> =>
+  registry.catalog().pipe(
+    Effect.map(exposedCounts),
+    Effect.orElseSucceed(() => undefined)
+  )
+
+export interface TableOptions {
+  readonly colour: boolean
+  /** Animates a spinner for busy toolsets. */
+  readonly frame?: number
+  readonly width?: number
+  /** Exposed tool counts per toolset; a usable toolset missing from it exposes none. */
+  readonly exposed?: ReadonlyMap<string, number>
+}
+
+const toolsCell = (s: State.StatusSnapshot, exposed: ReadonlyMap<string, number> | undefined): string => {
+  if (s.toolCount === undefined) return "-"
+  if (exposed === undefined) return String(s.toolCount)
+  return String(exposed.get(s.name) ?? 0)
+}
+
+/** Columns a narrow terminal can spare, in the order they go: PID first, then KIND. */
+const droppable = [5, 1]
+
+/**
+ * A status table, one row per toolset, no line wider than `width`: the last error is cut to
+ * fit, and on a narrow terminal the PID and KIND columns give way first.
+ */
+export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: TableOptions): string => {
   const width = options.width ?? 120
   const rows = board.map((s) => {
     const busy = s.state === "Starting" || s.state === "Restarting"
-    const mark = busy && options.frame !== undefined ? spinnerFrames[options.frame % spinnerFrames.length] : " "
+    const mark = busy && options.frame !== undefined ? spinner(options.frame) : " "
+    const state = shownState(s)
     return {
-      state: s.state,
+      state,
       cells: [
         s.name,
         s.kind,
-        `${mark} ${s.state}`,
+        `${mark} ${state}`,
         String(s.restarts),
-        s.toolCount === undefined ? "-" : String(s.toolCount),
+        toolsCell(s, options.exposed),
         s.pid === undefined ? "-" : String(s.pid),
-        s.lastError === undefined ? "" : `${s.lastError.tag}: ${s.lastError.message}`
+        errorText(s)
       ]
     }
   })
   const header = ["TOOLSET", "KIND", "  STATE", "RESTARTS", "TOOLS", "PID", "LAST ERROR"]
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r.cells[i] ?? "").length)))
-  const fixed = widths.slice(0, -1).reduce((sum, w) => sum + w + 2, 0)
-  const errorWidth = Math.max(10, width - fixed)
+  const fixedWidth = (kept: ReadonlyArray<number>) =>
+    kept.slice(0, -1).reduce((sum, i) => sum + (widths[i] ?? 0) + 2, 0)
+  let kept = header.map((_, i) => i)
+  for (const column of droppable) {
+    if (fixedWidth(kept) + 10 <= width) break
+    kept = kept.filter((i) => i !== column)
+  }
+  const errorWidth = Math.max(10, width - fixedWidth(kept))
   const line = (cells: ReadonlyArray<string>, state?: State.State) =>
-    cells
-      .map((cell, i) => {
+    kept
+      .map((i) => {
+        const cell = cells[i] ?? ""
         if (i === cells.length - 1) return truncate(cell, errorWidth)
-        const padded = cell.padEnd(widths[i] ?? 0)
+        const padded = truncate(cell, width).padEnd(widths[i] ?? 0)
         return i === 2 && state !== undefined ? paint(state, padded, options.colour) : padded
       })
       .join("  ")
       .trimEnd()
   return [line(header), ...rows.map((r) => line(r.cells, r.state))].join("\n")
 }
+
+/** One line per toolset that is down, with its whole reason: what the table had to cut. */
+export const problems = (board: ReadonlyArray<State.StatusSnapshot>): ReadonlyArray<string> =>
+  board
+    .filter((s) => s.lastError !== undefined && s.state !== "Ready")
+    .map((s) => `${s.name}: ${shownState(s)}: ${errorText(s)}`)
 
 /** One line per transition, for logs and pipes. */
 export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
@@ -71,19 +137,20 @@ export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
     s.toolCount === undefined ? undefined : `${s.toolCount} tools`,
     s.pid === undefined ? undefined : `pid ${s.pid}`,
     s.restarts === 0 ? undefined : `restarts ${s.restarts}`,
-    s.lastError === undefined ? undefined : `${s.lastError.tag}: ${s.lastError.message}`
+    s.lastError === undefined ? undefined : errorText(s)
   ].filter((d) => d !== undefined)
   return `${at} ${event.toolset} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
 }
 
-export const statusJson = (s: State.StatusSnapshot) => ({
+/** A status line for scripts; `tools` is what the agent is offered when `exposed` counts are known. */
+export const statusJson = (s: State.StatusSnapshot, exposed?: ReadonlyMap<string, number>) => ({
   type: "status" as const,
   toolset: s.name,
   kind: s.kind,
   state: s.state,
   restarts: s.restarts,
   pid: s.pid ?? null,
-  tools: s.toolCount ?? null,
+  tools: s.toolCount === undefined ? null : exposed === undefined ? s.toolCount : (exposed.get(s.name) ?? 0),
   error: s.lastError === undefined ? null : { tag: s.lastError.tag, message: s.lastError.message },
   at: new Date(s.since).toISOString()
 })
@@ -92,7 +159,18 @@ export const catalogJson = (catalog: Catalog.Catalog) => ({
   type: "tools" as const,
   complete: catalog.complete,
   missing: catalog.missing,
-  tools: catalog.tools.map((t) => ({ name: t.name, toolset: t.toolset, description: t.tool.description ?? null }))
+  tools: catalog.tools.map(toolJson)
+})
+
+/** A catalog entry for scripts: what an MCP client would see in tools/list, plus its toolset. */
+export const toolJson = (entry: Catalog.Entry) => ({
+  name: entry.name,
+  toolset: entry.toolset,
+  ...(entry.tool.title === undefined ? {} : { title: entry.tool.title }),
+  description: entry.tool.description ?? null,
+  inputSchema: entry.tool.inputSchema,
+  ...(entry.tool.outputSchema === undefined ? {} : { outputSchema: entry.tool.outputSchema }),
+  ...(entry.tool.annotations === undefined ? {} : { annotations: entry.tool.annotations })
 })
 
 /** The catalog as text: one tool per line with its toolset and the first line of its description. */

@@ -9,9 +9,9 @@ import { Command } from "effect/cli"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
 import * as Runtime from "effect/Runtime"
 import { toolvisor } from "./commands.ts"
+import * as Log from "./Log.ts"
 
 const version = "0.1.0"
 
@@ -28,12 +28,21 @@ const exitCodeOf = (error: unknown): number => {
   }
 }
 
-const messageOf = (error: unknown): string =>
-  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
-    ? error.message
-    : String(error)
+/** Errors the CLI words itself print as they are; anything else is prefixed with its tag. */
+const worded = new Set(["UsageError", "Failure", "ConfigError", "GatewayError"])
 
-/** Runs the CLI on `argv`; the exit code is the effect's value. */
+const messageOf = (error: unknown): string => {
+  if (typeof error !== "object" || error === null || !("message" in error) || typeof error.message !== "string") {
+    return String(error)
+  }
+  const tag = "_tag" in error && typeof error._tag === "string" ? error._tag : undefined
+  return tag === undefined || worded.has(tag) ? error.message : `${tag}: ${error.message}`
+}
+
+/**
+ * Runs the CLI on `argv`; the exit code is the effect's value. A failure is one log line (the
+ * same format as every other line on stderr); a defect too, never a stack trace.
+ */
 const main = (argv: ReadonlyArray<string>) =>
   Command.runWith(toolvisor, { version })(argv).pipe(
     Effect.scoped,
@@ -42,17 +51,15 @@ const main = (argv: ReadonlyArray<string>) =>
       const code = exitCodeOf(error)
       // effect/cli has already printed the usage and the problem for its own errors.
       const printed = error !== null && typeof error === "object" && "_tag" in error && error._tag === "ShowHelp"
-      return printed
-        ? Effect.succeed(code)
-        : Effect.as(
-            Effect.sync(() => console.error(messageOf(error))),
-            code
-          )
-    })
+      return printed ? Effect.succeed(code) : Effect.as(Effect.logError(messageOf(error)), code)
+    }),
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.as(Effect.logError(Log.causeText(cause)), 1)
+    )
   )
 
 /** Logs go to stderr: stdout belongs to results, JSON lines and the MCP protocol. */
-const Stderr = Layer.merge(NodeServices.layer, Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)]))
+const Services = Layer.merge(NodeServices.layer, Log.layer)
 
 /** Like NodeRuntime.runMain, but a signal-driven shutdown that completed cleanly exits 0. */
 const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
@@ -75,6 +82,6 @@ const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
 runMain(
   main(process.argv.slice(2)).pipe(
     Effect.flatMap((code) => Effect.sync(() => (process.exitCode = code))),
-    Effect.provide(Stderr)
+    Effect.provide(Services)
   )
 )

@@ -231,7 +231,7 @@ describe("Gateway", () => {
       const error = yield* Effect.flip(Gateway.listen(registry, { http: { port, host: "127.0.0.1" } }))
       assert.strictEqual(error._tag, "GatewayError")
       assert.include(error.message, `127.0.0.1:${port}`)
-      assert.include(error.message, "EADDRINUSE")
+      assert.include(error.message, "already in use")
     })
   )
 

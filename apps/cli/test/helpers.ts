@@ -1,6 +1,6 @@
 /**
- * Runs the real CLI as a user would: a child process on the TypeScript sources, with configs
- * written to a temp dir that point at real servers.
+ * Runs the real CLI as a user would: the bundled build through its bin, in a child process,
+ * with configs written to a temp dir that point at real servers.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
@@ -9,14 +9,15 @@ import * as NodePath from "node:path"
 import { Procfs } from "@toolvisor/core"
 
 export const root = NodePath.resolve(import.meta.dirname, "../../..")
-export const main = NodePath.join(root, "apps/cli/src/main.ts")
+/** The installed entry point; `bundle.setup.ts` has built the bundle it loads. */
+export const bin = NodePath.join(root, "apps/cli/bin/toolvisor.js")
 export const fixtureServer = NodePath.join(root, "packages/mcp/test/fixtures/fixture-server.mjs")
 export const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 export const tsServer = NodePath.join(root, "node_modules/.bin/typescript-language-server")
 export const tsProject = NodePath.join(root, "packages/lsp/test/fixtures/ts-project")
 
-/** The arguments that run the CLI from source with the Node that runs the tests. */
-export const cliArgs = (args: ReadonlyArray<string>) => ["--conditions=@toolvisor/source", main, ...args]
+/** The arguments that run the bundled CLI with the Node that runs the tests. */
+export const cliArgs = (args: ReadonlyArray<string>) => [bin, ...args]
 
 export const writeConfig = (text: string, name = "agent.yaml") => {
   const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cli-"))

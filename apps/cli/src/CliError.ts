@@ -1,0 +1,12 @@
+/**
+ * The two ways a command ends badly, as the exit code tells a script: a `UsageError` (bad
+ * arguments, a missing file) exits 2, a `Failure` (the command ran, its outcome is a failure)
+ * exits 1. Both carry one line for people.
+ */
+import * as Schema from "effect/Schema"
+
+/** A failure the user caused (bad arguments, a missing file): exit 2, one clear line. */
+export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
+
+/** The command ran but its outcome is a failure (a tool error, a required toolset down): exit 1. */
+export class Failure extends Schema.TaggedError<Failure>()("Failure", { message: Schema.String }) {}

@@ -1,0 +1,47 @@
+/**
+ * The one log format every command uses: `HH:MM:SS.mmm LEVEL message key=value…`, one line per
+ * entry on stderr (stdout belongs to results, JSON lines and the MCP protocol). A cause is
+ * folded into the line as its first error's message; internal detail such as fiber ids never
+ * appears, since people read these lines, not Effect developers.
+ */
+import * as Cause from "effect/Cause"
+import * as Logger from "effect/Logger"
+import * as References from "effect/References"
+
+const messageOf = (value: unknown): string =>
+  typeof value === "string"
+    ? value
+    : value instanceof Error
+      ? value.message
+      : Cause.isCause(value)
+        ? causeText(value)
+        : JSON.stringify(value)
+
+/** The first failure or defect of a cause as one line, or "interrupted". */
+export const causeText = (cause: Cause.Cause<unknown>): string => {
+  const reason = cause.reasons.find((r) => !Cause.isInterruptReason(r))
+  if (reason === undefined) return "interrupted"
+  const error = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : reason
+  if (typeof error === "object" && error !== null && "_tag" in error && "message" in error) {
+    return `${String(error._tag)}: ${String(error.message)}`
+  }
+  return messageOf(error).split("\n")[0] ?? ""
+}
+
+/** Renders one entry, starting with the UTC time of day. */
+export const format = (options: Logger.Options<unknown>): string => {
+  const messages = Array.isArray(options.message) ? options.message : [options.message]
+  const parts = [options.date.toISOString().slice(11, 23), options.logLevel.toUpperCase(), ...messages.map(messageOf)]
+  if (options.cause.reasons.length > 0) parts.push(`(${causeText(options.cause)})`)
+  const annotations = options.fiber.getRef(References.CurrentLogAnnotations)
+  for (const [key, value] of Object.entries(annotations)) parts.push(`${key}=${messageOf(value)}`)
+  return parts.join(" ").replaceAll("\n", " ")
+}
+
+/** On a terminal a line starts by clearing whatever a progress line left there. */
+const lineStart = () => (process.stderr.isTTY ? "\r\u001b[K" : "")
+
+/** The stderr logger, replacing Effect's default one. */
+export const layer = Logger.layer([
+  Logger.make((options) => process.stderr.write(`${lineStart()}${format(options)}\n`))
+])

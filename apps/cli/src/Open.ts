@@ -1,0 +1,84 @@
+/**
+ * Turns a command's CONFIG, `--agent` and `--cluster` into a registry: finds the config, loads
+ * it, and builds the registry in the current scope without starting anything. The cluster
+ * modules (and their SQL driver) load only when `--cluster` is given.
+ */
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import { type AgentConfig, ConfigLoader } from "@toolvisor/config"
+import { LocalRegistry, OrphanSweep, type ToolsetRegistry } from "@toolvisor/runtime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { UsageError } from "./CliError.ts"
+
+/** What every registry command takes. */
+export interface Target {
+  readonly config: Option.Option<string>
+  readonly agent: Option.Option<string>
+  readonly cluster: Option.Option<string>
+}
+
+export interface Opened {
+  readonly path: string
+  readonly config: AgentConfig.Config
+  readonly registry: ToolsetRegistry.Registry
+}
+
+/** The repository this CLI runs from, when it runs from one (source or bundle, both 3 levels down). */
+const repository = NodePath.resolve(import.meta.dirname, "../../..")
+
+/** The example config of the repository, when the CLI runs from a checkout rather than an install. */
+const bundledExample = (): string | undefined => {
+  const example = NodePath.join(repository, "examples/agent.yaml")
+  return NodeFs.existsSync(example) && NodeFs.existsSync(NodePath.join(repository, "apps/cli/package.json"))
+    ? example
+    : undefined
+}
+
+/**
+ * CONFIG if given; else ./agent.yaml; else, in a checkout, the bundled example — said out loud,
+ * so nobody mistakes its toolsets for their own. Installed, there is no example to fall back to.
+ */
+const configPath = (given: Option.Option<string>): Effect.Effect<string, UsageError> =>
+  Effect.gen(function* () {
+    if (Option.isSome(given)) return given.value
+    if (NodeFs.existsSync("agent.yaml")) return NodePath.resolve("agent.yaml")
+    const example = bundledExample()
+    if (example === undefined) {
+      return yield* new UsageError({
+        message: `no agent.yaml in ${process.cwd()}: pass a config file, e.g. toolvisor status path/to/agent.yaml`
+      })
+    }
+    yield* Effect.logInfo(`no agent.yaml in this folder: using the bundled example ${example}`)
+    return example
+  })
+
+export const agentOptions = (agent: Option.Option<string>) =>
+  Option.match(agent, { onNone: () => ({}), onSome: (name) => ({ agent: name }) })
+
+/** Loads the config and builds its registry in the current scope; nothing is started yet. */
+export const open = (target: Target) =>
+  Effect.gen(function* () {
+    const path = yield* configPath(target.config)
+    const options = agentOptions(target.agent)
+    const config = yield* ConfigLoader.load(path, options)
+    for (const skipped of config.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
+    const registry = yield* Option.match(target.cluster, {
+      onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(config, options)),
+      onSome: (postgres) => joinCluster(postgres, config, options)
+    })
+    const opened: Opened = { path, config, registry }
+    return opened
+  })
+
+/** A registry whose toolsets run on the cluster's runners; this process joins as a client. */
+const joinCluster = (postgres: string, config: AgentConfig.Config, options: { readonly agent?: string }) =>
+  Effect.gen(function* () {
+    const { ClusterClient, ClusterRegistry, Sealing } = yield* Effect.promise(() => import("@toolvisor/cluster"))
+    const key = Sealing.fromEnv()
+    const context = yield* Layer.build(ClusterClient.layer({ postgres }))
+    return yield* ClusterRegistry.make(config, { ...options, ...(key === undefined ? {} : { key }) }).pipe(
+      Effect.provideContext(context)
+    )
+  })

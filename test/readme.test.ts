@@ -1,0 +1,137 @@
+/**
+ * The README's code is the code in `examples/`: every TypeScript and JSON block is marked with
+ * the file it shows and must equal it (the files are type-checked with the rest), and here each
+ * one runs as a reader would run it — the host snippets start the gateway as the host would and
+ * call a tool through it; the Effect programs run against real servers.
+ */
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeHttp from "node:http"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+
+const root = NodePath.resolve(import.meta.dirname, "..")
+const bin = NodePath.join(root, "node_modules/.bin")
+const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+
+/** The README's fenced blocks of `lang`, each with the file its marker names (or undefined). */
+const blocks = (lang: string) => {
+  const readme = NodeFs.readFileSync(NodePath.join(root, "README.md"), "utf8")
+  const found: Array<{ readonly file: string | undefined; readonly code: string }> = []
+  const fence = new RegExp(`(?:<!-- file: (\\S+) -->\\n)?\`\`\`${lang}\\n([\\s\\S]*?)\`\`\`\\n`, "g")
+  for (const match of readme.matchAll(fence)) found.push({ file: match[1], code: match[2] ?? "" })
+  return found
+}
+
+/** A config of one server-everything toolset: its tools are `everything_*`, as the README calls them. */
+const agentConfig = () => {
+  const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-readme-"))
+  const path = NodePath.join(dir, "agent.yaml")
+  NodeFs.writeFileSync(
+    path,
+    [
+      "agents:",
+      "  root:",
+      "    toolsets:",
+      "      - type: mcp",
+      "        name: everything",
+      `        command: "${process.execPath}"`,
+      `        args: ["${everything}", "stdio"]`
+    ].join("\n")
+  )
+  return path
+}
+
+/** Runs an example with the Node that runs the tests, on the workspace's sources. */
+const runExample = (file: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) =>
+  new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
+    const child = NodeChildProcess.spawn(
+      process.execPath,
+      ["--conditions=@toolvisor/source", NodePath.join(root, file), ...args],
+      { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }
+    )
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+describe("README", () => {
+  it("every TypeScript and JSON block is a file of the repository, word for word", () => {
+    const all = [...blocks("ts"), ...blocks("json")]
+    assert.isAtLeast(all.length, 6)
+    for (const block of all) {
+      assert.isDefined(block.file, `a block without a <!-- file: … --> marker:\n${block.code}`)
+      const text = NodeFs.readFileSync(NodePath.join(root, block.file ?? ""), "utf8")
+      assert.strictEqual(block.code, text, `README differs from ${block.file}`)
+    }
+  })
+
+  it("each host snippet starts the gateway as the host would, and a tool answers through it", async () => {
+    const config = agentConfig()
+    const hosts = blocks("json").map((b) => b.file ?? "")
+    assert.sameMembers(
+      hosts.map((h) => NodePath.basename(h)),
+      ["claude-desktop.json", "cursor.json", "vscode.json", "claude-code.json"]
+    )
+    for (const host of hosts) {
+      const parsed = JSON.parse(NodeFs.readFileSync(NodePath.join(root, host), "utf8"))
+      const server = (parsed.mcpServers ?? parsed.servers).toolvisor
+      const args: Array<string> = server.args.map((a: string) => (a === "/absolute/path/to/agent.yaml" ? config : a))
+      // As after `npm i -g toolvisor`: the bin on PATH; hosts start servers from a folder of their own.
+      const transport = new StdioClientTransport({
+        command: server.command,
+        args,
+        cwd: NodeOs.tmpdir(),
+        env: { PATH: `${bin}:${process.env.PATH}` },
+        stderr: "pipe"
+      })
+      const client = new Client({ name: NodePath.basename(host, ".json"), version: "1.0.0" })
+      await client.connect(transport)
+      try {
+        let text = ""
+        for (let i = 0; i < 100 && !text.includes("Echo: hi"); i++) {
+          const result = await client.callTool({ name: "everything_echo", arguments: { message: "hi" } })
+          text = JSON.stringify(result.content)
+          if (!text.includes("Echo: hi")) await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        assert.include(text, "Echo: hi", host)
+      } finally {
+        await client.close()
+      }
+    }
+  })
+
+  it("the Effect API example runs to its end: tools, a call, the board", async () => {
+    const result = await runExample("examples/effect-api.ts", [agentConfig()])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(result.stdout, "Echo: hi")
+    assert.include(result.stdout, "everything: Ready")
+  })
+
+  it("the observability example sends its spans to a collector and prints the metrics", async () => {
+    let traces = 0
+    const collector = NodeHttp.createServer((req, res) => {
+      if (req.url === "/v1/traces") traces += 1
+      req.resume()
+      req.on("end", () => res.end("{}"))
+    })
+    await new Promise<void>((resolve) => collector.listen(0, "127.0.0.1", resolve))
+    const address = collector.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    try {
+      const result = await runExample("examples/observability.ts", [agentConfig()], {
+        OTLP_TRACES_URL: `http://127.0.0.1:${port}/v1/traces`
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stdout, 'toolvisor_tool_call_duration_ms_count{toolset="everything"} 1')
+      assert.isAtLeast(traces, 1)
+    } finally {
+      collector.close()
+    }
+  })
+})
