@@ -10,13 +10,20 @@ import * as NodeHttp from "node:http"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type ServerNotification,
+  type ServerRequest
+} from "@modelcontextprotocol/sdk/types.js"
 import type { State, Toolset } from "@toolvisor/core"
 import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -25,6 +32,12 @@ import * as Stream from "effect/Stream"
 export interface Options {
   /** The agent whose catalog is served; the registry's default agent when omitted. */
   readonly agent?: string
+  /**
+   * Completes once the eager toolsets have settled (Ready, failed or timed out): `tools/list`
+   * and calls wait for it, since many clients list tools once, at connect. Answers at once when
+   * omitted.
+   */
+  readonly ready?: Effect.Effect<void>
   /** Serve streamable HTTP on this address instead of stdio. */
   readonly http?: { readonly port: number; readonly host: string }
 }
@@ -67,10 +80,6 @@ const listing = (registry: ToolsetRegistry.Registry, agent: string | undefined) 
     Effect.catchTag("UnknownAgent", (error) => Effect.as(Effect.logWarning(`serving no tools: ${error.message}`), []))
   )
 
-/** What a client would notice in tools/list: the exposed names and their descriptions. */
-const fingerprint = (tools: ReadonlyArray<Catalog.Entry>): string =>
-  JSON.stringify(tools.map((entry) => [entry.name, entry.tool.description ?? ""]))
-
 /** A failure the agent reads as the tool's answer, so a call never surfaces as a JSON-RPC crash. */
 const errorResult = (tag: string, message: string): Toolset.ToolResult => ({
   content: [{ type: "text", text: `${tag}: ${message}` }],
@@ -94,17 +103,64 @@ const call = (
     )
   )
 
+/** The toolsets still starting, as a client waiting for tools/list is told. */
+const waitingFor = (board: ReadonlyArray<State.StatusSnapshot>) =>
+  board.filter((s) => s.state === "Starting").map((s) => s.name)
+
+/**
+ * Waits for `ready`, telling the client what it waits for: a progress notification when the
+ * request asked for progress, and a log message (MCP logging) either way.
+ */
+const settled = (
+  server: Server,
+  registry: ToolsetRegistry.Registry,
+  ready: Effect.Effect<void>,
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>
+) => {
+  const token = extra._meta?.progressToken
+  const tell = (board: ReadonlyArray<State.StatusSnapshot>) => {
+    const pending = waitingFor(board)
+    if (pending.length === 0) return Effect.void
+    const message = `waiting for toolsets to start: ${pending.join(", ")}`
+    const progress =
+      token === undefined
+        ? Effect.void
+        : Effect.tryPromise(() =>
+            extra.sendNotification({
+              method: "notifications/progress",
+              params: { progressToken: token, progress: board.length - pending.length, total: board.length, message }
+            })
+          )
+    const log = Effect.tryPromise(() =>
+      server.sendLoggingMessage({ level: "info", logger: "toolvisor", data: message })
+    )
+    return Effect.ignore(Effect.andThen(progress, log))
+  }
+  return Effect.raceFirst(ready, Effect.andThen(registry.status.pipe(Stream.runForEach(tell)), Effect.never))
+}
+
 /** One MCP server (one client session) answering from the registry. */
-const makeServer = (registry: ToolsetRegistry.Registry, agent: string | undefined, run: RunPromise): Server => {
-  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true } } })
+const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: RunPromise): Server => {
+  const { agent } = options
+  const ready = options.ready ?? Effect.void
+  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true }, logging: {} } })
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
     run(
-      Effect.map(listing(registry, agent), (tools) => ({ tools: tools.map(toMcpTool) })),
+      Effect.andThen(
+        settled(server, registry, ready, extra),
+        Effect.map(listing(registry, agent), (tools) => ({ tools: tools.map(toMcpTool) }))
+      ),
       { signal: extra.signal }
     )
   )
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    run(call(registry, agent, request.params.name, request.params.arguments ?? {}), { signal: extra.signal })
+    run(
+      Effect.andThen(
+        settled(server, registry, ready, extra),
+        call(registry, agent, request.params.name, request.params.arguments ?? {})
+      ),
+      { signal: extra.signal }
+    )
   )
   return server
 }
@@ -114,33 +170,23 @@ const closeServer = (server: Server): Effect.Effect<void> =>
     Effect.catch((error) => Effect.logDebug("closing an MCP session failed", error))
   )
 
-/** True when two boards would give the same catalogs: the same toolsets in the same states and tool versions. */
-const sameTools = (a: ReadonlyArray<State.StatusSnapshot>, b: ReadonlyArray<State.StatusSnapshot>): boolean =>
-  a.length === b.length &&
-  a.every((s, i) => {
-    const t = b[i]
-    return t !== undefined && s.name === t.name && s.state === t.state && s.toolsVersion === t.toolsVersion
-  })
-
 /**
- * Sends `tools/list_changed` to every connected client whenever the listing differs from the
- * last one announced. Recomputing on every board change would spam clients (a restart passes
- * through several states); comparing what tools/list would answer sends one notice per change.
+ * Sends `tools/list_changed` to every connected client each time the catalog's version moves:
+ * only when the offered tools (names, descriptions, schemas) changed, not when a toolset passes
+ * through a restart and comes back with the same tools.
  */
 const announceChanges = (
   registry: ToolsetRegistry.Registry,
   agent: string | undefined,
-  initial: ReadonlyArray<Catalog.Entry>,
+  initial: Catalog.Catalog,
   servers: () => Iterable<Server>
 ): Effect.Effect<void> => {
-  let announced = fingerprint(initial)
-  return registry.status.pipe(
-    Stream.changesWith(sameTools),
-    Stream.runForEach(() =>
+  let announced = initial.version
+  return registry.catalogChanges(agent).pipe(
+    Stream.runForEach((catalog) =>
       Effect.gen(function* () {
-        const next = fingerprint(yield* listing(registry, agent))
-        if (next === announced) return
-        announced = next
+        if (catalog.version === announced) return
+        announced = catalog.version
         yield* Effect.logDebug("the catalog changed: sending tools/list_changed")
         yield* Effect.forEach(
           Array.from(servers()),
@@ -151,16 +197,14 @@ const announceChanges = (
           { discard: true }
         )
       })
-    )
+    ),
+    Effect.catchTag("UnknownAgent", (error) => Effect.logWarning(`no longer announcing changes: ${error.message}`))
   )
 }
 
 /** The catalog at start; fails when the agent is unknown, so a typo is reported before any client connects. */
 const initialListing = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
-  registry.catalog(agent).pipe(
-    Effect.map((catalog) => catalog.tools),
-    Effect.mapError((error) => new GatewayError({ message: error.message, cause: error }))
-  )
+  registry.catalog(agent).pipe(Effect.mapError((error) => new GatewayError({ message: error.message, cause: error })))
 
 /**
  * Serves the registry to one client over `transport` (stdio, or an in-memory pair in tests).
@@ -177,7 +221,7 @@ export const connect = (
     const server = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          const server = makeServer(registry, options.agent, run)
+          const server = makeServer(registry, options, run)
           await server.connect(transport)
           return server
         },
@@ -244,7 +288,7 @@ export const listen = (
     /** A session exists only once its initialize succeeded; any other first request leaves nothing behind. */
     const open = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) =>
       Effect.gen(function* () {
-        const server = makeServer(registry, options.agent, run)
+        const server = makeServer(registry, options, run)
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => NodeCrypto.randomUUID(),
           onsessioninitialized: (id) => {
@@ -334,7 +378,12 @@ export const serve = (
 ): Effect.Effect<void, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
     const { http } = options
-    const start = Effect.forkScoped(Effect.ignore(registry.start))
+    // Clients may connect at once; what they ask waits until the eager toolsets have settled.
+    const started = yield* Deferred.make<void>()
+    const start = Effect.forkScoped(
+      Effect.ignore(registry.start).pipe(Effect.ensuring(Deferred.done(started, Exit.void)))
+    )
+    options = { ...options, ready: Deferred.await(started) }
     if (http !== undefined) {
       const { url } = yield* listen(registry, { ...options, http })
       yield* start
