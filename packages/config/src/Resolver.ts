@@ -1,13 +1,16 @@
 /**
  * Turns a decoded config into the resolved model: `ref`s replaced by their `mcps` definitions,
  * relative directories made absolute, policies computed, and each toolset given an identity, a
- * signature and a unique display name. Two agents that declare the same toolset share it; the same
- * identity declared twice with different definitions is an error at both places.
+ * signature and a unique display name. Two agents that declare the same toolset share it; an unnamed
+ * toolset whose identity is taken by a different definition becomes a toolset of its own; the same
+ * explicit name declared twice with different definitions is an error at both places.
  */
 import * as NodePath from "node:path"
 import { Policy } from "@toolvisor/core"
+import * as Duration from "effect/Duration"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
+import * as HostConfig from "./HostConfig.ts"
 import * as ToolsetDiff from "./ToolsetDiff.ts"
 
 export interface Context {
@@ -21,6 +24,8 @@ export interface Context {
 export interface Resolution {
   readonly config: AgentConfig.Config
   readonly issues: ReadonlyArray<ConfigError.Issue>
+  /** Where the toolsets that will run were written: a problem elsewhere cannot stop them. */
+  readonly live: ReadonlyArray<string>
 }
 
 /** A toolset as one entry declares it, before sharing and naming. */
@@ -28,6 +33,10 @@ interface Declaration extends ToolsetDiff.Signed {
   readonly path: string
   readonly identity: string
   readonly derivedName: string
+  /** An explicit name is the user's identity for the toolset: a clash with it is an error. */
+  readonly named: boolean
+  /** The `mcps` definition it came from, if any. */
+  readonly sourcePath: string
   readonly secrets: ReadonlyArray<string>
 }
 
@@ -70,6 +79,7 @@ const nameFrom = (transport: AgentConfig.Transport): string =>
 
 interface Declare {
   readonly path: string
+  readonly sourcePath?: string | undefined
   readonly type: "mcp" | "lsp"
   readonly name: string | undefined
   readonly ref: string | undefined
@@ -77,10 +87,16 @@ interface Declare {
   readonly urlPath: string
   readonly fileTypes: ReadonlyArray<string> | undefined
   readonly tools: ReadonlyArray<string> | undefined
+  /** Tools never exposed (a host's disabled-tools list). */
+  readonly deny?: ReadonlyArray<string> | undefined
   readonly lifecycle: Policy.Lifecycle | undefined
   readonly lazy: boolean | undefined
   readonly secrets: ReadonlyArray<string>
 }
+
+/** Some hosts write `tools: ["*"]` for "every tool"; the runtime's filter knows that as no filter. */
+export const allowList = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<string> | undefined =>
+  tools === undefined || tools.includes("*") ? undefined : tools
 
 const declare = (input: Declare, context: Context): Outcome => {
   const transport = transportOf(input.source, context, input.urlPath)
@@ -90,7 +106,8 @@ const declare = (input: Declare, context: Context): Outcome => {
     prefix: input.name,
     transport,
     fileTypes: input.fileTypes ?? [],
-    tools: input.tools,
+    tools: allowList(input.tools),
+    ...(input.deny === undefined || input.deny.length === 0 ? {} : { deny: input.deny }),
     lifecycle: input.lifecycle ?? {},
     lazy: input.lazy ?? false
   }
@@ -105,6 +122,8 @@ const declare = (input: Declare, context: Context): Outcome => {
       url: input.source.url
     }),
     derivedName: input.name ?? input.ref ?? nameFrom(transport),
+    named: input.name !== undefined,
+    sourcePath: input.sourcePath ?? input.path,
     secrets: [...new Set(input.secrets)]
   }
   return { _tag: "Declared", declaration }
@@ -198,6 +217,7 @@ const declareMcpSource = (
   declare(
     {
       path,
+      sourcePath,
       type: "mcp",
       name: fields.name,
       ref,
@@ -251,51 +271,125 @@ const declareEntry = (
   }
 }
 
+const legacyReason = (field: string, version: string | undefined) =>
+  `agent-level ${field}: is docker-agent's built-in ${field} toolset${
+    version === undefined ? "" : ` (config version "${version}" form)`
+  }; Toolvisor does not run it`
+
+/**
+ * docker-agent's upgrade from version 0: `todo`, `think` and `memory` on the agent become built-in
+ * toolsets ahead of the declared ones. Toolvisor skips built-ins, so each becomes a skipped entry.
+ */
+const legacyToolsets = (agent: AgentConfig.AgentFile["agents"][string], path: string, version: string | undefined) =>
+  AgentConfig.legacyToolsetFields.flatMap((field) => {
+    const value = agent[field]
+    const enabled =
+      value === true || (typeof value === "object" && value !== null && !("enabled" in value && value.enabled === false))
+    return enabled ? [skipped(ConfigError.childPath(path, field), field, legacyReason(field, version))] : []
+  })
+
+const versionOf = (file: AgentConfig.AgentFile): string | undefined =>
+  typeof file.version === "string" || typeof file.version === "number" ? String(file.version) : undefined
+
 /** Resolves the docker-agent format: one agent spec per agent, in file order. */
 export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Resolution =>
   assemble(
     context.source,
-    Object.entries(file.agents).map(([name, agent]) => ({
-      name,
-      outcomes: (agent.toolsets ?? []).map((entry, index) =>
-        declareEntry(
-          entry,
-          `${ConfigError.childPath(ConfigError.childPath("agents", name), "toolsets")}[${index}]`,
-          file,
-          context
-        )
-      )
-    }))
+    Object.entries(file.agents).map(([name, agent]) => {
+      const path = ConfigError.childPath("agents", name)
+      return {
+        name,
+        outcomes: [
+          ...legacyToolsets(agent, path, versionOf(file)),
+          ...(agent.toolsets ?? []).map((entry, index) =>
+            declareEntry(entry, `${ConfigError.childPath(path, "toolsets")}[${index}]`, file, context)
+          )
+        ]
+      }
+    })
   )
 
-/** The agent an `mcpServers` file becomes. */
+/** The agent a host's server map becomes. */
 export const defaultAgent = "default"
 
-/** Resolves an `mcpServers` file: one agent, `default`, each server named (and prefixed) by its key. */
-export const fromMcpServers = (file: AgentConfig.McpServersFile, context: Context): Resolution =>
+/** Which transport a host server uses: `type` (or Cline's `transportType`), else Gemini's `httpUrl`. */
+const hostTransport = (server: HostConfig.McpServer, format: HostConfig.Format): "stdio" | "http" | "sse" => {
+  if (server.command !== undefined) return "stdio"
+  const type = server.type ?? server.transportType
+  if (type === "sse") return "sse"
+  if (type !== undefined) return "http"
+  if (server.httpUrl !== undefined) return "http"
+  // Gemini CLI reads a bare `url` as SSE; every other host defaults to streamable HTTP.
+  return usesMilliseconds(format) && server.url !== undefined ? "sse" : "http"
+}
+
+/** Gemini CLI and its fork Qwen Code: `url` is SSE and `timeout` is in milliseconds. */
+const usesMilliseconds = (format: HostConfig.Format): boolean =>
+  format.name.startsWith("Gemini") || format.name.startsWith("Qwen")
+
+/** Cline writes seconds, Gemini CLI milliseconds: both become `call_timeout`. */
+const callTimeout = (server: HostConfig.McpServer, format: HostConfig.Format): Duration.Duration | undefined => {
+  if (server.timeout === undefined || server.timeout <= 0) return undefined
+  return usesMilliseconds(format) ? Duration.millis(server.timeout) : Duration.seconds(server.timeout)
+}
+
+const hostServer = (
+  key: string,
+  server: HostConfig.McpServer,
+  path: string,
+  format: HostConfig.Format,
+  context: Context
+): Outcome => {
+  if (server.disabled === true) return skipped(path, "mcp", "disabled: true")
+  if (server.enabled === false) return skipped(path, "mcp", "enabled: false")
+  if (HostConfig.isExtensionServer(server)) return skipped(path, "mcp", "provided by a Zed extension; Toolvisor cannot run it")
+  const command = typeof server.command === "object" ? server.command : undefined
+  const transport = hostTransport(server, format)
+  const timeout = callTimeout(server, format)
+  const lifecycle: Policy.Lifecycle | undefined =
+    timeout === undefined || server.lifecycle?.call_timeout !== undefined
+      ? server.lifecycle
+      : { ...server.lifecycle, call_timeout: timeout }
+  return declare(
+    {
+      path,
+      type: "mcp",
+      name: key,
+      ref: undefined,
+      source: {
+        command: command?.path ?? (typeof server.command === "string" ? server.command : undefined),
+        args: command?.args ?? server.args,
+        env: { ...command?.env, ...server.env },
+        cwd: server.cwd,
+        url: HostConfig.urlOf(server),
+        headers: server.headers,
+        sse: transport === "sse"
+      },
+      urlPath: `${path}.url`,
+      fileTypes: undefined,
+      tools: server.tools ?? server.includeTools,
+      deny: [...(server.excludeTools ?? []), ...(server.disabledTools ?? [])],
+      lifecycle,
+      lazy: server.lazy,
+      secrets: secretsAt(context, path)
+    },
+    context
+  )
+}
+
+/** Resolves a host's server map: one agent, `default`, each server named (and prefixed) by its key. */
+export const fromHostServers = (
+  servers: Readonly<Record<string, HostConfig.McpServer>>,
+  at: string,
+  format: HostConfig.Format,
+  context: Context
+): Resolution =>
   assemble(context.source, [
     {
       name: defaultAgent,
-      outcomes: Object.entries(file.mcpServers).map(([key, server]) => {
-        const path = ConfigError.childPath("mcpServers", key)
-        if (server.disabled === true) return skipped(path, "mcp", "disabled: true")
-        return declare(
-          {
-            path,
-            type: "mcp",
-            name: key,
-            ref: undefined,
-            source: { ...server, sse: server.type === "sse" },
-            urlPath: `${path}.url`,
-            fileTypes: undefined,
-            tools: server.tools,
-            lifecycle: server.lifecycle,
-            lazy: server.lazy,
-            secrets: secretsAt(context, path)
-          },
-          context
-        )
-      })
+      outcomes: Object.entries(servers).map(([key, server]) =>
+        hostServer(key, server, ConfigError.childPath(at, key), format, context)
+      )
     }
   ])
 
@@ -314,14 +408,23 @@ const assemble = (
   const skippedEntries: Array<AgentConfig.Skipped> = []
   const byIdentity = new Map<string, AgentConfig.ToolsetConfig>()
   const usedNames = new Set<string>()
+  const live: Array<string> = []
   const specs = agents.map(({ name, outcomes }) => {
     const identities: Array<string> = []
     for (const outcome of outcomes) {
       if (outcome._tag === "Invalid") issues.push(...outcome.issues)
       else if (outcome._tag === "Skipped") skippedEntries.push(outcome.skipped)
       else {
-        const { path, identity, derivedName, secrets, ...signed } = outcome.declaration
+        const { path, identity: declared, derivedName, named, sourcePath, secrets, ...signed } = outcome.declaration
+        live.push(path, sourcePath)
         const signature = ToolsetDiff.signature(signed)
+        const taken = byIdentity.get(declared)
+        // Two different unnamed servers with the same command are two toolsets: the second one's
+        // identity carries its signature, so the same file always gives the same identities.
+        const identity =
+          taken === undefined || taken.signature === signature || named
+            ? declared
+            : `${declared}#${signature.slice(0, 8)}`
         const existing = byIdentity.get(identity)
         if (existing === undefined) {
           byIdentity.set(identity, {
@@ -345,6 +448,7 @@ const assemble = (
   })
   return {
     config: { source, agents: specs, toolsets: [...byIdentity.values()], skipped: skippedEntries },
-    issues
+    issues,
+    live
   }
 }

@@ -2,6 +2,7 @@
 export * as AgentConfig from "./AgentConfig.ts"
 export * as ConfigError from "./ConfigError.ts"
 export * as ConfigLoader from "./ConfigLoader.ts"
+export * as HostConfig from "./HostConfig.ts"
 export * as Interpolation from "./Interpolation.ts"
 export * as JsonSchema from "./JsonSchema.ts"
 export * as Resolver from "./Resolver.ts"
