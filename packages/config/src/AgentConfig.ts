@@ -144,15 +144,28 @@ interface McpSource {
 }
 
 /** docker-agent's rules for an MCP source: exactly one of command, remote, ref; no working_dir when remote. */
-const checkMcpSource = Schema.makeFilter((entry: McpSource) => {
-  const sources = [entry.command, entry.remote, entry.ref].filter((source) => source !== undefined).length
-  return [
-    ...(sources === 1 ? [] : [mcpSourceMessage]),
-    ...(entry.remote !== undefined && entry.working_dir !== undefined
-      ? [{ path: ["working_dir"], issue: "working_dir cannot be used with a remote MCP server" }]
-      : [])
-  ]
+/** Exactly one of the fields is present, in JSON Schema. */
+export const exactlyOne = (fields: ReadonlyArray<string>) => ({
+  oneOf: fields.map((field) => ({ required: [field] }))
 })
+
+const checkMcpSource = Schema.makeFilter(
+  (entry: McpSource) => {
+    const sources = [entry.command, entry.remote, entry.ref].filter((source) => source !== undefined).length
+    return [
+      ...(sources === 1 ? [] : [mcpSourceMessage]),
+      ...(entry.remote !== undefined && entry.working_dir !== undefined
+        ? [{ path: ["working_dir"], issue: "working_dir cannot be used with a remote MCP server" }]
+        : [])
+    ]
+  },
+  {
+    toJsonSchema: () => ({
+      ...exactlyOne(["command", "remote", "ref"]),
+      not: { required: ["remote", "working_dir"] }
+    })
+  }
+)
 
 const mcpFields = {
   ...common,
@@ -255,6 +268,19 @@ export const legacyToolsetFields = ["think", "todo", "memory"] as const
  * Fields docker-agent adds over time are accepted (the loader warns once per unknown field), so
  * a newer file still loads; only `toolsets` matters to Toolvisor.
  */
+/** `tools:` on an agent is cagent's pre-release form: ignoring it would silently drop the agent's servers. */
+const noAgentTools = Schema.makeFilter(
+  (agent: { readonly [key: string]: unknown }) =>
+    "tools" in agent
+      ? {
+          path: ["tools"],
+          issue:
+            "`tools` is not an agent field (it is the pre-release cagent form); declare the servers under `toolsets:` with `type: mcp`"
+        }
+      : undefined,
+  { toJsonSchema: () => ({ not: { required: ["tools"] } }) }
+)
+
 export const Agent = Schema.StructWithRest(
   Schema.Struct({
     toolsets: Schema.optionalKey(Schema.Array(ToolsetEntry)),
@@ -262,7 +288,9 @@ export const Agent = Schema.StructWithRest(
     ...Object.fromEntries(legacyToolsetFields.map((field) => [field, ignored]))
   }),
   [Schema.Record(Schema.String, Schema.Unknown)]
-).annotate({ identifier: "Agent" })
+)
+  .pipe(Schema.check(noAgentTools))
+  .annotate({ identifier: "Agent" })
 
 /** docker-agent's top-level sections besides `agents` and `mcps`; v0's `env` included. */
 export const topLevelFields = ["version", "metadata", "models", "rag", "providers", "permissions", "env"] as const

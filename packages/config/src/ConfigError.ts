@@ -53,10 +53,13 @@ export const maskIssues = (issues: ReadonlyArray<Issue>, secrets: ReadonlyArray<
   return issues.map((issue) => ({ path: issue.path, message: mask(issue.message) }))
 }
 
-/** A `${...}` span is a reference written in the file, never a value: it is shown as written. */
-const reference = /(\$\{[^}]*\})/
+/**
+ * A `${...}` span is a reference written in the file and a backquoted span is a hint (`--input
+ * token=VALUE`), never a value: both are shown as written.
+ */
+const reference = /(\$\{[^}]*\}|`[^`]*`)/
 
-/** Masks credential shapes in the text between references, so a hint like `${GITHUB_TOKEN:-default}` stays intact. */
+/** Masks credential shapes in the text between references and hints, so `${GITHUB_TOKEN:-default}` stays intact. */
 const maskValues = (text: string): string =>
   text
     .split(reference)

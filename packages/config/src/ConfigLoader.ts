@@ -10,12 +10,14 @@ import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ConfigText from "./ConfigText.ts"
 import * as HostConfig from "./HostConfig.ts"
+import * as HostResolver from "./HostResolver.ts"
 import * as Interpolation from "./Interpolation.ts"
 import * as Resolver from "./Resolver.ts"
 import * as Unknowns from "./Unknowns.ts"
@@ -45,9 +47,6 @@ export interface ParseOptions extends Options {
 
 const parseOptions = { errors: "all", onExcessProperty: "error" } as const
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const fail = (source: string, path: string, message: string, format?: string) =>
   Effect.fail(ConfigError.make(source, [{ path, message }], [], format))
 
@@ -74,7 +73,7 @@ const expandEntries = (
     return expansion.value
   }
   if (Array.isArray(entries)) return entries.map((entry, index) => one(entry, ConfigError.childPath(path, index)))
-  if (isRecord(entries)) {
+  if (Predicate.isObject(entries)) {
     return Object.fromEntries(
       Object.entries(entries).map(([key, entry]) => [key, one(entry, ConfigError.childPath(path, key))])
     )
@@ -85,10 +84,10 @@ const expandEntries = (
 /** docker-agent expands `env` values with Go's `os.Expand`, so `$VAR` works there too. */
 const expandAgentFile = (document: Readonly<Record<string, unknown>>, env: Interpolation.Env, into: Into) => {
   const options = { bare: true }
-  const agents = isRecord(document.agents)
+  const agents = Predicate.isObject(document.agents)
     ? Object.fromEntries(
         Object.entries(document.agents).map(([name, agent]) => {
-          if (!isRecord(agent) || agent.toolsets === undefined) return [name, agent]
+          if (!Predicate.isObject(agent) || agent.toolsets === undefined) return [name, agent]
           const at = ConfigError.childPath(ConfigError.childPath("agents", name), "toolsets")
           return [name, { ...agent, toolsets: expandEntries(agent.toolsets, at, env, options, into) }]
         })
@@ -110,17 +109,20 @@ const hostBuiltins = (format: HostConfig.Format, baseDir: string, env: Interpola
     userHome: NodeOs.homedir(),
     pathSeparator: NodePath.sep,
     "/": NodePath.sep,
-    ...(format._tag === "Plugin" && env.CLAUDE_PLUGIN_ROOT === undefined ? { CLAUDE_PLUGIN_ROOT: baseDir } : {})
+    // Claude Code sets it to the plugin's folder, where a plugin keeps its `.mcp.json`.
+    ...(format.name.startsWith("Claude Code") && env.CLAUDE_PLUGIN_ROOT === undefined
+      ? { CLAUDE_PLUGIN_ROOT: baseDir }
+      : {})
   }
 }
 
 /** VS Code `inputs`, with the values given on the command line. */
 const inputsOf = (document: Readonly<Record<string, unknown>>, given: Readonly<Record<string, string>>) => {
-  const holder = isRecord(document.mcp) && Array.isArray(document.mcp.inputs) ? document.mcp : document
+  const holder = Predicate.isObject(document.mcp) && Array.isArray(document.mcp.inputs) ? document.mcp : document
   const declared = Array.isArray(holder.inputs) ? holder.inputs : []
   const inputs = new Map<string, Interpolation.Input>()
   for (const input of declared) {
-    if (!isRecord(input) || typeof input.id !== "string") continue
+    if (!Predicate.isObject(input) || typeof input.id !== "string") continue
     const description = typeof input.description === "string" ? input.description : undefined
     inputs.set(input.id, { description, value: given[input.id], password: input.password === true })
   }
@@ -136,12 +138,16 @@ const selectAgent = (
   source: string
 ): Effect.Effect<Readonly<Record<string, unknown>>, ConfigError.ConfigError> => {
   const isAgentFile = format._tag === "DockerAgent"
-  const names = !isAgentFile ? [Resolver.defaultAgent] : isRecord(document.agents) ? Object.keys(document.agents) : []
+  const names = !isAgentFile
+    ? [Resolver.defaultAgent]
+    : Predicate.isObject(document.agents)
+      ? Object.keys(document.agents)
+      : []
   if (!names.includes(agent)) {
     const known = names.length === 0 ? "the config defines none" : `agents: ${names.join(", ")}`
     return fail(source, "agents", `No agent named "${agent}" (${known})`, format.name)
   }
-  if (!isAgentFile || !isRecord(document.agents)) return Effect.succeed(document)
+  if (!isAgentFile || !Predicate.isObject(document.agents)) return Effect.succeed(document)
   return Effect.succeed({ ...document, agents: { [agent]: document.agents[agent] } })
 }
 
@@ -158,7 +164,7 @@ const fromDocument = (
 ): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
     const { source } = options
-    if (!isRecord(raw)) {
+    if (!Predicate.isObject(raw)) {
       const got =
         raw === null || raw === undefined ? "an empty document" : `a ${Array.isArray(raw) ? "list" : typeof raw}`
       return yield* fail(source, "", `Expected a mapping (${HostConfig.formatList.join("; ")}), got ${got}`)
@@ -188,20 +194,33 @@ const fromDocument = (
     const servers = expandEntries(located.servers, located.path, env, expansion, into)
     const value = format._tag === "Plugin" ? servers : replaceServers(document, format, servers)
     const decoded = decodeHost(format, value)
-    return yield* settle(decoded, (file) => Resolver.fromHostServers(file, located.path, format, base), {
-      source,
-      format,
-      value,
-      into,
-      notes: Unknowns.hostServers(located.servers, located.path, format.name)
-    })
+    return yield* settle(
+      decoded,
+      (file) => HostResolver.fromHostServers(file, located.path, format, base, serverFilter(document)),
+      {
+        source,
+        format,
+        value,
+        into,
+        notes: Unknowns.hostServers(located.servers, located.path, format.name)
+      }
+    )
   })
+
+const strings = (value: unknown): ReadonlyArray<string> | undefined =>
+  Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : undefined
+
+/** Gemini CLI's `mcp.allowed` and `mcp.excluded` lists, when the file has them. */
+const serverFilter = (document: Readonly<Record<string, unknown>>): HostResolver.ServerFilter =>
+  Predicate.isObject(document.mcp) && !Predicate.isObject(document.mcp.servers)
+    ? { allowed: strings(document.mcp.allowed), excluded: strings(document.mcp.excluded) }
+    : {}
 
 const replaceServers = (document: Readonly<Record<string, unknown>>, format: HostConfig.Format, servers: unknown) => {
   if (format._tag === "McpServers") return { ...document, mcpServers: servers }
   if (format._tag === "VsCode") return { ...document, servers }
   if (format._tag === "Zed") return { ...document, context_servers: servers }
-  return { ...document, mcp: { ...(isRecord(document.mcp) ? document.mcp : {}), servers } }
+  return { ...document, mcp: { ...(Predicate.isObject(document.mcp) ? document.mcp : {}), servers } }
 }
 
 type Servers = Readonly<Record<string, HostConfig.McpServer>>

@@ -6,6 +6,7 @@
  * are typed, and the rest are accepted so that a file written for any host loads.
  */
 import * as NodePath from "node:path"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 
@@ -27,9 +28,6 @@ export const formatList = [
   "Zed settings.json (context_servers:)",
   "a Claude Code plugin .mcp.json (the server map itself)"
 ]
-
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Which host wrote an `mcpServers` file, by its name: the content is the same for all of them. */
 const mcpServersHost = (path: string): string => {
@@ -55,7 +53,7 @@ const isServerMap = (document: Readonly<Record<string, unknown>>): boolean => {
   const entries = Object.values(document)
   return (
     entries.length > 0 &&
-    entries.every((entry) => isRecord(entry) && serverKeys.some((key) => typeof entry[key] === "string"))
+    entries.every((entry) => Predicate.isObject(entry) && serverKeys.some((key) => typeof entry[key] === "string"))
   )
 }
 
@@ -63,10 +61,10 @@ const isServerMap = (document: Readonly<Record<string, unknown>>): boolean => {
 export const detect = (document: Readonly<Record<string, unknown>>, path: string): Format | undefined => {
   if ("agents" in document) return { _tag: "DockerAgent", name: "docker-agent YAML" }
   if ("mcpServers" in document) return { _tag: "McpServers", name: mcpServersHost(path) }
-  if (isRecord(document.servers) && ("inputs" in document || !("mcp" in document))) {
+  if (Predicate.isObject(document.servers) && ("inputs" in document || !("mcp" in document))) {
     return { _tag: "VsCode", name: "VS Code mcp.json" }
   }
-  if (isRecord(document.mcp) && isRecord(document.mcp.servers)) {
+  if (Predicate.isObject(document.mcp) && Predicate.isObject(document.mcp.servers)) {
     return { _tag: "VsCodeSettings", name: "VS Code settings.json" }
   }
   if ("context_servers" in document) return { _tag: "Zed", name: "Zed settings.json" }
@@ -79,7 +77,15 @@ export const detect = (document: Readonly<Record<string, unknown>>, path: string
 // ---------------------------------------------------------------------------------------------
 
 /** How each host spells the transport; `streamableHttp` is Cline's, `streamable-http` Gemini's and docker-agent's. */
-export const serverTypes = ["stdio", "http", "sse", "streamable-http", "streamableHttp", "streamable"] as const
+export const serverTypes = [
+  "stdio",
+  "http",
+  "sse",
+  "streamable-http",
+  "streamableHttp",
+  "streamablehttp",
+  "streamable"
+] as const
 
 /** Zed's original form: `command: { path, args, env }`. */
 const ZedCommand = Schema.Struct({
@@ -132,22 +138,40 @@ export const isExtensionServer = (server: ServerSource): boolean =>
 
 export const urlOf = (server: ServerSource): string | undefined => server.url ?? server.serverUrl ?? server.httpUrl
 
-const checkServerSource = Schema.makeFilter((server: ServerSource) => {
-  if (isExtensionServer(server)) return []
-  const urls = [server.url, server.serverUrl, server.httpUrl].filter((url) => url !== undefined).length
-  const remote = server.type !== undefined && server.type !== "stdio"
-  return [
-    ...(urls > 1 ? ["set only one of url, serverUrl and httpUrl"] : []),
-    ...((server.command === undefined) === (urls === 0) ? ["either command or url must be set, but only one of those"] : []),
-    ...(server.type === "stdio" && urls > 0 ? [{ path: ["type"], issue: "type stdio needs a command, not a url" }] : []),
-    ...(remote && server.command !== undefined
-      ? [{ path: ["type"], issue: `type ${server.type} needs a url, not a command` }]
-      : []),
-    ...(urls > 0 && server.cwd !== undefined
-      ? [{ path: ["cwd"], issue: "cwd cannot be used with a remote MCP server" }]
-      : [])
+const urlKeys = ["url", "serverUrl", "httpUrl"]
+
+/** The same rules for editors: one source, unless the entry is a Zed extension's settings. */
+const serverSourceJsonSchema = () => ({
+  anyOf: [
+    AgentConfig.exactlyOne(["command", ...urlKeys]),
+    { required: ["source"], properties: { source: { const: "extension" } } },
+    { required: ["settings"], not: { anyOf: ["command", ...urlKeys].map((key) => ({ required: [key] })) } }
   ]
 })
+
+const checkServerSource = Schema.makeFilter(
+  (server: ServerSource) => {
+    if (isExtensionServer(server)) return []
+    const urls = [server.url, server.serverUrl, server.httpUrl].filter((url) => url !== undefined).length
+    const remote = server.type !== undefined && server.type !== "stdio"
+    return [
+      ...(urls > 1 ? ["set only one of url, serverUrl and httpUrl"] : []),
+      ...((server.command === undefined) === (urls === 0)
+        ? ["either command or url must be set, but only one of those"]
+        : []),
+      ...(server.type === "stdio" && urls > 0
+        ? [{ path: ["type"], issue: "type stdio needs a command, not a url" }]
+        : []),
+      ...(remote && server.command !== undefined
+        ? [{ path: ["type"], issue: `type ${server.type} needs a url, not a command` }]
+        : []),
+      ...(urls > 0 && server.cwd !== undefined
+        ? [{ path: ["cwd"], issue: "cwd cannot be used with a remote MCP server" }]
+        : [])
+    ]
+  },
+  { toJsonSchema: serverSourceJsonSchema }
+)
 
 const typeMessage = `Expected a transport type: one of ${serverTypes.join(", ")}`
 
@@ -237,7 +261,7 @@ export const serversOf = (
     case "VsCode":
       return { path: "servers", servers: document.servers }
     case "VsCodeSettings":
-      return { path: "mcp.servers", servers: isRecord(document.mcp) ? document.mcp.servers : undefined }
+      return { path: "mcp.servers", servers: Predicate.isObject(document.mcp) ? document.mcp.servers : undefined }
     case "Zed":
       return { path: "context_servers", servers: document.context_servers }
     case "Plugin":

@@ -6,6 +6,8 @@
  * `${workspaceFolder}` and `${userHome}`. Every value taken from the environment or an input is
  * returned as a secret, so the caller can mask it wherever the config is shown.
  */
+
+import * as Predicate from "effect/Predicate"
 import * as ConfigError from "./ConfigError.ts"
 
 export type Env = Readonly<Record<string, string | undefined>>
@@ -87,7 +89,7 @@ const fromInput = (id: string, env: Env, options: Options): Lookup => {
   const known = declared === undefined ? "; it is not declared under inputs" : ""
   return {
     _tag: "Missing",
-    problem: `Input ${id}${about} has no value${known}: pass --input ${id}=VALUE or set ${inputVariable(id)}`
+    problem: `Input ${id}${about} has no value${known}: pass \`--input ${id}=VALUE\` or set ${inputVariable(id)}`
   }
 }
 
@@ -155,9 +157,6 @@ const expandedFields = new Set([
   "working_dir"
 ])
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /**
  * Expands a raw (not yet decoded) toolset entry, so a missing variable is reported together with
  * the Schema's own issues and URL checks see the expanded value. Anything that is not a string
@@ -175,13 +174,14 @@ export const expandEntry = (entry: unknown, path: string, env: Env, options: Opt
       return expansion.value
     }
     if (Array.isArray(value)) return value.map((item, index) => tree(item, ConfigError.childPath(at, index), bare))
-    if (isRecord(value)) return mapEntries(value, (key, item) => tree(item, ConfigError.childPath(at, key), bare))
+    if (Predicate.isObject(value))
+      return mapEntries(value, (key, item) => tree(item, ConfigError.childPath(at, key), bare))
     return value
   }
   const fields = (value: unknown, at: string): unknown =>
-    isRecord(value)
+    Predicate.isObject(value)
       ? mapEntries(value, (key, item) =>
-          key === "remote" || (key === "command" && isRecord(item))
+          key === "remote" || (key === "command" && Predicate.isObject(item))
             ? fields(item, ConfigError.childPath(at, key))
             : expandedFields.has(key) || (key === "path" && at.endsWith(".command"))
               ? tree(item, ConfigError.childPath(at, key), key === "env" && options.bare === true)

@@ -5,137 +5,21 @@
  * toolset whose identity is taken by a different definition becomes a toolset of its own; the same
  * explicit name declared twice with different definitions is an error at both places.
  */
-import * as NodePath from "node:path"
-import { Policy } from "@toolvisor/core"
-import * as Duration from "effect/Duration"
+
+import * as Predicate from "effect/Predicate"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
-import * as HostConfig from "./HostConfig.ts"
-import * as ToolsetDiff from "./ToolsetDiff.ts"
+import * as Declaration from "./internal/Declaration.ts"
 
-export interface Context {
-  readonly source: string
-  /** Relative `working_dir` / `cwd` are resolved against it: the config file's directory. */
-  readonly baseDir: string
-  /** The environment values expanded into each entry, by the entry's path. */
-  readonly secrets: ReadonlyMap<string, ReadonlyArray<string>>
-}
+export type Context = Declaration.Context
+export type Resolution = Declaration.Resolution
+export const allowList = Declaration.allowList
 
-export interface Resolution {
-  readonly config: AgentConfig.Config
-  readonly issues: ReadonlyArray<ConfigError.Issue>
-  /** Where the toolsets that will run were written: a problem elsewhere cannot stop them. */
-  readonly live: ReadonlyArray<string>
-}
+/** The agent a host's server map becomes. */
+export const defaultAgent = "default"
 
-/** A toolset as one entry declares it, before sharing and naming. */
-interface Declaration extends ToolsetDiff.Signed {
-  readonly path: string
-  readonly identity: string
-  readonly derivedName: string
-  /** An explicit name is the user's identity for the toolset: a clash with it is an error. */
-  readonly named: boolean
-  /** The `mcps` definition it came from, if any. */
-  readonly sourcePath: string
-  readonly secrets: ReadonlyArray<string>
-}
-
-type Outcome =
-  | { readonly _tag: "Declared"; readonly declaration: Declaration }
-  | { readonly _tag: "Skipped"; readonly skipped: AgentConfig.Skipped }
-  | { readonly _tag: "Invalid"; readonly issues: ReadonlyArray<ConfigError.Issue> }
-
-interface Source {
-  readonly command?: string | undefined
-  readonly args?: ReadonlyArray<string> | undefined
-  readonly env?: Readonly<Record<string, string>> | undefined
-  readonly cwd?: string | undefined
-  readonly url?: string | undefined
-  readonly headers?: Readonly<Record<string, string>> | undefined
-  readonly sse: boolean
-}
-
-const transportOf = (
-  source: Source,
-  context: Context,
-  urlPath: string
-): AgentConfig.Transport | ReadonlyArray<ConfigError.Issue> => {
-  if (source.command !== undefined) {
-    return {
-      _tag: "stdio",
-      command: source.command,
-      args: source.args ?? [],
-      env: source.env ?? {},
-      cwd: source.cwd === undefined ? undefined : NodePath.resolve(context.baseDir, source.cwd)
-    }
-  }
-  const url = source.url ?? ""
-  if (!AgentConfig.isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
-  return { _tag: source.sse ? "sse" : "http", url, headers: source.headers ?? {} }
-}
-
-const nameFrom = (transport: AgentConfig.Transport): string =>
-  transport._tag === "stdio" ? NodePath.basename(transport.command) : new URL(transport.url).host
-
-interface Declare {
-  readonly path: string
-  readonly sourcePath?: string | undefined
-  readonly type: "mcp" | "lsp"
-  readonly name: string | undefined
-  readonly ref: string | undefined
-  readonly source: Source
-  readonly urlPath: string
-  readonly fileTypes: ReadonlyArray<string> | undefined
-  readonly tools: ReadonlyArray<string> | undefined
-  /** Tools never exposed (a host's disabled-tools list). */
-  readonly deny?: ReadonlyArray<string> | undefined
-  readonly lifecycle: Policy.Lifecycle | undefined
-  readonly lazy: boolean | undefined
-  readonly secrets: ReadonlyArray<string>
-}
-
-/** Some hosts write `tools: ["*"]` for "every tool"; the runtime's filter knows that as no filter. */
-export const allowList = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<string> | undefined =>
-  tools === undefined || tools.includes("*") ? undefined : tools
-
-const declare = (input: Declare, context: Context): Outcome => {
-  const transport = transportOf(input.source, context, input.urlPath)
-  if (!("_tag" in transport)) return { _tag: "Invalid", issues: transport }
-  const signed: ToolsetDiff.Signed = {
-    type: input.type,
-    prefix: input.name,
-    transport,
-    fileTypes: input.fileTypes ?? [],
-    tools: allowList(input.tools),
-    ...(input.deny === undefined || input.deny.length === 0 ? {} : { deny: input.deny }),
-    lifecycle: input.lifecycle ?? {},
-    lazy: input.lazy ?? false
-  }
-  const declaration: Declaration = {
-    ...signed,
-    path: input.path,
-    identity: ToolsetDiff.identity({
-      type: input.type,
-      name: input.name,
-      ref: input.ref,
-      command: input.source.command,
-      url: input.source.url
-    }),
-    derivedName: input.name ?? input.ref ?? nameFrom(transport),
-    named: input.name !== undefined,
-    sourcePath: input.sourcePath ?? input.path,
-    secrets: [...new Set(input.secrets)]
-  }
-  return { _tag: "Declared", declaration }
-}
-
-const secretsAt = (context: Context, ...paths: ReadonlyArray<string>): ReadonlyArray<string> =>
-  paths.flatMap((path) => context.secrets.get(path) ?? [])
-
-const skipped = (path: string, type: string, reason: string): Outcome => ({
-  _tag: "Skipped",
-  skipped: { path, type, reason }
-})
+const { declare, secretsAt, skipped, assemble } = Declaration
+type Outcome = Declaration.Outcome
 
 const dockerRef = (ref: string): boolean => ref.startsWith("docker:")
 
@@ -149,20 +33,17 @@ const unknownRef = (path: string, ref: string, defined: ReadonlyArray<string>): 
   return { path: `${path}.ref`, message: `No MCP definition named "${ref}" under mcps (${known})` }
 }
 
-const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
  * Refs that name no `mcps` entry, read from the raw document: when the Schema rejects the file,
  * resolution does not run, yet these problems should be reported with the others.
  */
 export const unknownRefs = (document: unknown): ReadonlyArray<ConfigError.Issue> => {
-  if (!isObject(document) || !isObject(document.agents)) return []
-  const defined = isObject(document.mcps) ? Object.keys(document.mcps) : []
+  if (!Predicate.isObject(document) || !Predicate.isObject(document.agents)) return []
+  const defined = Predicate.isObject(document.mcps) ? Object.keys(document.mcps) : []
   return Object.entries(document.agents).flatMap(([agent, spec]) => {
-    const toolsets = isObject(spec) && Array.isArray(spec.toolsets) ? spec.toolsets : []
+    const toolsets = Predicate.isObject(spec) && Array.isArray(spec.toolsets) ? spec.toolsets : []
     return toolsets.flatMap((entry: unknown, index) => {
-      if (!isObject(entry) || typeof entry.ref !== "string") return []
+      if (!Predicate.isObject(entry) || typeof entry.ref !== "string") return []
       if (dockerRef(entry.ref) || defined.includes(entry.ref)) return []
       const path = `${ConfigError.childPath("agents", agent)}.toolsets[${index}]`
       return [unknownRef(path, entry.ref, defined)]
@@ -284,7 +165,8 @@ const legacyToolsets = (agent: AgentConfig.AgentFile["agents"][string], path: st
   AgentConfig.legacyToolsetFields.flatMap((field) => {
     const value = agent[field]
     const enabled =
-      value === true || (typeof value === "object" && value !== null && !("enabled" in value && value.enabled === false))
+      value === true ||
+      (typeof value === "object" && value !== null && !("enabled" in value && value.enabled === false))
     return enabled ? [skipped(ConfigError.childPath(path, field), field, legacyReason(field, version))] : []
   })
 
@@ -308,147 +190,3 @@ export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Re
       }
     })
   )
-
-/** The agent a host's server map becomes. */
-export const defaultAgent = "default"
-
-/** Which transport a host server uses: `type` (or Cline's `transportType`), else Gemini's `httpUrl`. */
-const hostTransport = (server: HostConfig.McpServer, format: HostConfig.Format): "stdio" | "http" | "sse" => {
-  if (server.command !== undefined) return "stdio"
-  const type = server.type ?? server.transportType
-  if (type === "sse") return "sse"
-  if (type !== undefined) return "http"
-  if (server.httpUrl !== undefined) return "http"
-  // Gemini CLI reads a bare `url` as SSE; every other host defaults to streamable HTTP.
-  return usesMilliseconds(format) && server.url !== undefined ? "sse" : "http"
-}
-
-/** Gemini CLI and its fork Qwen Code: `url` is SSE and `timeout` is in milliseconds. */
-const usesMilliseconds = (format: HostConfig.Format): boolean =>
-  format.name.startsWith("Gemini") || format.name.startsWith("Qwen")
-
-/** Cline writes seconds, Gemini CLI milliseconds: both become `call_timeout`. */
-const callTimeout = (server: HostConfig.McpServer, format: HostConfig.Format): Duration.Duration | undefined => {
-  if (server.timeout === undefined || server.timeout <= 0) return undefined
-  return usesMilliseconds(format) ? Duration.millis(server.timeout) : Duration.seconds(server.timeout)
-}
-
-const hostServer = (
-  key: string,
-  server: HostConfig.McpServer,
-  path: string,
-  format: HostConfig.Format,
-  context: Context
-): Outcome => {
-  if (server.disabled === true) return skipped(path, "mcp", "disabled: true")
-  if (server.enabled === false) return skipped(path, "mcp", "enabled: false")
-  if (HostConfig.isExtensionServer(server)) return skipped(path, "mcp", "provided by a Zed extension; Toolvisor cannot run it")
-  const command = typeof server.command === "object" ? server.command : undefined
-  const transport = hostTransport(server, format)
-  const timeout = callTimeout(server, format)
-  const lifecycle: Policy.Lifecycle | undefined =
-    timeout === undefined || server.lifecycle?.call_timeout !== undefined
-      ? server.lifecycle
-      : { ...server.lifecycle, call_timeout: timeout }
-  return declare(
-    {
-      path,
-      type: "mcp",
-      name: key,
-      ref: undefined,
-      source: {
-        command: command?.path ?? (typeof server.command === "string" ? server.command : undefined),
-        args: command?.args ?? server.args,
-        env: { ...command?.env, ...server.env },
-        cwd: server.cwd,
-        url: HostConfig.urlOf(server),
-        headers: server.headers,
-        sse: transport === "sse"
-      },
-      urlPath: `${path}.url`,
-      fileTypes: undefined,
-      tools: server.tools ?? server.includeTools,
-      deny: [...(server.excludeTools ?? []), ...(server.disabledTools ?? [])],
-      lifecycle,
-      lazy: server.lazy,
-      secrets: secretsAt(context, path)
-    },
-    context
-  )
-}
-
-/** Resolves a host's server map: one agent, `default`, each server named (and prefixed) by its key. */
-export const fromHostServers = (
-  servers: Readonly<Record<string, HostConfig.McpServer>>,
-  at: string,
-  format: HostConfig.Format,
-  context: Context
-): Resolution =>
-  assemble(context.source, [
-    {
-      name: defaultAgent,
-      outcomes: Object.entries(servers).map(([key, server]) =>
-        hostServer(key, server, ConfigError.childPath(at, key), format, context)
-      )
-    }
-  ])
-
-const uniqueName = (base: string, used: Set<string>): string => {
-  let name = base
-  for (let n = 2; used.has(name); n++) name = `${base}-${n}`
-  used.add(name)
-  return name
-}
-
-const assemble = (
-  source: string,
-  agents: ReadonlyArray<{ readonly name: string; readonly outcomes: ReadonlyArray<Outcome> }>
-): Resolution => {
-  const issues: Array<ConfigError.Issue> = []
-  const skippedEntries: Array<AgentConfig.Skipped> = []
-  const byIdentity = new Map<string, AgentConfig.ToolsetConfig>()
-  const usedNames = new Set<string>()
-  const live: Array<string> = []
-  const specs = agents.map(({ name, outcomes }) => {
-    const identities: Array<string> = []
-    for (const outcome of outcomes) {
-      if (outcome._tag === "Invalid") issues.push(...outcome.issues)
-      else if (outcome._tag === "Skipped") skippedEntries.push(outcome.skipped)
-      else {
-        const { path, identity: declared, derivedName, named, sourcePath, secrets, ...signed } = outcome.declaration
-        live.push(path, sourcePath)
-        const signature = ToolsetDiff.signature(signed)
-        const taken = byIdentity.get(declared)
-        // Two different unnamed servers with the same command are two toolsets: the second one's
-        // identity carries its signature, so the same file always gives the same identities.
-        const identity =
-          taken === undefined || taken.signature === signature || named
-            ? declared
-            : `${declared}#${signature.slice(0, 8)}`
-        const existing = byIdentity.get(identity)
-        if (existing === undefined) {
-          byIdentity.set(identity, {
-            ...signed,
-            identity,
-            signature,
-            name: uniqueName(derivedName, usedNames),
-            policy: Policy.fromLifecycle(signed.lifecycle),
-            secrets,
-            path
-          })
-        } else if (existing.signature !== signature) {
-          const message = (other: string) =>
-            `toolset ${identity} is also declared at ${other} with a different definition; give one a different name`
-          issues.push({ path: existing.path, message: message(path) }, { path, message: message(existing.path) })
-        }
-        if (!identities.includes(identity)) identities.push(identity)
-      }
-    }
-    return { name, toolsets: identities }
-  })
-  return {
-    config: { source, agents: specs, toolsets: [...byIdentity.values()], skipped: skippedEntries },
-    issues,
-    live
-  }
-}

@@ -3,6 +3,8 @@
  * docker-agent or of another host are accepted with one warning per field, and a misspelt `type`
  * is an error that says what was given and what was meant (`mpc` → `mcp`).
  */
+
+import * as Predicate from "effect/Predicate"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as HostConfig from "./HostConfig.ts"
@@ -13,9 +15,6 @@ export interface Notes {
   /** Paths whose Schema issues these errors already explain. */
   readonly explained: ReadonlyArray<string>
 }
-
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const toolsetTypes: ReadonlyArray<string> = ["mcp", "lsp", ...AgentConfig.skippedTypes]
 
@@ -36,7 +35,7 @@ const unknownFields = (
   const seen = new Set<string>()
   const warnings: Array<ConfigError.Issue> = []
   for (const [path, value] of entries) {
-    if (!isRecord(value)) continue
+    if (!Predicate.isObject(value)) continue
     for (const field of Object.keys(value)) {
       if (known.has(field) || seen.has(field)) continue
       seen.add(field)
@@ -56,22 +55,22 @@ const topKnown = ["agents", "mcps", ...AgentConfig.topLevelFields]
 
 /** A docker-agent document: unknown top-level and agent fields, and misspelt toolset types. */
 export const agentFile = (document: Readonly<Record<string, unknown>>): Notes => {
-  const agents = isRecord(document.agents) ? Object.entries(document.agents) : []
+  const agents = Predicate.isObject(document.agents) ? Object.entries(document.agents) : []
   const warnings = [
     ...unknownFields([["", document]], new Set(topKnown), ignoredField(" top-level docker-agent", topKnown)),
     ...unknownFields(
       agents.map(([name, agent]) => [ConfigError.childPath("agents", name), agent] as const),
-      new Set(agentKnown),
+      new Set([...agentKnown, "tools"]),
       ignoredField("n agent", agentKnown)
     )
   ]
   const errors: Array<ConfigError.Issue> = []
   const explained: Array<string> = []
   for (const [name, agent] of agents) {
-    const toolsets = isRecord(agent) && Array.isArray(agent.toolsets) ? agent.toolsets : []
+    const toolsets = Predicate.isObject(agent) && Array.isArray(agent.toolsets) ? agent.toolsets : []
     toolsets.forEach((entry: unknown, index) => {
       const path = `${ConfigError.childPath(ConfigError.childPath("agents", name), "toolsets")}[${index}]`
-      const typo = isRecord(entry) ? typeTypo(entry.type, path, toolsetTypes) : undefined
+      const typo = Predicate.isObject(entry) ? typeTypo(entry.type, path, toolsetTypes) : undefined
       if (typo === undefined) return
       errors.push(typo)
       explained.push(path, typo.path)
@@ -84,13 +83,13 @@ const honoured: ReadonlySet<string> = new Set(HostConfig.honouredFields)
 
 /** A host's server map: other hosts' per-server fields, and misspelt transport types. */
 export const hostServers = (servers: unknown, at: string, format: string): Notes => {
-  const entries = isRecord(servers)
+  const entries = Predicate.isObject(servers)
     ? Object.entries(servers).map(([key, server]) => [ConfigError.childPath(at, key), server] as const)
     : []
   const warnings = unknownFields(entries, honoured, (field) => `\`${field}\` has no meaning in Toolvisor; ignored`)
   const errors: Array<ConfigError.Issue> = []
   for (const [path, server] of entries) {
-    if (!isRecord(server)) continue
+    if (!Predicate.isObject(server)) continue
     const typo = typeTypo(server.type, path, HostConfig.serverTypes)
     if (typo !== undefined) errors.push(typo)
   }

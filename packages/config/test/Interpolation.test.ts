@@ -128,7 +128,7 @@ agents:
   )
 
   it("ConfigError masks environment values and credential shapes, never a variable reference in a hint", () => {
-    const problem = Interpolation.expand("\${GITHUB_TOKEN}", {}).problems[0] ?? ""
+    const problem = Interpolation.expand("${GITHUB_TOKEN}", {}).problems[0] ?? ""
     const error = ConfigError.make(
       "<inline>",
       [
@@ -137,7 +137,7 @@ agents:
       ],
       ["sup3r-s3cret"]
     )
-    assert.include(error.message, "write \${GITHUB_TOKEN:-default} for a default")
+    assert.include(error.message, "write ${GITHUB_TOKEN:-default} for a default")
     assert.notInclude(error.message, "sup3r-s3cret")
     assert.notInclude(error.message, "abc123def")
   })
