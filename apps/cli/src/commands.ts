@@ -5,7 +5,7 @@
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { ClusterClient, ClusterRegistry, Runner, Sealing } from "@toolvisor/cluster"
-import { ConfigLoader, JsonSchema } from "@toolvisor/config"
+import { ConfigLoader } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
 import { LocalRegistry, OrphanSweep, Runtime, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
@@ -20,6 +20,7 @@ import * as Gateway from "./Gateway.ts"
 import * as JsonLines from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
 import * as Output from "./Output.ts"
+import { schema, validate } from "./Validate.ts"
 
 /** A failure the user caused (bad arguments, a missing file): exit 2, one clear line. */
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
@@ -219,23 +220,6 @@ const parseArgs = (raw: string | undefined) =>
     },
     catch: () => new UsageError({ message: `call: ARGS_JSON must be a JSON object, got ${raw}` })
   })
-
-const validate = Command.make(
-  "validate",
-  { config: Argument.String("config").pipe(Argument.withDescription("The config file to check")) },
-  Effect.fn("toolvisor.validate")(function* ({ config }) {
-    const loaded = yield* ConfigLoader.load(config)
-    for (const skipped of loaded.skipped) yield* Console.error(`warning: ${skipped.path}: ${skipped.reason}`)
-    yield* Console.log(
-      `${config}: valid — ${loaded.agents.length} agent(s), ${loaded.toolsets.length} toolset(s)` +
-        (loaded.skipped.length > 0 ? `, ${loaded.skipped.length} skipped` : "")
-    )
-  })
-).pipe(Command.withDescription("Check a config; print every problem as path: message (exit 2 if any)"))
-
-const schema = Command.make("schema", {}, () => Console.log(JSON.stringify(JsonSchema.make(), null, 2))).pipe(
-  Command.withDescription("Print the config's JSON Schema (for editor completion)")
-)
 
 const serve = Command.make(
   "serve",

@@ -47,6 +47,13 @@ const splitCommand = (command: string, args: ReadonlyArray<string> | undefined) 
   return split ? { command: program, args: rest } : { command, args }
 }
 
+/**
+ * Hosts name tools as their server does; the runtime filters the exposed names, which carry the
+ * server's key as a prefix. `*` stays as written: it means every tool.
+ */
+const exposed = (prefix: string, names: ReadonlyArray<string> | undefined) =>
+  names?.map((name) => (name === "*" ? name : `${prefix}_${name}`))
+
 /** Gemini CLI's `mcp.allowed` / `mcp.excluded`: which of the servers may start. */
 export interface ServerFilter {
   readonly allowed?: ReadonlyArray<string> | undefined
@@ -70,6 +77,7 @@ const hostServer = (
   if (HostConfig.isExtensionServer(server)) {
     return Declaration.skipped(path, "mcp", "provided by a Zed extension, which only Zed can run")
   }
+  const prefix = prefixOf(key)
   const command = typeof server.command === "object" ? server.command : undefined
   const program =
     typeof server.command === "string"
@@ -85,7 +93,7 @@ const hostServer = (
     {
       path,
       type: "mcp",
-      name: prefixOf(key),
+      name: prefix,
       ref: undefined,
       source: {
         command: program.command,
@@ -98,8 +106,8 @@ const hostServer = (
       },
       urlPath: `${path}.url`,
       fileTypes: undefined,
-      tools: server.tools ?? server.includeTools,
-      deny: [...(server.excludeTools ?? []), ...(server.disabledTools ?? [])],
+      tools: exposed(prefix, server.tools ?? server.includeTools),
+      deny: exposed(prefix, [...(server.excludeTools ?? []), ...(server.disabledTools ?? [])]),
       lifecycle,
       lazy: server.lazy,
       secrets: Declaration.secretsAt(context, path)

@@ -155,7 +155,7 @@ describe("HostConfig: each host's fields", () => {
       )
       const a = toolset(cline, "mcp/a")
       assert.isTrue(Duration.equals(a.policy.callTimeout, Duration.seconds(60)))
-      assert.deepStrictEqual(a.deny, ["rm"])
+      assert.deepStrictEqual(a.deny, ["a_rm"])
       assert.deepStrictEqual(cline.warnings, [
         {
           path: "mcpServers.a.autoApprove",
@@ -168,7 +168,7 @@ describe("HostConfig: each host's fields", () => {
       )
       const g = toolset(gemini, "mcp/g")
       assert.isTrue(Duration.equals(g.policy.callTimeout, Duration.seconds(30)))
-      assert.deepStrictEqual([g.tools, g.deny], [["keep"], ["drop"]])
+      assert.deepStrictEqual([g.tools, g.deny], [["g_keep"], ["g_drop"]])
     })
   )
 
