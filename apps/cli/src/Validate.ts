@@ -136,6 +136,7 @@ export const validate = Command.make(
       Flag.withDefault(false)
     ),
     input: Flag.String("input").pipe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: ${input:id} is the VS Code syntax being documented
       Flag.withDescription("A value for VS Code's ${input:id}: --input id=value (repeatable)"),
       Flag.atLeast(0)
     )

@@ -343,6 +343,11 @@ export interface ToolsetConfig {
   /** Profile plus overrides. For remote MCP the MCP package still applies its remote defaults. */
   readonly policy: Policy.Policy
   readonly lazy: boolean
+  /**
+   * Claude Code's `headersHelper`: a shell command whose JSON output adds headers. `ConfigLoader.load`
+   * runs it once the file is read; `parse`, being pure, leaves it for the caller.
+   */
+  readonly headersHelper?: string | undefined
   /** Every value that came from the environment: redact these wherever the toolset is shown. */
   readonly secrets: ReadonlyArray<string>
   /** Where it was declared, e.g. `agents.root.toolsets[2]` or `mcpServers.files`. */

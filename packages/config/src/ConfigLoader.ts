@@ -16,6 +16,7 @@ import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ConfigText from "./ConfigText.ts"
+import * as HeadersHelper from "./HeadersHelper.ts"
 import * as HostConfig from "./HostConfig.ts"
 import * as HostResolver from "./HostResolver.ts"
 import * as Interpolation from "./Interpolation.ts"
@@ -310,7 +311,10 @@ const readError = (error: unknown): string => {
   return `Cannot read the file: ${error instanceof Error ? error.message : String(error)}`
 }
 
-/** Reads and parses a config file; relative directories in it resolve against the file's directory. */
+/**
+ * Reads and parses a config file; relative directories in it resolve against the file's directory,
+ * and a `headersHelper` runs there.
+ */
 export const load = (path: string, options: Options = {}): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
     const absolute = NodePath.resolve(path)
@@ -318,10 +322,7 @@ export const load = (path: string, options: Options = {}): Effect.Effect<AgentCo
       try: () => NodeFs.readFile(absolute, "utf8"),
       catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
     })
-    return yield* parse(text, {
-      ...options,
-      source: path,
-      format: ConfigText.syntaxOf(path, text),
-      baseDir: NodePath.dirname(absolute)
-    })
+    const baseDir = NodePath.dirname(absolute)
+    const config = yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
+    return yield* HeadersHelper.apply(config, baseDir)
   })

@@ -105,6 +105,7 @@ const hostServer = (
         sse: transport === "sse"
       },
       urlPath: `${path}.url`,
+      headersHelper: server.headersHelper,
       fileTypes: undefined,
       tools: exposed(prefix, server.tools ?? server.includeTools),
       deny: exposed(prefix, [...(server.excludeTools ?? []), ...(server.disabledTools ?? [])]),

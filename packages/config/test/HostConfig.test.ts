@@ -1,5 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
+import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -306,6 +308,53 @@ describe("HostConfig: variables", () => {
         error.message,
         "Environment variable GITHUB_TOKEN is not set (write ${GITHUB_TOKEN:-default} for a default)"
       )
+    })
+  )
+})
+
+describe("HostConfig: headersHelper", () => {
+  const write = (text: string) => {
+    const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-helper-"))
+    const path = NodePath.join(dir, ".mcp.json")
+    NodeFs.writeFileSync(path, text)
+    return path
+  }
+
+  it.effect("load runs it in the file's folder; its headers win and are secrets", () =>
+    Effect.gen(function* () {
+      const helper = `printf '{"Authorization": "Bearer %s"}' "$(basename "$PWD")-tok3n"`
+      const server = {
+        type: "http",
+        url: "https://api.example/mcp",
+        headers: { "X-Team": "a", Authorization: "none" },
+        headersHelper: helper
+      }
+      const path = write(JSON.stringify({ mcpServers: { api: server } }))
+      const config = yield* ConfigLoader.load(path, { env: {} })
+      const api = toolset(config, "mcp/api")
+      const token = `Bearer ${NodePath.basename(NodePath.dirname(path))}-tok3n`
+      assert.deepStrictEqual(api.transport._tag !== "stdio" && api.transport.headers, {
+        "X-Team": "a",
+        Authorization: token
+      })
+      assert.include(api.secrets, token)
+    })
+  )
+
+  it.effect("a helper that fails or prints no JSON object is an error at its path", () =>
+    Effect.gen(function* () {
+      const path = write(`{ "mcpServers": {
+        "a": { "type": "http", "url": "https://a.example/mcp", "headersHelper": "echo nope >&2; exit 3" },
+        "b": { "type": "http", "url": "https://b.example/mcp", "headersHelper": "echo '[1]'" }
+      } }`)
+      const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
+      assert.deepStrictEqual(error.issues, [
+        { path: "mcpServers.a.headersHelper", message: "headersHelper failed: nope" },
+        {
+          path: "mcpServers.b.headersHelper",
+          message: "headersHelper must print a JSON object of header names to values"
+        }
+      ])
     })
   )
 })

@@ -33,6 +33,7 @@ export interface Declaration extends ToolsetDiff.Signed {
   readonly named: boolean
   /** The `mcps` definition it came from, if any. */
   readonly sourcePath: string
+  readonly headersHelper?: string | undefined
   readonly secrets: ReadonlyArray<string>
 }
 
@@ -75,6 +76,7 @@ const nameFrom = (transport: AgentConfig.Transport): string =>
 
 export interface Declare {
   readonly path: string
+  readonly headersHelper?: string | undefined
   readonly sourcePath?: string | undefined
   readonly type: "mcp" | "lsp"
   readonly name: string | undefined
@@ -120,6 +122,7 @@ export const declare = (input: Declare, context: Context): Outcome => {
     derivedName: input.name ?? input.ref ?? nameFrom(transport),
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
+    ...(input.headersHelper === undefined ? {} : { headersHelper: input.headersHelper }),
     secrets: [...new Set(input.secrets)]
   }
   return { _tag: "Declared", declaration }
