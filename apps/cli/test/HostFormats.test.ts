@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
 /**
  * A config of each host format runs: `status` reaches Ready and `call` gets an answer, through the
  * real CLI, against server-everything over stdio, streamable HTTP and SSE. Each file is written

@@ -156,7 +156,7 @@ describe("HostConfig: each host's fields", () => {
         "/h/cline_mcp_settings.json"
       )
       const a = toolset(cline, "mcp/a")
-      assert.isTrue(Duration.equals(a.policy.callTimeout, Duration.seconds(60)))
+      assert.deepStrictEqual(a.policy.callTimeout && Duration.toMillis(a.policy.callTimeout), 60_000)
       assert.deepStrictEqual(a.deny, ["a_rm"])
       assert.deepStrictEqual(cline.warnings, [
         {
@@ -169,7 +169,7 @@ describe("HostConfig: each host's fields", () => {
         "/p/.gemini/settings.json"
       )
       const g = toolset(gemini, "mcp/g")
-      assert.isTrue(Duration.equals(g.policy.callTimeout, Duration.seconds(30)))
+      assert.deepStrictEqual(g.policy.callTimeout && Duration.toMillis(g.policy.callTimeout), 30_000)
       assert.deepStrictEqual([g.tools, g.deny], [["g_keep"], ["g_drop"]])
     })
   )
