@@ -153,9 +153,9 @@ const declareEntry = (
 }
 
 const legacyReason = (field: string, version: string | undefined) =>
-  `agent-level ${field}: is docker-agent's built-in ${field} toolset${
-    version === undefined ? "" : ` (config version "${version}" form)`
-  }; Toolvisor does not run it`
+  `agent-level ${field}: (a docker-agent version "0" field${
+    version === undefined || version === "0" ? "" : `, in a version "${version}" file`
+  }) is the built-in ${field} toolset; Toolvisor does not run it`
 
 /**
  * docker-agent's upgrade from version 0: `todo`, `think` and `memory` on the agent become built-in
