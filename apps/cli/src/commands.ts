@@ -75,6 +75,7 @@ const open = (config: Option.Option<string>, agent: Option.Option<string>, clust
     const options = Option.match(agent, { onNone: () => ({}), onSome: (name) => ({ agent: name }) })
     const loaded = yield* ConfigLoader.load(path, options)
     for (const skipped of loaded.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
+    for (const warning of loaded.warnings ?? []) yield* Effect.logWarning(`${warning.path}: ${warning.message}`)
     const registry = yield* Option.match(cluster, {
       onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(loaded, options)),
       onSome: (postgres) =>

@@ -348,6 +348,8 @@ export interface ToolsetConfig {
    * runs it once the file is read; `parse`, being pure, leaves it for the caller.
    */
   readonly headersHelper?: string | undefined
+  /** VS Code's `envFile`: a dotenv file `ConfigLoader.load` reads into a stdio server's `env`. */
+  readonly envFile?: string | undefined
   /** Every value that came from the environment: redact these wherever the toolset is shown. */
   readonly secrets: ReadonlyArray<string>
   /** Where it was declared, e.g. `agents.root.toolsets[2]` or `mcpServers.files`. */

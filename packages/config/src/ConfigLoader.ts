@@ -16,6 +16,7 @@ import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ConfigText from "./ConfigText.ts"
+import * as EnvFile from "./EnvFile.ts"
 import * as HeadersHelper from "./HeadersHelper.ts"
 import * as HostConfig from "./HostConfig.ts"
 import * as HostResolver from "./HostResolver.ts"
@@ -313,7 +314,7 @@ const readError = (error: unknown): string => {
 
 /**
  * Reads and parses a config file; relative directories in it resolve against the file's directory,
- * and a `headersHelper` runs there.
+ * and an `envFile` is read and a `headersHelper` runs there.
  */
 export const load = (path: string, options: Options = {}): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
@@ -324,5 +325,5 @@ export const load = (path: string, options: Options = {}): Effect.Effect<AgentCo
     })
     const baseDir = NodePath.dirname(absolute)
     const config = yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
-    return yield* HeadersHelper.apply(config, baseDir)
+    return yield* HeadersHelper.apply(yield* EnvFile.apply(config, baseDir), baseDir)
   })

@@ -107,6 +107,7 @@ export const honouredFields = [
   "transportType",
   "headers",
   "headersHelper",
+  "envFile",
   "lifecycle",
   "tools",
   "lazy",
@@ -190,6 +191,9 @@ export const McpServer = Schema.StructWithRest(
     headers: Schema.optionalKey(AgentConfig.Headers),
     headersHelper: Schema.optionalKey(
       Schema.NonEmptyString.annotate({ description: "A shell command whose JSON output gives extra headers" })
+    ),
+    envFile: Schema.optionalKey(
+      Schema.NonEmptyString.annotate({ description: "VS Code: a dotenv file of variables for a stdio server" })
     ),
     lifecycle: Schema.optionalKey(AgentConfig.Lifecycle),
     tools: Schema.optionalKey(AgentConfig.Strings.annotate({ description: "Allow-list of tool names; * means all" })),

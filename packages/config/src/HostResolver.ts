@@ -106,6 +106,7 @@ const hostServer = (
       },
       urlPath: `${path}.url`,
       headersHelper: server.headersHelper,
+      envFile: server.envFile,
       fileTypes: undefined,
       tools: exposed(prefix, server.tools ?? server.includeTools),
       deny: exposed(prefix, [...(server.excludeTools ?? []), ...(server.disabledTools ?? [])]),

@@ -154,7 +154,8 @@ const expandedFields = new Set([
   "httpUrl",
   "headers",
   "cwd",
-  "working_dir"
+  "working_dir",
+  "envFile"
 ])
 
 /**

@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
+import * as EnvFile from "../src/EnvFile.ts"
 import { toolset } from "./helpers.ts"
 
 /** Parses JSON(C) as if read from `source` in /work/project/<dir>. */
@@ -355,6 +356,41 @@ describe("HostConfig: headersHelper", () => {
           message: "headersHelper must print a JSON object of header names to values"
         }
       ])
+    })
+  )
+})
+
+describe("HostConfig: envFile", () => {
+  it("parses dotenv lines: comments, export, quotes", () => {
+    assert.deepStrictEqual(
+      EnvFile.parse("# a comment\nexport A=1\nB = \"two words\"\nC='x=y'\nD=plain # trailing\n\nnot a line\n"),
+      { A: "1", B: "two words", C: "x=y", D: "plain" }
+    )
+  })
+
+  it.effect("load reads it relative to the file; the server's own env wins; its values are secrets", () =>
+    Effect.gen(function* () {
+      const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-envfile-"))
+      NodeFs.mkdirSync(NodePath.join(dir, ".vscode"))
+      NodeFs.writeFileSync(NodePath.join(dir, ".env"), "API_KEY=sk-from-file-1\nMODE=file\n")
+      const path = NodePath.join(dir, ".vscode", "mcp.json")
+      NodeFs.writeFileSync(
+        path,
+        JSON.stringify({ servers: { a: { command: "x", envFile: "${workspaceFolder}/.env", env: { MODE: "own" } } } })
+      )
+      const config = yield* ConfigLoader.load(path, { env: {} })
+      const a = toolset(config, "mcp/a")
+      assert.deepStrictEqual(a.transport._tag === "stdio" && a.transport.env, {
+        API_KEY: "sk-from-file-1",
+        MODE: "own"
+      })
+      assert.include(a.secrets, "sk-from-file-1")
+      NodeFs.rmSync(NodePath.join(dir, ".env"))
+      const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
+      assert.deepStrictEqual(
+        error.issues.map((i) => i.path),
+        ["servers.a.envFile"]
+      )
     })
   )
 })

@@ -34,6 +34,7 @@ export interface Declaration extends ToolsetDiff.Signed {
   /** The `mcps` definition it came from, if any. */
   readonly sourcePath: string
   readonly headersHelper?: string | undefined
+  readonly envFile?: string | undefined
   readonly secrets: ReadonlyArray<string>
 }
 
@@ -77,6 +78,7 @@ const nameFrom = (transport: AgentConfig.Transport): string =>
 export interface Declare {
   readonly path: string
   readonly headersHelper?: string | undefined
+  readonly envFile?: string | undefined
   readonly sourcePath?: string | undefined
   readonly type: "mcp" | "lsp"
   readonly name: string | undefined
@@ -123,6 +125,7 @@ export const declare = (input: Declare, context: Context): Outcome => {
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
     ...(input.headersHelper === undefined ? {} : { headersHelper: input.headersHelper }),
+    ...(input.envFile === undefined ? {} : { envFile: input.envFile }),
     secrets: [...new Set(input.secrets)]
   }
   return { _tag: "Declared", declaration }
