@@ -194,11 +194,11 @@ const fromDocument = (
       inputs: inputsOf(document, options.inputs ?? {})
     }
     const servers = expandEntries(located.servers, located.path, env, expansion, into)
-    const value = format._tag === "Plugin" ? servers : replaceServers(document, format, servers)
-    const decoded = decodeHost(format, value)
+    const value = HostConfig.withServers(format, document, servers)
+    const decoded = HostConfig.decode(format, value)
     return yield* settle(
       decoded,
-      (file) => HostResolver.fromHostServers(file, located.path, format, base, serverFilter(document)),
+      (file) => HostResolver.fromHostServers(file, located.path, format, base, HostConfig.serverFilter(document)),
       {
         source,
         format,
@@ -208,43 +208,6 @@ const fromDocument = (
       }
     )
   })
-
-const strings = (value: unknown): ReadonlyArray<string> | undefined =>
-  Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : undefined
-
-/** Gemini CLI's `mcp.allowed` and `mcp.excluded` lists, when the file has them. */
-const serverFilter = (document: Readonly<Record<string, unknown>>): HostResolver.ServerFilter =>
-  Predicate.isObject(document.mcp) && !Predicate.isObject(document.mcp.servers)
-    ? { allowed: strings(document.mcp.allowed), excluded: strings(document.mcp.excluded) }
-    : {}
-
-const replaceServers = (document: Readonly<Record<string, unknown>>, format: HostConfig.Format, servers: unknown) => {
-  if (format._tag === "McpServers") return { ...document, mcpServers: servers }
-  if (format._tag === "VsCode") return { ...document, servers }
-  if (format._tag === "Zed") return { ...document, context_servers: servers }
-  return { ...document, mcp: { ...(Predicate.isObject(document.mcp) ? document.mcp : {}), servers } }
-}
-
-type Servers = Readonly<Record<string, HostConfig.McpServer>>
-
-/** Decodes a host file and hands back its server map. */
-const decodeHost = (format: HostConfig.Format, value: unknown): Result.Result<Servers, Schema.SchemaError> => {
-  switch (format._tag) {
-    case "McpServers":
-      return Result.map(Schema.decodeUnknownResult(HostConfig.McpServersFile)(value, parseOptions), (f) => f.mcpServers)
-    case "VsCode":
-      return Result.map(Schema.decodeUnknownResult(HostConfig.VsCodeFile)(value, parseOptions), (f) => f.servers)
-    case "VsCodeSettings":
-      return Result.map(
-        Schema.decodeUnknownResult(HostConfig.VsCodeSettingsFile)(value, parseOptions),
-        (f) => f.mcp.servers
-      )
-    case "Zed":
-      return Result.map(Schema.decodeUnknownResult(HostConfig.ZedFile)(value, parseOptions), (f) => f.context_servers)
-    default:
-      return Schema.decodeUnknownResult(HostConfig.PluginFile)(value, parseOptions)
-  }
-}
 
 interface Pending {
   readonly source: string

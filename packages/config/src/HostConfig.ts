@@ -7,6 +7,7 @@
  */
 import * as NodePath from "node:path"
 import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 
@@ -272,5 +273,50 @@ export const serversOf = (
       return { path: "", servers: document }
     case "DockerAgent":
       return undefined
+  }
+}
+
+/** Every issue at once, as the loader reports them. */
+const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
+
+/** Gemini CLI's `mcp.allowed` / `mcp.excluded`: which of the servers may start. */
+export interface ServerFilter {
+  readonly allowed?: ReadonlyArray<string> | undefined
+  readonly excluded?: ReadonlyArray<string> | undefined
+}
+
+const strings = (value: unknown): ReadonlyArray<string> | undefined =>
+  Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : undefined
+
+/** Gemini CLI's `mcp.allowed` and `mcp.excluded` lists, when the file has them. */
+export const serverFilter = (document: Readonly<Record<string, unknown>>): ServerFilter =>
+  Predicate.isObject(document.mcp) && !Predicate.isObject(document.mcp.servers)
+    ? { allowed: strings(document.mcp.allowed), excluded: strings(document.mcp.excluded) }
+    : {}
+
+/** The document with its server map replaced (by the expanded one). */
+export const withServers = (format: Format, document: Readonly<Record<string, unknown>>, servers: unknown): unknown => {
+  if (format._tag === "Plugin") return servers
+  if (format._tag === "McpServers") return { ...document, mcpServers: servers }
+  if (format._tag === "VsCode") return { ...document, servers }
+  if (format._tag === "Zed") return { ...document, context_servers: servers }
+  return { ...document, mcp: { ...(Predicate.isObject(document.mcp) ? document.mcp : {}), servers } }
+}
+
+type Servers = Readonly<Record<string, McpServer>>
+
+/** Decodes a host file and hands back its server map. */
+export const decode = (format: Format, value: unknown): Result.Result<Servers, Schema.SchemaError> => {
+  switch (format._tag) {
+    case "McpServers":
+      return Result.map(Schema.decodeUnknownResult(McpServersFile)(value, decodeOptions), (f) => f.mcpServers)
+    case "VsCode":
+      return Result.map(Schema.decodeUnknownResult(VsCodeFile)(value, decodeOptions), (f) => f.servers)
+    case "VsCodeSettings":
+      return Result.map(Schema.decodeUnknownResult(VsCodeSettingsFile)(value, decodeOptions), (f) => f.mcp.servers)
+    case "Zed":
+      return Result.map(Schema.decodeUnknownResult(ZedFile)(value, decodeOptions), (f) => f.context_servers)
+    default:
+      return Schema.decodeUnknownResult(PluginFile)(value, decodeOptions)
   }
 }

@@ -54,18 +54,12 @@ const splitCommand = (command: string, args: ReadonlyArray<string> | undefined) 
 const exposed = (prefix: string, names: ReadonlyArray<string> | undefined) =>
   names?.map((name) => (name === "*" ? name : `${prefix}_${name}`))
 
-/** Gemini CLI's `mcp.allowed` / `mcp.excluded`: which of the servers may start. */
-export interface ServerFilter {
-  readonly allowed?: ReadonlyArray<string> | undefined
-  readonly excluded?: ReadonlyArray<string> | undefined
-}
-
 const hostServer = (
   key: string,
   server: HostConfig.McpServer,
   path: string,
   format: HostConfig.Format,
-  filter: ServerFilter,
+  filter: HostConfig.ServerFilter,
   context: Declaration.Context
 ): Declaration.Outcome => {
   if (server.disabled === true) return Declaration.skipped(path, "mcp", "disabled: true")
@@ -124,7 +118,7 @@ export const fromHostServers = (
   at: string,
   format: HostConfig.Format,
   context: Declaration.Context,
-  filter: ServerFilter = {}
+  filter: HostConfig.ServerFilter = {}
 ): Declaration.Resolution =>
   Declaration.assemble(context.source, [
     {
