@@ -23,6 +23,13 @@ agents:
     })
   )
 
+  it.effect("toolsets: with nothing after it (YAML null) is no toolsets, as in docker-agent", () =>
+    Effect.gen(function* () {
+      const config = yield* parse("agents:\n  root:\n    model: x\n    toolsets:\n")
+      assert.deepStrictEqual(config.agents, [{ name: "root", toolsets: [] }])
+    })
+  )
+
   it.effect(
     "two unnamed servers with one command and different arguments are two toolsets, named deterministically",
     () =>
