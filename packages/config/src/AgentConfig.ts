@@ -283,7 +283,8 @@ const noAgentTools = Schema.makeFilter(
 
 export const Agent = Schema.StructWithRest(
   Schema.Struct({
-    toolsets: Schema.optionalKey(Schema.Array(ToolsetEntry)),
+    // `toolsets:` with nothing after it is YAML's null, which docker-agent reads as no toolsets.
+    toolsets: Schema.optionalKey(Schema.NullOr(Schema.Array(ToolsetEntry))),
     ...Object.fromEntries(agentFields.map((field) => [field, ignored])),
     ...Object.fromEntries(legacyToolsetFields.map((field) => [field, ignored]))
   }),

@@ -13,7 +13,6 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as Struct from "effect/Struct"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ConfigText from "./ConfigText.ts"
@@ -91,8 +90,6 @@ const expandAgentFile = (document: Readonly<Record<string, unknown>>, env: Inter
     ? Object.fromEntries(
         Object.entries(document.agents).map(([name, agent]) => {
           if (!Predicate.isObject(agent) || agent.toolsets === undefined) return [name, agent]
-          // `toolsets:` with nothing after it is YAML's null; docker-agent reads it as no toolsets.
-          if (agent.toolsets === null) return [name, Struct.omit(agent, ["toolsets"])]
           const at = ConfigError.childPath(ConfigError.childPath("agents", name), "toolsets")
           return [name, { ...agent, toolsets: expandEntries(agent.toolsets, at, env, options, into) }]
         })

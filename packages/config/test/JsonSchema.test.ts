@@ -1,4 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Ajv2020 } from "ajv/dist/2020.js"
+import * as Effect from "effect/Effect"
+import * as ConfigLoader from "../src/ConfigLoader.ts"
 import * as JsonSchema from "../src/JsonSchema.ts"
 
 describe("JsonSchema.make", () => {
@@ -43,4 +46,33 @@ describe("JsonSchema.make", () => {
     assert.include(text, '["never","on_failure","always"]')
     assert.include(text, '"max_restarts":{"type":"integer","minimum":-1')
   })
+})
+
+describe("JsonSchema agrees with the loader on the edge cases", () => {
+  const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true })
+  const agentSchema = ajv.compile(JsonSchema.make("docker-agent"))
+  const hostSchema = ajv.compile(JsonSchema.make("mcp-servers"))
+  const cases: ReadonlyArray<readonly [string, unknown, "docker-agent" | "mcp-servers"]> = [
+    ["an agent with no toolsets", { agents: { root: { model: "x" } } }, "docker-agent"],
+    ["toolsets: null", { agents: { root: { toolsets: null } } }, "docker-agent"],
+    ["an unknown agent field", { agents: { root: { colour: "red" } } }, "docker-agent"],
+    ["agent-level tools", { agents: { root: { tools: ["x"] } } }, "docker-agent"],
+    ["a misspelt type", { agents: { root: { toolsets: [{ type: "mpc", command: "x" }] } } }, "docker-agent"],
+    ["command and ref", { agents: { root: { toolsets: [{ type: "mcp", command: "x", ref: "y" }] } } }, "docker-agent"],
+    ["a server with no source", { mcpServers: { a: { args: ["x"] } } }, "mcp-servers"],
+    ["command and url", { mcpServers: { a: { command: "x", url: "https://x.example" } } }, "mcp-servers"],
+    ["a Zed extension server", { mcpServers: { a: { source: "extension", settings: {} } } }, "mcp-servers"],
+    ["another host's field", { mcpServers: { a: { command: "x", autoApprove: [] } } }, "mcp-servers"]
+  ]
+  for (const [name, document, format] of cases) {
+    it.effect(name, () =>
+      Effect.gen(function* () {
+        const loaded = yield* Effect.result(
+          ConfigLoader.parse(JSON.stringify(document), { source: "<inline>", baseDir: "/p", env: {} })
+        )
+        const accepts = (format === "docker-agent" ? agentSchema : hostSchema)(document)
+        assert.strictEqual(accepts, loaded._tag === "Success", name)
+      })
+    )
+  }
 })
