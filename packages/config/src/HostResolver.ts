@@ -38,12 +38,13 @@ const prefixOf = (key: string): string => key.replace(/[^A-Za-z0-9_-]+/g, "_")
 /**
  * `"command": "uv run server.py"` with no `args` works in hosts that start servers through a
  * shell; Toolvisor starts the program directly, so the words are split here, the way a shell
- * would split them when nothing is quoted.
+ * would split them when nothing is quoted. A path (`/Applications/My App/server`) is left whole.
  */
 const splitCommand = (command: string, args: ReadonlyArray<string> | undefined) => {
   const words = command.trim().split(/\s+/)
   const [program = command, ...rest] = words
-  const split = (args === undefined || args.length === 0) && rest.length > 0 && !/["'\\$`]/.test(command)
+  const plain = !/["'\\$`]/.test(command) && !/^[./~]/.test(command)
+  const split = (args === undefined || args.length === 0) && rest.length > 0 && plain
   return split ? { command: program, args: rest } : { command, args }
 }
 

@@ -225,6 +225,11 @@ describe("HostConfig: each host's fields", () => {
         cwd: undefined
       })
       assert.strictEqual(weather?.prefix, "github_com_a_weather")
+      const path = yield* host('{ "mcpServers": { "app": { "command": "/Applications/My App/bin/server" } } }')
+      assert.strictEqual(
+        path.toolsets[0]?.transport._tag === "stdio" && path.toolsets[0].transport.command,
+        "/Applications/My App/bin/server"
+      )
     })
   )
 
