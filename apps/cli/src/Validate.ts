@@ -6,7 +6,7 @@
  * wrong URL before an agent does.
  */
 import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
-import { LocalRegistry, Secrets } from "@toolvisor/runtime"
+import { LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Duration from "effect/Duration"
@@ -103,7 +103,8 @@ const check = (config: AgentConfig.Config) =>
           policy: { ...t.policy, required: true, restart: "never" as const }
         }))
       }
-      const registry = yield* LocalRegistry.make(trial)
+      // As every CLI registry: its servers are marked, so a killed check leaves none behind for long.
+      const registry = yield* Effect.andThen(OrphanSweep.start, LocalRegistry.make(trial))
       const failed: Array<string> = []
       for (const toolset of config.toolsets) {
         const mask = Secrets.masker(toolset.secrets)
