@@ -64,6 +64,7 @@ export const open = (target: Target) =>
     const options = agentOptions(target.agent)
     const config = yield* ConfigLoader.load(path, options)
     for (const skipped of config.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
+    for (const warning of config.warnings ?? []) yield* Effect.logWarning(`${warning.path}: ${warning.message}`)
     const registry = yield* Option.match(target.cluster, {
       onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(config, options)),
       onSome: (postgres) => joinCluster(postgres, config, options)

@@ -103,28 +103,49 @@ const call = Command.make(
 
 const validate = Command.make(
   "validate",
-  { config: Argument.String("config").pipe(Argument.withDescription("The config file to check")) },
-  ({ config }) =>
-    lazy(
-      () => import("@toolvisor/config"),
-      ({ ConfigLoader }) =>
-        Effect.gen(function* () {
-          const loaded = yield* ConfigLoader.load(config)
-          for (const skipped of loaded.skipped) yield* Console.error(`warning: ${skipped.path}: ${skipped.reason}`)
-          yield* Console.log(
-            `${config}: valid — ${loaded.agents.length} agent(s), ${loaded.toolsets.length} toolset(s)` +
-              (loaded.skipped.length > 0 ? `, ${loaded.skipped.length} skipped` : "")
-          )
-        })
+  {
+    config: Argument.String("config").pipe(Argument.withDescription("The config file to check")),
+    check: Flag.Boolean("check").pipe(
+      Flag.withDescription("Also start each toolset, list its tools and stop it (exit 1 if one does not start)"),
+      Flag.withDefault(false)
+    ),
+    input: Flag.String("input").pipe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: ${input:id} is the VS Code syntax being documented
+      Flag.withDescription("A value for VS Code's ${input:id}: --input id=value (repeatable)"),
+      Flag.atLeast(0)
     )
-).pipe(Command.withDescription("Check a config; print every problem as path: message (exit 2 if any)"))
+  },
+  (options) =>
+    lazy(
+      () => import("./Validate.ts"),
+      (Validate) => Validate.run(options)
+    )
+).pipe(
+  Command.withDescription(
+    "Check a config and print what was understood; every problem as path: message (exit 2 if any)"
+  ),
+  Command.withExamples([
+    { command: "toolvisor validate .vscode/mcp.json --input api-key=sk-…", description: "" },
+    { command: "toolvisor validate agent.yaml --check", description: "also start each toolset once" }
+  ])
+)
 
-const schema = Command.make("schema", {}, () =>
-  lazy(
-    () => import("@toolvisor/config"),
-    ({ JsonSchema }) => Console.log(JSON.stringify(JsonSchema.make(), null, 2))
-  )
-).pipe(Command.withDescription("Print the config's JSON Schema (for editor completion)"))
+const schema = Command.make(
+  "schema",
+  {
+    format: Flag.String("format").pipe(
+      Flag.withDescription(
+        "Which file format: docker-agent (default), mcp-servers, vscode, vscode-settings, zed or plugin"
+      ),
+      Flag.withDefault("docker-agent")
+    )
+  },
+  ({ format }) =>
+    lazy(
+      () => import("./Validate.ts"),
+      (Validate) => Validate.schema(format)
+    )
+).pipe(Command.withDescription("Print the JSON Schema of a config format (for editor completion)"))
 
 const serve = Command.make(
   "serve",

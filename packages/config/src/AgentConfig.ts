@@ -1,8 +1,8 @@
 /**
- * The two config formats Toolvisor reads, as Schemas, and the resolved model the runtime builds
- * toolsets from. The input Schemas follow docker-agent's agent YAML (so existing files load) and
- * the `mcpServers` JSON of Claude Desktop, Cursor and `.mcp.json`; the JSON Schema for editors is
- * generated from the same definitions, so the two can never disagree.
+ * docker-agent's agent YAML as Schemas, and the resolved model the runtime builds toolsets from.
+ * The input Schemas follow docker-agent's own (so existing files load); the MCP hosts' JSON formats
+ * are in `HostConfig.ts`. The JSON Schema for editors is generated from the same definitions, so
+ * the two can never disagree.
  */
 import { Policy } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
@@ -65,20 +65,20 @@ const EnvValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pi
   )
 )
 
-const Env = Schema.Record(Schema.String, EnvValue).annotate({
+export const Env = Schema.Record(Schema.String, EnvValue).annotate({
   // biome-ignore lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax being documented
   description: "Environment variables for the server process; values may use ${VAR} and ${VAR:-default}"
 })
 
-const Headers = Schema.Record(Schema.String, Schema.String).annotate({
+export const Headers = Schema.Record(Schema.String, Schema.String).annotate({
   // biome-ignore lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax being documented
   description: "HTTP headers sent with every request; values may use ${VAR}. Never shown in errors or status."
 })
 
-const Strings = Schema.Array(Schema.String)
+export const Strings = Schema.Array(Schema.String)
 
 /** Fields docker-agent defines that Toolvisor does not use: accepted so existing files load, then ignored. */
-const ignored = Schema.optionalKey(
+export const ignored = Schema.optionalKey(
   Schema.Unknown.annotate({ description: "docker-agent field, accepted for compatibility and ignored by Toolvisor" })
 )
 
@@ -97,7 +97,9 @@ const common = {
   toon: ignored,
   model: ignored,
   defer: ignored,
-  version: ignored
+  version: ignored,
+  sandbox: ignored,
+  env_file: ignored
 }
 
 const processFields = {
@@ -121,7 +123,7 @@ export const isHttpUrl = (text: string): boolean => {
 }
 
 /** Checked in the Schema (after interpolation), so a bad URL is reported with every other problem. */
-const HttpUrl = Schema.NonEmptyString.check(
+export const HttpUrl = Schema.NonEmptyString.check(
   Schema.makeFilter(isHttpUrl, { message: "Expected an absolute http:// or https:// URL" })
 )
 
@@ -142,15 +144,28 @@ interface McpSource {
 }
 
 /** docker-agent's rules for an MCP source: exactly one of command, remote, ref; no working_dir when remote. */
-const checkMcpSource = Schema.makeFilter((entry: McpSource) => {
-  const sources = [entry.command, entry.remote, entry.ref].filter((source) => source !== undefined).length
-  return [
-    ...(sources === 1 ? [] : [mcpSourceMessage]),
-    ...(entry.remote !== undefined && entry.working_dir !== undefined
-      ? [{ path: ["working_dir"], issue: "working_dir cannot be used with a remote MCP server" }]
-      : [])
-  ]
+/** Exactly one of the fields is present, in JSON Schema. */
+export const exactlyOne = (fields: ReadonlyArray<string>) => ({
+  oneOf: fields.map((field) => ({ required: [field] }))
 })
+
+const checkMcpSource = Schema.makeFilter(
+  (entry: McpSource) => {
+    const sources = [entry.command, entry.remote, entry.ref].filter((source) => source !== undefined).length
+    return [
+      ...(sources === 1 ? [] : [mcpSourceMessage]),
+      ...(entry.remote !== undefined && entry.working_dir !== undefined
+        ? [{ path: ["working_dir"], issue: "working_dir cannot be used with a remote MCP server" }]
+        : [])
+    ]
+  },
+  {
+    toJsonSchema: () => ({
+      ...exactlyOne(["command", "remote", "ref"]),
+      not: { required: ["remote", "working_dir"] }
+    })
+  }
+)
 
 const mcpFields = {
   ...common,
@@ -220,98 +235,77 @@ export const McpDefinition = Schema.Struct({ ...mcpFields, type: Schema.optional
   .annotate({ identifier: "McpDefinition" })
 export type McpDefinition = typeof McpDefinition.Type
 
-export const Agent = Schema.Struct({
-  toolsets: Schema.optionalKey(Schema.Array(ToolsetEntry)),
-  model: ignored,
-  description: ignored,
-  instruction: ignored,
-  welcome_message: ignored,
-  sub_agents: ignored,
-  handoffs: ignored,
-  add_date: ignored,
-  add_environment_info: ignored,
-  add_prompt_files: ignored,
-  code_mode_tools: ignored,
-  max_iterations: ignored,
-  num_history_items: ignored,
-  commands: ignored,
-  structured_output: ignored,
-  skills: ignored,
-  hooks: ignored,
-  rag: ignored,
-  fallback: ignored
-}).annotate({ identifier: "Agent" })
+/** Every agent field docker-agent has defined (versions 0 to 7 and later), all ignored by Toolvisor. */
+export const agentFields = [
+  "model",
+  "fallback",
+  "description",
+  "welcome_message",
+  "instruction",
+  "sub_agents",
+  "handoffs",
+  "rag",
+  "add_date",
+  "add_environment_info",
+  "add_description_parameter",
+  "add_prompt_files",
+  "code_mode_tools",
+  "max_iterations",
+  "num_history_items",
+  "commands",
+  "structured_output",
+  "skills",
+  "hooks",
+  "name",
+  "tool_choice",
+  "plan_persona"
+] as const
 
-/** The docker-agent YAML format. Only `agents.*.toolsets` and `mcps` matter to Toolvisor. */
-export const AgentFile = Schema.Struct({
-  agents: Schema.Record(Schema.String, Agent),
-  mcps: Schema.optionalKey(Schema.Record(Schema.String, McpDefinition)),
-  version: ignored,
-  metadata: ignored,
-  models: ignored,
-  rag: ignored,
-  providers: ignored,
-  permissions: ignored
-}).annotate({ identifier: "AgentConfig", title: "Toolvisor / docker-agent agent config" })
-export type AgentFile = typeof AgentFile.Type
+/** Version 0 agent fields that docker-agent converts to built-in toolsets: `think: true` is `{type: think}`. */
+export const legacyToolsetFields = ["think", "todo", "memory"] as const
 
-// ---------------------------------------------------------------------------------------------
-// mcpServers JSON
-// ---------------------------------------------------------------------------------------------
+/**
+ * Fields docker-agent adds over time are accepted (the loader warns once per unknown field), so
+ * a newer file still loads; only `toolsets` matters to Toolvisor.
+ */
+/** `tools:` on an agent is cagent's pre-release form: ignoring it would silently drop the agent's servers. */
+const noAgentTools = Schema.makeFilter(
+  (agent: { readonly [key: string]: unknown }) =>
+    "tools" in agent
+      ? {
+          path: ["tools"],
+          issue:
+            "`tools` is not an agent field (it is the pre-release cagent form); declare the servers under `toolsets:` with `type: mcp`"
+        }
+      : undefined,
+  { toJsonSchema: () => ({ not: { required: ["tools"] } }) }
+)
 
-interface ServerSource {
-  readonly command?: string | undefined
-  readonly url?: string | undefined
-  readonly type?: string | undefined
-  readonly cwd?: string | undefined
-}
-
-const checkServerSource = Schema.makeFilter((server: ServerSource) => {
-  const remoteType = server.type !== undefined && server.type !== "stdio"
-  return [
-    ...((server.command === undefined) === (server.url === undefined)
-      ? ["either command or url must be set, but only one of those"]
-      : []),
-    ...(server.type === "stdio" && server.url !== undefined
-      ? [{ path: ["type"], issue: "type stdio needs a command, not a url" }]
-      : []),
-    ...(remoteType && server.command !== undefined
-      ? [{ path: ["type"], issue: `type ${server.type} needs a url, not a command` }]
-      : []),
-    ...(server.url !== undefined && server.cwd !== undefined
-      ? [{ path: ["cwd"], issue: "cwd cannot be used with a remote MCP server" }]
-      : [])
-  ]
-})
-
-/** One server of an `mcpServers` file; `lifecycle`, `tools` and `lazy` are Toolvisor extensions. */
-export const McpServer = Schema.Struct({
-  command: Schema.optionalKey(Schema.NonEmptyString),
-  args: Schema.optionalKey(Strings),
-  env: Schema.optionalKey(Env),
-  cwd: Schema.optionalKey(Schema.String),
-  url: Schema.optionalKey(HttpUrl),
-  type: Schema.optionalKey(Schema.Literals(["stdio", "http", "sse", "streamable-http"])),
-  headers: Schema.optionalKey(Headers),
-  lifecycle: Schema.optionalKey(Lifecycle),
-  tools: Schema.optionalKey(Strings),
-  lazy: Schema.optionalKey(Schema.Boolean),
-  disabled: Schema.optionalKey(Schema.Boolean.annotate({ description: "A disabled server is skipped" })),
-  autoApprove: ignored,
-  alwaysAllow: ignored,
-  timeout: ignored,
-  description: ignored
-})
-  .pipe(Schema.check(checkServerSource))
-  .annotate({ identifier: "McpServer" })
-export type McpServer = typeof McpServer.Type
-
-/** Claude Desktop / Cursor / `.mcp.json`. Other top-level keys belong to the host app and are ignored. */
-export const McpServersFile = Schema.StructWithRest(
-  Schema.Struct({ mcpServers: Schema.Record(Schema.String, McpServer) }),
+export const Agent = Schema.StructWithRest(
+  Schema.Struct({
+    // `toolsets:` with nothing after it is YAML's null, which docker-agent reads as no toolsets.
+    toolsets: Schema.optionalKey(Schema.NullOr(Schema.Array(ToolsetEntry))),
+    ...Object.fromEntries(agentFields.map((field) => [field, ignored])),
+    ...Object.fromEntries(legacyToolsetFields.map((field) => [field, ignored]))
+  }),
   [Schema.Record(Schema.String, Schema.Unknown)]
 )
-export type McpServersFile = typeof McpServersFile.Type
+  .pipe(Schema.check(noAgentTools))
+  .annotate({ identifier: "Agent" })
+
+/** docker-agent's top-level sections besides `agents` and `mcps`; v0's `env` included. */
+export const topLevelFields = ["version", "metadata", "models", "rag", "providers", "permissions", "env"] as const
+
+/** The docker-agent YAML format. Only `agents.*.toolsets` and `mcps` matter to Toolvisor. */
+export const AgentFile = Schema.StructWithRest(
+  Schema.Struct({
+    agents: Schema.Record(Schema.String, Agent),
+    mcps: Schema.optionalKey(Schema.Record(Schema.String, McpDefinition)),
+    ...Object.fromEntries(topLevelFields.map((field) => [field, ignored]))
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+).annotate({ identifier: "AgentConfig", title: "Toolvisor / docker-agent agent config" })
+export type AgentFile = typeof AgentFile.Type
 
 // ---------------------------------------------------------------------------------------------
 // The resolved model
@@ -341,13 +335,22 @@ export interface ToolsetConfig {
   readonly transport: Transport
   /** LSP only; empty means every file type. */
   readonly fileTypes: ReadonlyArray<string>
-  /** Allow-list of exposed tool names; `undefined` exposes every tool. */
+  /** Allow-list of exposed tool names; `undefined` exposes every tool (a `*` entry means every tool). */
   readonly tools: ReadonlyArray<string> | undefined
+  /** Exposed tool names never offered, from a host's disabled-tools list; applied after `tools`. */
+  readonly deny?: ReadonlyArray<string> | undefined
   /** The block as decoded, for display and diff. */
   readonly lifecycle: Policy.Lifecycle
   /** Profile plus overrides. For remote MCP the MCP package still applies its remote defaults. */
   readonly policy: Policy.Policy
   readonly lazy: boolean
+  /**
+   * Claude Code's `headersHelper`: a shell command whose JSON output adds headers. `ConfigLoader.load`
+   * runs it once the file is read; `parse`, being pure, leaves it for the caller.
+   */
+  readonly headersHelper?: string | undefined
+  /** VS Code's `envFile`: a dotenv file `ConfigLoader.load` reads into a stdio server's `env`. */
+  readonly envFile?: string | undefined
   /** Every value that came from the environment: redact these wherever the toolset is shown. */
   readonly secrets: ReadonlyArray<string>
   /** Where it was declared, e.g. `agents.root.toolsets[2]` or `mcpServers.files`. */
@@ -366,10 +369,19 @@ export interface Skipped {
   readonly reason: string
 }
 
+/** Something the loader accepted but the user should know: an ignored field, a variable a skipped toolset needs. */
+export interface Warning {
+  readonly path: string
+  readonly message: string
+}
+
 export interface Config {
   readonly source: string
+  /** How the file was read, e.g. `docker-agent YAML` or `VS Code mcp.json`. */
+  readonly format?: string | undefined
   readonly agents: ReadonlyArray<AgentSpec>
   /** Each identity once, first-seen order; agents share a toolset by identity. */
   readonly toolsets: ReadonlyArray<ToolsetConfig>
   readonly skipped: ReadonlyArray<Skipped>
+  readonly warnings?: ReadonlyArray<Warning> | undefined
 }

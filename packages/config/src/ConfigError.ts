@@ -14,11 +14,14 @@ export type Issue = typeof Issue.Type
 /** A config that cannot be used. `message` lists every issue as `path: message`, one per line. */
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
   source: Schema.String,
+  /** The format the file was read as, when one was detected: every message names it. */
+  format: Schema.optionalKey(Schema.String),
   issues: Schema.Array(Issue)
 }) {
   override get message(): string {
     const count = this.issues.length === 1 ? "1 problem" : `${this.issues.length} problems`
-    return [`Invalid config ${this.source} (${count}):`, ...this.issues.map(formatIssue)].join("\n")
+    const readAs = this.format === undefined ? "" : `read as ${this.format}; `
+    return [`Invalid config ${this.source} (${readAs}${count}):`, ...this.issues.map(formatIssue)].join("\n")
   }
 }
 
@@ -34,16 +37,34 @@ const minSecretLength = 4
 export const make = (
   source: string,
   issues: ReadonlyArray<Issue>,
-  secrets: ReadonlyArray<string> = []
-): ConfigError => {
-  const masked = secrets.filter((secret) => secret.length >= minSecretLength).sort((a, b) => b.length - a.length)
-  const mask = (text: string) =>
-    LifecycleError.redact(masked.reduce((out, secret) => out.split(secret).join("***"), text))
-  return new ConfigError({
+  secrets: ReadonlyArray<string> = [],
+  format?: string
+): ConfigError =>
+  new ConfigError({
     source,
-    issues: issues.map((issue) => ({ path: issue.path, message: mask(issue.message) }))
+    ...(format === undefined ? {} : { format }),
+    issues: maskIssues(issues, secrets)
   })
+
+/** Masks the given values and every known credential shape in each message (warnings use it too). */
+export const maskIssues = (issues: ReadonlyArray<Issue>, secrets: ReadonlyArray<string>): ReadonlyArray<Issue> => {
+  const masked = secrets.filter((secret) => secret.length >= minSecretLength).sort((a, b) => b.length - a.length)
+  const mask = (text: string) => maskValues(masked.reduce((out, secret) => out.split(secret).join("***"), text))
+  return issues.map((issue) => ({ path: issue.path, message: mask(issue.message) }))
 }
+
+/**
+ * A `${...}` span is a reference written in the file and a backquoted span is a hint (`--input
+ * token=VALUE`), never a value: both are shown as written.
+ */
+const reference = /(\$\{[^}]*\}|`[^`]*`)/
+
+/** Masks credential shapes in the text between references and hints, so `${GITHUB_TOKEN:-default}` stays intact. */
+const maskValues = (text: string): string =>
+  text
+    .split(reference)
+    .map((part, index) => (index % 2 === 1 ? part : LifecycleError.redact(part)))
+    .join("")
 
 const identifier = /^[A-Za-z_][\w-]*$/
 

@@ -1,34 +1,45 @@
 /**
- * Reads a config file into the resolved model. The steps: parse YAML or JSON, pick the format by
- * its shape (`mcpServers` or `agents`), expand `${VAR}` in the raw entries, decode with the Schema
- * (every issue at once, unknown fields rejected), then resolve. Any problem fails with one
- * `ConfigError` that lists them all, with environment values masked.
+ * Reads a config file into the resolved model. The steps: parse YAML or JSONC, detect the format
+ * from the content (docker-agent, one of the MCP hosts' files), expand variables in the raw
+ * entries, decode with the format's Schema (every issue at once), then resolve. Any problem fails
+ * with one `ConfigError` that names the format and lists every issue, with environment values
+ * masked. What does not stop the toolsets that will run (an ignored field, an unset variable in a
+ * skipped toolset) is a warning on the loaded config.
  */
 import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as Yaml from "yaml"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
+import * as ConfigText from "./ConfigText.ts"
+import * as EnvFile from "./EnvFile.ts"
+import * as HeadersHelper from "./HeadersHelper.ts"
+import * as HostConfig from "./HostConfig.ts"
+import * as HostResolver from "./HostResolver.ts"
 import * as Interpolation from "./Interpolation.ts"
 import * as Resolver from "./Resolver.ts"
+import * as Unknowns from "./Unknowns.ts"
 
 /** The error `load` and `parse` fail with (defined in `ConfigError.ts`). */
 export { ConfigError } from "./ConfigError.ts"
 
-export type Format = "yaml" | "json"
+export type Format = ConfigText.Syntax
 
 export interface Options {
   /** Variables for `${VAR}`; defaults to `process.env`. */
   readonly env?: Interpolation.Env | undefined
   /** Load only this agent and the toolsets it uses. */
   readonly agent?: string | undefined
+  /** Values for VS Code's `${input:id}`, by id (the CLI's `--input id=value`). */
+  readonly inputs?: Readonly<Record<string, string>> | undefined
 }
 
 export interface ParseOptions extends Options {
-  /** Shown in errors and kept as `Config.source`: a file path or `<inline>`. */
+  /** Shown in errors and kept as `Config.source`: a file path or `<inline>`. Its name can tell the host. */
   readonly source: string
   /** Guessed from the text when absent. */
   readonly format?: Format | undefined
@@ -38,69 +49,33 @@ export interface ParseOptions extends Options {
 
 const parseOptions = { errors: "all", onExcessProperty: "error" } as const
 
-const decodeAgentFile = Schema.decodeUnknownResult(AgentConfig.AgentFile)
-const decodeMcpServers = Schema.decodeUnknownResult(AgentConfig.McpServersFile)
+const fail = (source: string, path: string, message: string, format?: string) =>
+  Effect.fail(ConfigError.make(source, [{ path, message }], [], format))
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
+/** The file's syntax by extension; other names are guessed from the content. */
+export const formatOf = ConfigText.syntaxOf
 
-const fail = (source: string, path: string, message: string) =>
-  Effect.fail(ConfigError.make(source, [{ path, message }]))
-
-const guessFormat = (text: string): Format => (/^\s*[{[]/.test(text) ? "json" : "yaml")
-
-/** The file's format by extension; other names are guessed from the content. */
-export const formatOf = (path: string, text: string): Format => {
-  const extension = NodePath.extname(path).toLowerCase()
-  if (extension === ".json") return "json"
-  if (extension === ".yaml" || extension === ".yml") return "yaml"
-  return guessFormat(text)
+interface Into {
+  readonly issues: Array<ConfigError.Issue>
+  readonly secrets: Map<string, ReadonlyArray<string>>
 }
 
-const parseText = (text: string, format: Format, source: string): Effect.Effect<unknown, ConfigError.ConfigError> => {
-  if (format === "json") {
-    return Effect.try({
-      try: (): unknown => JSON.parse(text),
-      catch: (error) =>
-        ConfigError.make(source, [
-          { path: "", message: `Not valid JSON: ${error instanceof Error ? error.message : error}` }
-        ])
-    })
-  }
-  const document = Yaml.parseDocument(text)
-  const [error] = document.errors
-  if (error !== undefined) {
-    const where = error.linePos?.[0]
-    const at = where === undefined ? "" : ` (line ${where.line}, column ${where.col})`
-    return fail(source, "", `Not valid YAML${at}: ${error.message.split("\n")[0]}`)
-  }
-  return Effect.succeed(document.toJS())
-}
-
-interface Expanded {
-  readonly value: unknown
-  readonly issues: ReadonlyArray<ConfigError.Issue>
-  readonly secrets: ReadonlyMap<string, ReadonlyArray<string>>
-}
-
-/**
- * Expands every entry of a record of entries (`mcps`, `mcpServers`) or a list (`toolsets`) in the
- * raw document, keyed by the path each entry will have once decoded.
- */
+/** Expands each entry of a record (`mcps`, a server map) or a list (`toolsets`), keyed by its path. */
 const expandEntries = (
   entries: unknown,
   path: string,
   env: Interpolation.Env,
-  into: { issues: Array<ConfigError.Issue>; secrets: Map<string, ReadonlyArray<string>> }
+  options: Interpolation.Options,
+  into: Into
 ): unknown => {
   const one = (entry: unknown, at: string) => {
-    const expansion = Interpolation.expandEntry(entry, at, env)
+    const expansion = Interpolation.expandEntry(entry, at, env, options)
     into.issues.push(...expansion.issues)
     into.secrets.set(at, expansion.secrets)
     return expansion.value
   }
   if (Array.isArray(entries)) return entries.map((entry, index) => one(entry, ConfigError.childPath(path, index)))
-  if (isRecord(entries)) {
+  if (Predicate.isObject(entries)) {
     return Object.fromEntries(
       Object.entries(entries).map(([key, entry]) => [key, one(entry, ConfigError.childPath(path, key))])
     )
@@ -108,41 +83,80 @@ const expandEntries = (
   return entries
 }
 
-const expandAgentFile = (document: Readonly<Record<string, unknown>>, env: Interpolation.Env): Expanded => {
-  const into = { issues: [] as ConfigError.Issue[], secrets: new Map<string, ReadonlyArray<string>>() }
-  const agents = isRecord(document.agents)
+/** docker-agent expands `env` values with Go's `os.Expand`, so `$VAR` works there too. */
+const expandAgentFile = (document: Readonly<Record<string, unknown>>, env: Interpolation.Env, into: Into) => {
+  const options = { bare: true }
+  const agents = Predicate.isObject(document.agents)
     ? Object.fromEntries(
         Object.entries(document.agents).map(([name, agent]) => {
+          if (!Predicate.isObject(agent) || agent.toolsets === undefined) return [name, agent]
           const at = ConfigError.childPath(ConfigError.childPath("agents", name), "toolsets")
-          return [name, isRecord(agent) ? { ...agent, toolsets: expandEntries(agent.toolsets, at, env, into) } : agent]
+          return [name, { ...agent, toolsets: expandEntries(agent.toolsets, at, env, options, into) }]
         })
       )
     : document.agents
-  const mcps = expandEntries(document.mcps, "mcps", env, into)
-  const value = { ...document, ...(agents === undefined ? {} : { agents }), ...(mcps === undefined ? {} : { mcps }) }
-  return { value, issues: into.issues, secrets: into.secrets }
+  const mcps = expandEntries(document.mcps, "mcps", env, options, into)
+  return { ...document, ...(agents === undefined ? {} : { agents }), ...(mcps === undefined ? {} : { mcps }) }
 }
 
-const expandMcpServers = (document: Readonly<Record<string, unknown>>, env: Interpolation.Env): Expanded => {
-  const into = { issues: [] as ConfigError.Issue[], secrets: new Map<string, ReadonlyArray<string>>() }
-  const mcpServers = expandEntries(document.mcpServers, "mcpServers", env, into)
-  return { value: { ...document, mcpServers }, issues: into.issues, secrets: into.secrets }
+/** The folder a host calls `${workspaceFolder}`: the project, one level above `.vscode/`, `.cursor/`… */
+const workspaceFolder = (baseDir: string): string =>
+  NodePath.basename(baseDir).startsWith(".") ? NodePath.dirname(baseDir) : baseDir
+
+const hostBuiltins = (format: HostConfig.Format, baseDir: string, env: Interpolation.Env) => {
+  const workspace = workspaceFolder(baseDir)
+  return {
+    workspaceFolder: workspace,
+    workspaceFolderBasename: NodePath.basename(workspace),
+    userHome: NodeOs.homedir(),
+    pathSeparator: NodePath.sep,
+    "/": NodePath.sep,
+    // Claude Code sets it to the plugin's folder, where a plugin keeps its `.mcp.json`.
+    ...(format.name.startsWith("Claude Code") && env.CLAUDE_PLUGIN_ROOT === undefined
+      ? { CLAUDE_PLUGIN_ROOT: baseDir }
+      : {})
+  }
+}
+
+/** VS Code `inputs`, with the values given on the command line. */
+const inputsOf = (document: Readonly<Record<string, unknown>>, given: Readonly<Record<string, string>>) => {
+  const holder = Predicate.isObject(document.mcp) && Array.isArray(document.mcp.inputs) ? document.mcp : document
+  const declared = Array.isArray(holder.inputs) ? holder.inputs : []
+  const inputs = new Map<string, Interpolation.Input>()
+  for (const input of declared) {
+    if (!Predicate.isObject(input) || typeof input.id !== "string") continue
+    const description = typeof input.description === "string" ? input.description : undefined
+    inputs.set(input.id, { description, value: given[input.id], password: input.password === true })
+  }
+  for (const [id, value] of Object.entries(given)) if (!inputs.has(id)) inputs.set(id, { value })
+  return inputs
 }
 
 /** Keeps only the chosen agent, so problems in the others do not block it. */
 const selectAgent = (
   document: Readonly<Record<string, unknown>>,
+  format: HostConfig.Format,
   agent: string,
   source: string
 ): Effect.Effect<Readonly<Record<string, unknown>>, ConfigError.ConfigError> => {
-  const isMcpServers = "mcpServers" in document
-  const names = isMcpServers ? [Resolver.defaultAgent] : isRecord(document.agents) ? Object.keys(document.agents) : []
+  const isAgentFile = format._tag === "DockerAgent"
+  const names = !isAgentFile
+    ? [Resolver.defaultAgent]
+    : Predicate.isObject(document.agents)
+      ? Object.keys(document.agents)
+      : []
   if (!names.includes(agent)) {
     const known = names.length === 0 ? "the config defines none" : `agents: ${names.join(", ")}`
-    return fail(source, "agents", `No agent named "${agent}" (${known})`)
+    return fail(source, "agents", `No agent named "${agent}" (${known})`, format.name)
   }
-  if (isMcpServers || !isRecord(document.agents)) return Effect.succeed(document)
+  if (!isAgentFile || !Predicate.isObject(document.agents)) return Effect.succeed(document)
   return Effect.succeed({ ...document, agents: { [agent]: document.agents[agent] } })
+}
+
+const notAFormat = (document: Readonly<Record<string, unknown>>): string => {
+  const keys = Object.keys(document).slice(0, 6)
+  const found = keys.length === 0 ? "an empty object" : `top-level keys ${keys.join(", ")}`
+  return `Not a config format Toolvisor reads (found ${found}). Toolvisor reads: ${HostConfig.formatList.join("; ")}`
 }
 
 /** Decodes and resolves an already parsed document; pure. */
@@ -152,53 +166,104 @@ const fromDocument = (
 ): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
     const { source } = options
-    if (!isRecord(raw)) {
+    if (!Predicate.isObject(raw)) {
       const got =
         raw === null || raw === undefined ? "an empty document" : `a ${Array.isArray(raw) ? "list" : typeof raw}`
-      return yield* fail(source, "", `Expected a YAML or JSON mapping with agents: or mcpServers:, got ${got}`)
+      return yield* fail(source, "", `Expected a mapping (${HostConfig.formatList.join("; ")}), got ${got}`)
     }
-    const document = options.agent === undefined ? raw : yield* selectAgent(raw, options.agent, source)
+    const format = HostConfig.detect(raw, source)
+    if (format === undefined) return yield* fail(source, "", notAFormat(raw))
+    const document = options.agent === undefined ? raw : yield* selectAgent(raw, format, options.agent, source)
     const env = options.env ?? process.env
-    const isMcpServers = "mcpServers" in document
-    const expanded = { source, ...(isMcpServers ? expandMcpServers(document, env) : expandAgentFile(document, env)) }
-    const context = { source, baseDir: options.baseDir, secrets: expanded.secrets }
-    return yield* isMcpServers
-      ? settle(
-          decodeMcpServers(expanded.value, parseOptions),
-          (file) => Resolver.fromMcpServers(file, context),
-          expanded
-        )
-      : settle(decodeAgentFile(expanded.value, parseOptions), (file) => Resolver.fromAgentFile(file, context), expanded)
+    const into: Into = { issues: [], secrets: new Map() }
+    const base = { source, baseDir: options.baseDir, secrets: into.secrets }
+    if (format._tag === "DockerAgent") {
+      const value = expandAgentFile(document, env, into)
+      const decoded = Schema.decodeUnknownResult(AgentConfig.AgentFile)(value, parseOptions)
+      return yield* settle(decoded, (file) => Resolver.fromAgentFile(file, base), {
+        source,
+        format,
+        value,
+        into,
+        notes: Unknowns.agentFile(document)
+      })
+    }
+    const located = HostConfig.serversOf(format, document) ?? { path: "", servers: {} }
+    const expansion = {
+      builtins: hostBuiltins(format, options.baseDir, env),
+      inputs: inputsOf(document, options.inputs ?? {})
+    }
+    const servers = expandEntries(located.servers, located.path, env, expansion, into)
+    const value = HostConfig.withServers(format, document, servers)
+    const decoded = HostConfig.decode(format, value)
+    return yield* settle(
+      decoded,
+      (file) => HostResolver.fromHostServers(file, located.path, format, base, HostConfig.serverFilter(document)),
+      {
+        source,
+        format,
+        value,
+        into,
+        notes: Unknowns.hostServers(located.servers, located.path, format.name)
+      }
+    )
   })
 
+interface Pending {
+  readonly source: string
+  readonly format: HostConfig.Format
+  readonly value: unknown
+  readonly into: Into
+  readonly notes: Unknowns.Notes
+}
+
+const within = (path: string, roots: ReadonlyArray<string>): boolean =>
+  roots.some((root) => path === root || path.startsWith(`${root}.`) || path.startsWith(`${root}[`))
+
 /**
- * Fails with every issue found (Schema, interpolation, resolution), or succeeds. A value with a
- * missing variable is reported once, for the variable: the emptied value's own issue is dropped.
+ * Fails with every issue found (Schema, interpolation, resolution), or succeeds with warnings. A
+ * value with a missing variable is reported once, for the variable: the emptied value's own issue
+ * is dropped. A variable that only a skipped or unused entry needs is a warning, not an error.
  */
 const settle = <A>(
   decoded: Result.Result<A, Schema.SchemaError>,
   resolve: (file: A) => Resolver.Resolution,
-  expanded: Expanded & { readonly source: string }
-): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> => {
-  const explained = new Set(expanded.issues.map((issue) => issue.path))
-  const failWith = (found: ReadonlyArray<ConfigError.Issue>) => {
-    const issues = [...found.filter((issue) => !explained.has(issue.path)), ...expanded.issues]
-    return Effect.fail(ConfigError.make(expanded.source, issues, [...expanded.secrets.values()].flat()))
-  }
-  if (Result.isFailure(decoded)) {
-    return failWith([...ConfigError.fromSchemaIssue(decoded.failure.issue), ...Resolver.unknownRefs(expanded.value)])
-  }
-  const resolution = resolve(decoded.success)
-  if (resolution.issues.length > 0 || expanded.issues.length > 0) return failWith(resolution.issues)
-  return Effect.succeed(resolution.config)
-}
+  pending: Pending
+): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
+  Effect.suspend(() => {
+    const { source, format, into, notes } = pending
+    const secrets = [...into.secrets.values()].flat()
+    const explained = new Set([...into.issues.map((issue) => issue.path), ...notes.explained])
+    const failWith = (found: ReadonlyArray<ConfigError.Issue>, expanded: ReadonlyArray<ConfigError.Issue>) => {
+      const issues = [...found.filter((issue) => !explained.has(issue.path)), ...notes.errors, ...expanded]
+      return Effect.fail(ConfigError.make(source, issues, secrets, format.name))
+    }
+    if (Result.isFailure(decoded)) {
+      const refs = format._tag === "DockerAgent" ? Resolver.unknownRefs(pending.value) : []
+      return failWith([...ConfigError.fromSchemaIssue(decoded.failure.issue), ...refs], into.issues)
+    }
+    const resolution = resolve(decoded.success)
+    const blocking = into.issues.filter((issue) => within(issue.path, resolution.live))
+    const deferred = into.issues.filter((issue) => !within(issue.path, resolution.live))
+    if (resolution.issues.length > 0 || blocking.length > 0 || notes.errors.length > 0) {
+      return failWith(resolution.issues, blocking)
+    }
+    const warnings = ConfigError.maskIssues(
+      [
+        ...notes.warnings,
+        ...deferred.map((issue) => ({ ...issue, message: `${issue.message} (not needed: this entry does not run)` }))
+      ],
+      secrets
+    )
+    return Effect.succeed({ ...resolution.config, format: format.name, warnings })
+  })
 
 /** Parses config text. Pure: no file access; relative paths resolve against `options.baseDir`. */
 export const parse = (
   text: string,
   options: ParseOptions
 ): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
-  parseText(text, options.format ?? guessFormat(text), options.source).pipe(
+  ConfigText.parse(text, options.format ?? ConfigText.guess(text), options.source).pipe(
     Effect.flatMap((raw) => fromDocument(raw, options))
   )
 
@@ -210,7 +275,10 @@ const readError = (error: unknown): string => {
   return `Cannot read the file: ${error instanceof Error ? error.message : String(error)}`
 }
 
-/** Reads and parses a config file; relative directories in it resolve against the file's directory. */
+/**
+ * Reads and parses a config file; relative directories in it resolve against the file's directory,
+ * and an `envFile` is read and a `headersHelper` runs there.
+ */
 export const load = (path: string, options: Options = {}): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
     const absolute = NodePath.resolve(path)
@@ -218,10 +286,7 @@ export const load = (path: string, options: Options = {}): Effect.Effect<AgentCo
       try: () => NodeFs.readFile(absolute, "utf8"),
       catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
     })
-    return yield* parse(text, {
-      ...options,
-      source: path,
-      format: formatOf(path, text),
-      baseDir: NodePath.dirname(absolute)
-    })
+    const baseDir = NodePath.dirname(absolute)
+    const config = yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
+    return yield* HeadersHelper.apply(yield* EnvFile.apply(config, baseDir), baseDir)
   })

@@ -1,122 +1,25 @@
 /**
  * Turns a decoded config into the resolved model: `ref`s replaced by their `mcps` definitions,
  * relative directories made absolute, policies computed, and each toolset given an identity, a
- * signature and a unique display name. Two agents that declare the same toolset share it; the same
- * identity declared twice with different definitions is an error at both places.
+ * signature and a unique display name. Two agents that declare the same toolset share it; an unnamed
+ * toolset whose identity is taken by a different definition becomes a toolset of its own; the same
+ * explicit name declared twice with different definitions is an error at both places.
  */
-import * as NodePath from "node:path"
-import { Policy } from "@toolvisor/core"
+
+import * as Predicate from "effect/Predicate"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
-import * as ToolsetDiff from "./ToolsetDiff.ts"
+import * as Declaration from "./internal/Declaration.ts"
 
-export interface Context {
-  readonly source: string
-  /** Relative `working_dir` / `cwd` are resolved against it: the config file's directory. */
-  readonly baseDir: string
-  /** The environment values expanded into each entry, by the entry's path. */
-  readonly secrets: ReadonlyMap<string, ReadonlyArray<string>>
-}
+export type Context = Declaration.Context
+export type Resolution = Declaration.Resolution
+export const allowList = Declaration.allowList
 
-export interface Resolution {
-  readonly config: AgentConfig.Config
-  readonly issues: ReadonlyArray<ConfigError.Issue>
-}
+/** The agent a host's server map becomes. */
+export const defaultAgent = "default"
 
-/** A toolset as one entry declares it, before sharing and naming. */
-interface Declaration extends ToolsetDiff.Signed {
-  readonly path: string
-  readonly identity: string
-  readonly derivedName: string
-  readonly secrets: ReadonlyArray<string>
-}
-
-type Outcome =
-  | { readonly _tag: "Declared"; readonly declaration: Declaration }
-  | { readonly _tag: "Skipped"; readonly skipped: AgentConfig.Skipped }
-  | { readonly _tag: "Invalid"; readonly issues: ReadonlyArray<ConfigError.Issue> }
-
-interface Source {
-  readonly command?: string | undefined
-  readonly args?: ReadonlyArray<string> | undefined
-  readonly env?: Readonly<Record<string, string>> | undefined
-  readonly cwd?: string | undefined
-  readonly url?: string | undefined
-  readonly headers?: Readonly<Record<string, string>> | undefined
-  readonly sse: boolean
-}
-
-const transportOf = (
-  source: Source,
-  context: Context,
-  urlPath: string
-): AgentConfig.Transport | ReadonlyArray<ConfigError.Issue> => {
-  if (source.command !== undefined) {
-    return {
-      _tag: "stdio",
-      command: source.command,
-      args: source.args ?? [],
-      env: source.env ?? {},
-      cwd: source.cwd === undefined ? undefined : NodePath.resolve(context.baseDir, source.cwd)
-    }
-  }
-  const url = source.url ?? ""
-  if (!AgentConfig.isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
-  return { _tag: source.sse ? "sse" : "http", url, headers: source.headers ?? {} }
-}
-
-const nameFrom = (transport: AgentConfig.Transport): string =>
-  transport._tag === "stdio" ? NodePath.basename(transport.command) : new URL(transport.url).host
-
-interface Declare {
-  readonly path: string
-  readonly type: "mcp" | "lsp"
-  readonly name: string | undefined
-  readonly ref: string | undefined
-  readonly source: Source
-  readonly urlPath: string
-  readonly fileTypes: ReadonlyArray<string> | undefined
-  readonly tools: ReadonlyArray<string> | undefined
-  readonly lifecycle: Policy.Lifecycle | undefined
-  readonly lazy: boolean | undefined
-  readonly secrets: ReadonlyArray<string>
-}
-
-const declare = (input: Declare, context: Context): Outcome => {
-  const transport = transportOf(input.source, context, input.urlPath)
-  if (!("_tag" in transport)) return { _tag: "Invalid", issues: transport }
-  const signed: ToolsetDiff.Signed = {
-    type: input.type,
-    prefix: input.name,
-    transport,
-    fileTypes: input.fileTypes ?? [],
-    tools: input.tools,
-    lifecycle: input.lifecycle ?? {},
-    lazy: input.lazy ?? false
-  }
-  const declaration: Declaration = {
-    ...signed,
-    path: input.path,
-    identity: ToolsetDiff.identity({
-      type: input.type,
-      name: input.name,
-      ref: input.ref,
-      command: input.source.command,
-      url: input.source.url
-    }),
-    derivedName: input.name ?? input.ref ?? nameFrom(transport),
-    secrets: [...new Set(input.secrets)]
-  }
-  return { _tag: "Declared", declaration }
-}
-
-const secretsAt = (context: Context, ...paths: ReadonlyArray<string>): ReadonlyArray<string> =>
-  paths.flatMap((path) => context.secrets.get(path) ?? [])
-
-const skipped = (path: string, type: string, reason: string): Outcome => ({
-  _tag: "Skipped",
-  skipped: { path, type, reason }
-})
+const { declare, secretsAt, skipped, assemble } = Declaration
+type Outcome = Declaration.Outcome
 
 const dockerRef = (ref: string): boolean => ref.startsWith("docker:")
 
@@ -130,20 +33,17 @@ const unknownRef = (path: string, ref: string, defined: ReadonlyArray<string>): 
   return { path: `${path}.ref`, message: `No MCP definition named "${ref}" under mcps (${known})` }
 }
 
-const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
  * Refs that name no `mcps` entry, read from the raw document: when the Schema rejects the file,
  * resolution does not run, yet these problems should be reported with the others.
  */
 export const unknownRefs = (document: unknown): ReadonlyArray<ConfigError.Issue> => {
-  if (!isObject(document) || !isObject(document.agents)) return []
-  const defined = isObject(document.mcps) ? Object.keys(document.mcps) : []
+  if (!Predicate.isObject(document) || !Predicate.isObject(document.agents)) return []
+  const defined = Predicate.isObject(document.mcps) ? Object.keys(document.mcps) : []
   return Object.entries(document.agents).flatMap(([agent, spec]) => {
-    const toolsets = isObject(spec) && Array.isArray(spec.toolsets) ? spec.toolsets : []
+    const toolsets = Predicate.isObject(spec) && Array.isArray(spec.toolsets) ? spec.toolsets : []
     return toolsets.flatMap((entry: unknown, index) => {
-      if (!isObject(entry) || typeof entry.ref !== "string") return []
+      if (!Predicate.isObject(entry) || typeof entry.ref !== "string") return []
       if (dockerRef(entry.ref) || defined.includes(entry.ref)) return []
       const path = `${ConfigError.childPath("agents", agent)}.toolsets[${index}]`
       return [unknownRef(path, entry.ref, defined)]
@@ -198,6 +98,7 @@ const declareMcpSource = (
   declare(
     {
       path,
+      sourcePath,
       type: "mcp",
       name: fields.name,
       ref,
@@ -251,100 +152,41 @@ const declareEntry = (
   }
 }
 
+const legacyReason = (field: string, version: string | undefined) =>
+  `agent-level ${field}: (a docker-agent version "0" field${
+    version === undefined || version === "0" ? "" : `, in a version "${version}" file`
+  }) is the built-in ${field} toolset; Toolvisor does not run it`
+
+/**
+ * docker-agent's upgrade from version 0: `todo`, `think` and `memory` on the agent become built-in
+ * toolsets ahead of the declared ones. Toolvisor skips built-ins, so each becomes a skipped entry.
+ */
+const legacyToolsets = (agent: AgentConfig.AgentFile["agents"][string], path: string, version: string | undefined) =>
+  AgentConfig.legacyToolsetFields.flatMap((field) => {
+    const value = agent[field]
+    const enabled =
+      value === true ||
+      (typeof value === "object" && value !== null && !("enabled" in value && value.enabled === false))
+    return enabled ? [skipped(ConfigError.childPath(path, field), field, legacyReason(field, version))] : []
+  })
+
+const versionOf = (file: AgentConfig.AgentFile): string | undefined =>
+  typeof file.version === "string" || typeof file.version === "number" ? String(file.version) : undefined
+
 /** Resolves the docker-agent format: one agent spec per agent, in file order. */
 export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Resolution =>
   assemble(
     context.source,
-    Object.entries(file.agents).map(([name, agent]) => ({
-      name,
-      outcomes: (agent.toolsets ?? []).map((entry, index) =>
-        declareEntry(
-          entry,
-          `${ConfigError.childPath(ConfigError.childPath("agents", name), "toolsets")}[${index}]`,
-          file,
-          context
-        )
-      )
-    }))
-  )
-
-/** The agent an `mcpServers` file becomes. */
-export const defaultAgent = "default"
-
-/** Resolves an `mcpServers` file: one agent, `default`, each server named (and prefixed) by its key. */
-export const fromMcpServers = (file: AgentConfig.McpServersFile, context: Context): Resolution =>
-  assemble(context.source, [
-    {
-      name: defaultAgent,
-      outcomes: Object.entries(file.mcpServers).map(([key, server]) => {
-        const path = ConfigError.childPath("mcpServers", key)
-        if (server.disabled === true) return skipped(path, "mcp", "disabled: true")
-        return declare(
-          {
-            path,
-            type: "mcp",
-            name: key,
-            ref: undefined,
-            source: { ...server, sse: server.type === "sse" },
-            urlPath: `${path}.url`,
-            fileTypes: undefined,
-            tools: server.tools,
-            lifecycle: server.lifecycle,
-            lazy: server.lazy,
-            secrets: secretsAt(context, path)
-          },
-          context
-        )
-      })
-    }
-  ])
-
-const uniqueName = (base: string, used: Set<string>): string => {
-  let name = base
-  for (let n = 2; used.has(name); n++) name = `${base}-${n}`
-  used.add(name)
-  return name
-}
-
-const assemble = (
-  source: string,
-  agents: ReadonlyArray<{ readonly name: string; readonly outcomes: ReadonlyArray<Outcome> }>
-): Resolution => {
-  const issues: Array<ConfigError.Issue> = []
-  const skippedEntries: Array<AgentConfig.Skipped> = []
-  const byIdentity = new Map<string, AgentConfig.ToolsetConfig>()
-  const usedNames = new Set<string>()
-  const specs = agents.map(({ name, outcomes }) => {
-    const identities: Array<string> = []
-    for (const outcome of outcomes) {
-      if (outcome._tag === "Invalid") issues.push(...outcome.issues)
-      else if (outcome._tag === "Skipped") skippedEntries.push(outcome.skipped)
-      else {
-        const { path, identity, derivedName, secrets, ...signed } = outcome.declaration
-        const signature = ToolsetDiff.signature(signed)
-        const existing = byIdentity.get(identity)
-        if (existing === undefined) {
-          byIdentity.set(identity, {
-            ...signed,
-            identity,
-            signature,
-            name: uniqueName(derivedName, usedNames),
-            policy: Policy.fromLifecycle(signed.lifecycle),
-            secrets,
-            path
-          })
-        } else if (existing.signature !== signature) {
-          const message = (other: string) =>
-            `toolset ${identity} is also declared at ${other} with a different definition; give one a different name`
-          issues.push({ path: existing.path, message: message(path) }, { path, message: message(existing.path) })
-        }
-        if (!identities.includes(identity)) identities.push(identity)
+    Object.entries(file.agents).map(([name, agent]) => {
+      const path = ConfigError.childPath("agents", name)
+      return {
+        name,
+        outcomes: [
+          ...legacyToolsets(agent, path, versionOf(file)),
+          ...(agent.toolsets ?? []).map((entry, index) =>
+            declareEntry(entry, `${ConfigError.childPath(path, "toolsets")}[${index}]`, file, context)
+          )
+        ]
       }
-    }
-    return { name, toolsets: identities }
-  })
-  return {
-    config: { source, agents: specs, toolsets: [...byIdentity.values()], skipped: skippedEntries },
-    issues
-  }
-}
+    })
+  )

@@ -32,7 +32,7 @@ export const identity = (declared: Declared): string => {
 /** What a signature covers: everything that changes how the toolset runs, not where it was declared. */
 export type Signed = Pick<
   AgentConfig.ToolsetConfig,
-  "type" | "prefix" | "transport" | "fileTypes" | "tools" | "lifecycle" | "lazy"
+  "type" | "prefix" | "transport" | "fileTypes" | "tools" | "deny" | "lifecycle" | "lazy"
 >
 
 const encodeLifecycle = Schema.encodeSync(Policy.Lifecycle)
@@ -59,6 +59,7 @@ export const signature = (toolset: Signed): string =>
         transport: toolset.transport,
         fileTypes: toolset.fileTypes,
         tools: toolset.tools,
+        deny: toolset.deny,
         lifecycle: encodeLifecycle(toolset.lifecycle),
         lazy: toolset.lazy
       })

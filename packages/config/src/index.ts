@@ -1,7 +1,9 @@
-/** Toolvisor agent config: docker-agent YAML and mcpServers JSON, validation, interpolation, JSON Schema, diff. */
+/** Toolvisor agent config: docker-agent YAML and every MCP host's JSON, validation, interpolation, JSON Schema, diff. */
 export * as AgentConfig from "./AgentConfig.ts"
+export * as AllowList from "./AllowList.ts"
 export * as ConfigError from "./ConfigError.ts"
 export * as ConfigLoader from "./ConfigLoader.ts"
+export * as HostConfig from "./HostConfig.ts"
 export * as Interpolation from "./Interpolation.ts"
 export * as JsonSchema from "./JsonSchema.ts"
 export * as Resolver from "./Resolver.ts"

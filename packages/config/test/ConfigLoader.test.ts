@@ -5,6 +5,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
+import * as HostConfig from "../src/HostConfig.ts"
 import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
 
 const fixture = (name: string) => NodePath.join(import.meta.dirname, "fixtures", name)
@@ -178,7 +179,7 @@ agents:
           "agents.root.toolsets[3]: either command, remote or ref must be set, but only one of those"
         ]
       )
-      assert.include(error.message, "Invalid config <inline> (5 problems):")
+      assert.include(error.message, "Invalid config <inline> (read as docker-agent YAML; 5 problems):")
       assert.include(
         error.message,
         "\nagents.root.toolsets[2].lifecycle.backoff.jitter: Expected a jitter between 0 and 1"
@@ -189,8 +190,6 @@ agents:
   it.effect("unknown fields get a did-you-mean when close, at every level", () =>
     Effect.gen(function* () {
       const issues = yield* issuesOf(`
-agent:
-  root: {}
 agents:
   root:
     toolsets:
@@ -199,7 +198,6 @@ agents:
         lifecycle: { max_restart: 3, colour: red }
 `)
       assert.deepStrictEqual(issues, [
-        { path: "agent", message: "Unknown field `agent`; did you mean `agents`?" },
         {
           path: "agents.root.toolsets[0].lifecycle.max_restart",
           message: "Unknown field `max_restart`; did you mean `max_restarts`?"
@@ -226,7 +224,7 @@ agents:
           "agents.root.toolsets[1].remote: remote can only be used with type 'mcp'",
           "agents.root.toolsets[2].lifecycle: lifecycle can only be used with type 'mcp' or 'lsp'",
           "agents.root.toolsets[3].working_dir: working_dir cannot be used with a remote MCP server",
-          `agents.root.toolsets[4]: Expected a toolset with type one of: mcp, lsp, todo, tasks, memory, think, shell, script, filesystem, fetch, api, a2a, user_prompt, openapi, model_picker, background_agents, rag`
+          `agents.root.toolsets[4].type: Unknown type "wasm"; expected one of: mcp, lsp, todo, tasks, memory, think, shell, script, filesystem, fetch, api, a2a, user_prompt, openapi, model_picker, background_agents, rag`
         ]
       )
     })
@@ -342,7 +340,9 @@ describe("ConfigLoader: files that cannot be read", () => {
       const path = tempFile("agent.yaml", "agents:\n  root: [unclosed\n")
       const error = yield* Effect.flip(ConfigLoader.load(path))
       assert.strictEqual(error.issues.length, 1)
-      assert.match(error.issues[0]?.message ?? "", /^Not valid YAML \(line \d+, column \d+\): /)
+      const message = error.issues[0]?.message ?? ""
+      assert.match(message, /^Not valid YAML \(.+\) at line 2, column 18:\n {6}root: \[unclosed\n {21}\^$/)
+      assert.strictEqual(message.match(/line \d+/g)?.length, 1, "the location is named once")
     })
   )
 
@@ -350,7 +350,7 @@ describe("ConfigLoader: files that cannot be read", () => {
     Effect.gen(function* () {
       const error = yield* Effect.flip(ConfigLoader.load(tempFile("notes.md", "Just some notes about agents.\n")))
       assert.deepStrictEqual(error.issues, [
-        { path: "", message: "Expected a YAML or JSON mapping with agents: or mcpServers:, got a string" }
+        { path: "", message: `Expected a mapping (${HostConfig.formatList.join("; ")}), got a string` }
       ])
     })
   )
@@ -359,7 +359,7 @@ describe("ConfigLoader: files that cannot be read", () => {
     Effect.gen(function* () {
       const error = yield* Effect.flip(ConfigLoader.load(tempFile(".mcp.json", '{ "mcpServers": { ')))
       assert.strictEqual(error.issues.length, 1)
-      assert.match(error.issues[0]?.message ?? "", /^Not valid JSON: /)
+      assert.match(error.issues[0]?.message ?? "", /^Not valid JSON \(\w+\) at line 1, column \d+:/)
     })
   )
 })

@@ -1,6 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as ConfigError from "../src/ConfigError.ts"
 import * as Interpolation from "../src/Interpolation.ts"
 import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
 
@@ -101,26 +102,43 @@ describe("Interpolation in a config", () => {
     })
   )
 
-  it.effect("values from the environment never appear in a ConfigError", () =>
+  it.effect("two unnamed remote toolsets with different URLs are two toolsets, named deterministically", () =>
     Effect.gen(function* () {
-      // The identity of an unnamed remote toolset is its URL, and the conflict message quotes it.
-      const error = yield* Effect.flip(
-        parse(
-          `
+      const text = `
 agents:
   a: { toolsets: [{ type: mcp, remote: { url: "https://x.example.com/mcp?key=\${KEY}" } }] }
   b:
     toolsets:
       - type: mcp
         remote: { url: "https://x.example.com/mcp?key=\${KEY}", headers: { Authorization: "Bearer \${TOKEN}" } }
-`,
-          { KEY: "sup3r-s3cret", TOKEN: "tok_abcdef123" }
-        )
+`
+      const env = { KEY: "sup3r-s3cret", TOKEN: "tok_abcdef123" }
+      const first = yield* parse(text, env)
+      const second = yield* parse(text, env)
+      assert.deepStrictEqual(
+        first.toolsets.map((t) => t.name),
+        ["x.example.com", "x.example.com-2"]
       )
-      assert.strictEqual(error.issues.length, 2)
-      assert.include(error.message, "mcp/remote/https://x.example.com/mcp?key=***")
-      assert.notInclude(error.message, "sup3r-s3cret")
-      assert.notInclude(error.message, "tok_abcdef123")
+      assert.deepStrictEqual(
+        first.toolsets.map((t) => t.identity),
+        second.toolsets.map((t) => t.identity)
+      )
+      assert.notStrictEqual(first.toolsets[0]?.identity, first.toolsets[1]?.identity)
     })
   )
+
+  it("ConfigError masks environment values and credential shapes, never a variable reference in a hint", () => {
+    const problem = Interpolation.expand("${GITHUB_TOKEN}", {}).problems[0] ?? ""
+    const error = ConfigError.make(
+      "<inline>",
+      [
+        { path: "a", message: problem },
+        { path: "b", message: "got https://x.example.com/?key=sup3r-s3cret and token=abc123def" }
+      ],
+      ["sup3r-s3cret"]
+    )
+    assert.include(error.message, "write ${GITHUB_TOKEN:-default} for a default")
+    assert.notInclude(error.message, "sup3r-s3cret")
+    assert.notInclude(error.message, "abc123def")
+  })
 })

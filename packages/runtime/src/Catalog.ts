@@ -15,6 +15,8 @@ export interface Source {
   readonly prefix: string | undefined
   /** Exposed names to keep; `undefined` keeps all. */
   readonly allow: ReadonlyArray<string> | undefined
+  /** Exposed names never offered (a host's disabled-tools list), applied after `allow`. */
+  readonly deny?: ReadonlyArray<string> | undefined
   readonly listing: Toolset.Listing<Toolset.Tool>
   readonly state: State.State
   /** What the toolset listed the last time it was usable, if it ever was. */
@@ -82,6 +84,7 @@ export const make = (sources: ReadonlyArray<Source>, previous?: Catalog): Catalo
     for (const tool of items) {
       const name = exposedName(source.prefix, tool.name)
       if (source.allow !== undefined && !source.allow.includes(name)) continue
+      if (source.deny?.includes(name) === true) continue
       const owner = owners.get(name)
       if (owner !== undefined) {
         if (into === tools) shadowed.push({ name, toolset: source.toolset, shadowedBy: owner })

@@ -56,6 +56,7 @@ interface Member {
   readonly name: string
   readonly prefix: string | undefined
   readonly allow: ReadonlyArray<string> | undefined
+  readonly deny?: ReadonlyArray<string> | undefined
   readonly lazy: boolean
   readonly toolset: Toolset.Toolset
   readonly entries: ReadonlyArray<Entry>
@@ -88,6 +89,7 @@ const memberOf = (entry: Entry): Member => ({
   name: entry.config.name,
   prefix: entry.config.prefix,
   allow: entry.config.tools,
+  deny: entry.config.deny,
   lazy: entry.config.lazy,
   toolset: entry.toolset,
   entries: [entry]
@@ -155,6 +157,7 @@ export const make = (options: Options): Routing => {
         toolset: member.name,
         prefix: member.prefix,
         allow: member.allow,
+        deny: member.deny,
         listing,
         state: status.state,
         lastKnown: lastKnown.get(member.name)

@@ -52,6 +52,19 @@ describe("Catalog", () => {
     )
   })
 
+  it("never offers a denied name (a host's disabled-tools list), with or without an allow-list", () => {
+    const denied = { ...ready("fs", ["read", "write", "delete"], { prefix: "fs" }), deny: ["fs_delete"] }
+    assert.deepStrictEqual(
+      Catalog.make([denied]).tools.map((t) => t.name),
+      ["fs_read", "fs_write"]
+    )
+    const both = { ...denied, allow: ["fs_read", "fs_delete"] }
+    assert.deepStrictEqual(
+      Catalog.make([both]).tools.map((t) => t.name),
+      ["fs_read"]
+    )
+  })
+
   it("a toolset that is not Ready makes the catalog incomplete and says which and why", () => {
     const catalog = Catalog.make([ready("fs", ["read"]), notReady("lsp", "Restarting")])
     assert.isFalse(catalog.complete)

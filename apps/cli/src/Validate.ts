@@ -1,0 +1,144 @@
+/**
+ * `toolvisor validate` and `toolvisor schema`. `validate` prints what Toolvisor understood of a
+ * file: the format it was read as, each toolset (kind, how it starts, its policy) with secrets
+ * masked, and each skipped entry and warning with its reason. `--check` also starts each toolset
+ * through the registry, lists its tools and stops it: a dry run that finds a missing binary or a
+ * wrong URL before an agent does.
+ */
+import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
+import { LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import { Failure, UsageError } from "./CliError.ts"
+
+const seconds = (duration: Duration.Duration | undefined) =>
+  duration === undefined ? "none" : `${Duration.toSeconds(duration)}s`
+
+/** How a toolset starts, with every environment value masked. */
+export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
+  const mask = Secrets.masker(toolset.secrets)
+  const transport = toolset.transport
+  if (transport._tag === "stdio") {
+    const cwd = transport.cwd === undefined ? "" : ` (in ${transport.cwd})`
+    const env = Object.keys(transport.env)
+    const withEnv = env.length === 0 ? "" : ` env: ${env.join(", ")}`
+    return mask(`stdio: ${[transport.command, ...transport.args].join(" ")}${cwd}${withEnv}`)
+  }
+  const headers = Object.keys(transport.headers)
+  const withHeaders = headers.length === 0 ? "" : ` headers: ${headers.join(", ")}`
+  return mask(`${transport._tag === "sse" ? "SSE" : "streamable HTTP"}: ${transport.url}${withHeaders}`)
+}
+
+/** The policy in one line: what a user tunes in `lifecycle`. */
+export const policyLine = (toolset: AgentConfig.ToolsetConfig): string => {
+  const p = toolset.policy
+  const restarts = p.maxRestarts === -1 ? "unlimited" : String(p.maxRestarts)
+  return [
+    `restart ${p.restart} (max ${restarts})`,
+    `startup ${seconds(p.startupTimeout)}`,
+    `call ${seconds(p.callTimeout)}`,
+    ...(p.required ? ["required"] : []),
+    ...(toolset.lazy ? ["lazy"] : []),
+    ...(toolset.tools === undefined ? [] : [`tools: ${toolset.tools.join(", ")}`]),
+    ...(toolset.deny === undefined ? [] : [`never: ${toolset.deny.join(", ")}`])
+  ].join(", ")
+}
+
+/** Everything `validate` prints for a loaded config, one line per item. */
+export const describe = (path: string, config: AgentConfig.Config): ReadonlyArray<string> => {
+  const byIdentity = new Map(config.toolsets.map((t) => [t.identity, t]))
+  const warnings = config.warnings ?? []
+  const counts = [
+    `${config.agents.length} agent(s)`,
+    `${config.toolsets.length} toolset(s)`,
+    ...(config.skipped.length > 0 ? [`${config.skipped.length} skipped`] : []),
+    ...(warnings.length > 0 ? [`${warnings.length} warning(s)`] : [])
+  ]
+  return [
+    `${path}: read as ${config.format ?? "an agent config"}`,
+    ...config.agents.flatMap((agent) => [
+      `agent ${agent.name}: ${agent.toolsets.length === 0 ? "no toolsets" : `${agent.toolsets.length} toolset(s)`}`,
+      ...agent.toolsets.flatMap((identity) => {
+        const toolset = byIdentity.get(identity)
+        return toolset === undefined
+          ? []
+          : [`  ${toolset.name} (${toolset.type}) ${startsWith(toolset)}`, `    policy: ${policyLine(toolset)}`]
+      })
+    ]),
+    ...config.skipped.map((s) => `skipped ${s.path} (${s.type}): ${s.reason}`),
+    ...warnings.map((w) => `warning ${w.path === "" ? "" : `${w.path}: `}${w.message}`),
+    `valid: ${counts.join(", ")}`
+  ]
+}
+
+/** `--input id=value`, as many as needed. */
+export const parseInputs = (given: ReadonlyArray<string>) =>
+  Effect.forEach(given, (flag) => {
+    const at = flag.indexOf("=")
+    return at <= 0
+      ? Effect.fail(new UsageError({ message: `--input: expected id=value, got "${flag}"` }))
+      : Effect.succeed([flag.slice(0, at), flag.slice(at + 1)] as const)
+  }).pipe(Effect.map((pairs) => Object.fromEntries(pairs)))
+
+/**
+ * The dry run: every toolset once, one after another, through the registry, with allow-lists
+ * lifted so the check sees every tool, and no retries so a failure is reported at once.
+ */
+const check = (config: AgentConfig.Config) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const trial: AgentConfig.Config = {
+        ...config,
+        toolsets: config.toolsets.map((t) => ({
+          ...t,
+          tools: undefined,
+          policy: { ...t.policy, required: true, restart: "never" as const }
+        }))
+      }
+      // As every CLI registry: its servers are marked, so a killed check leaves none behind for long.
+      const registry = yield* Effect.andThen(OrphanSweep.start, LocalRegistry.make(trial))
+      const failed: Array<string> = []
+      for (const toolset of config.toolsets) {
+        const mask = Secrets.masker(toolset.secrets)
+        const started = yield* Effect.result(registry.startToolset(toolset.name))
+        if (started._tag === "Failure") {
+          failed.push(toolset.name)
+          yield* Console.log(`✗ ${toolset.name}: ${mask(`${started.failure._tag}: ${started.failure.message}`)}`)
+          continue
+        }
+        const agent = config.agents.find((a) => a.toolsets.includes(toolset.identity))?.name
+        const catalog = yield* registry.catalog(agent)
+        const offered = catalog.tools.filter((entry) => entry.toolset === toolset.name).map((entry) => entry.name)
+        yield* Console.log(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
+        const unmatched = AllowList.check(toolset, offered)
+        if (unmatched !== undefined) yield* Console.log(`warning ${AllowList.message(unmatched)}`)
+        yield* registry.stopToolset(toolset.name)
+      }
+      if (failed.length > 0) {
+        return yield* new Failure({ message: `toolset(s) that did not start: ${failed.join(", ")}` })
+      }
+    })
+  )
+
+/** `toolvisor validate`: what was understood of the file and, with `check`, a dry run of each toolset. */
+export const run = Effect.fn("toolvisor.validate")(function* (options: {
+  readonly config: string
+  readonly check: boolean
+  readonly input: ReadonlyArray<string>
+}) {
+  const inputs = yield* parseInputs(options.input)
+  const loaded = yield* ConfigLoader.load(options.config, { inputs })
+  for (const line of describe(options.config, loaded)) yield* Console.log(line)
+  if (options.check) yield* check(loaded)
+})
+
+const formats: ReadonlyArray<string> = JsonSchema.formats
+
+const isFormat = (format: string): format is JsonSchema.Format => formats.includes(format)
+
+/** `toolvisor schema`: the JSON Schema of one config format. */
+export const schema = (format: string) =>
+  isFormat(format)
+    ? Console.log(JSON.stringify(JsonSchema.make(format), null, 2))
+    : Effect.fail(new UsageError({ message: `--format: expected one of ${formats.join(", ")}, got "${format}"` }))

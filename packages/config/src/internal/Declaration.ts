@@ -1,0 +1,200 @@
+/**
+ * What every format's resolution shares: a declared toolset becomes an outcome (declared,
+ * skipped or invalid), and the outcomes of every agent are assembled into the resolved config —
+ * identities shared, display names made unique, policies computed.
+ */
+import * as NodePath from "node:path"
+import { Policy } from "@toolvisor/core"
+import * as AgentConfig from "../AgentConfig.ts"
+import type * as ConfigError from "../ConfigError.ts"
+import * as ToolsetDiff from "../ToolsetDiff.ts"
+
+export interface Context {
+  readonly source: string
+  /** Relative `working_dir` / `cwd` are resolved against it: the config file's directory. */
+  readonly baseDir: string
+  /** The environment values expanded into each entry, by the entry's path. */
+  readonly secrets: ReadonlyMap<string, ReadonlyArray<string>>
+}
+
+export interface Resolution {
+  readonly config: AgentConfig.Config
+  readonly issues: ReadonlyArray<ConfigError.Issue>
+  /** Where the toolsets that will run were written: a problem elsewhere cannot stop them. */
+  readonly live: ReadonlyArray<string>
+}
+
+/** A toolset as one entry declares it, before sharing and naming. */
+export interface Declaration extends ToolsetDiff.Signed {
+  readonly path: string
+  readonly identity: string
+  readonly derivedName: string
+  /** An explicit name is the user's identity for the toolset: a clash with it is an error. */
+  readonly named: boolean
+  /** The `mcps` definition it came from, if any. */
+  readonly sourcePath: string
+  readonly headersHelper?: string | undefined
+  readonly envFile?: string | undefined
+  readonly secrets: ReadonlyArray<string>
+}
+
+export type Outcome =
+  | { readonly _tag: "Declared"; readonly declaration: Declaration }
+  | { readonly _tag: "Skipped"; readonly skipped: AgentConfig.Skipped }
+  | { readonly _tag: "Invalid"; readonly issues: ReadonlyArray<ConfigError.Issue> }
+
+export interface Source {
+  readonly command?: string | undefined
+  readonly args?: ReadonlyArray<string> | undefined
+  readonly env?: Readonly<Record<string, string>> | undefined
+  readonly cwd?: string | undefined
+  readonly url?: string | undefined
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly sse: boolean
+}
+
+const transportOf = (
+  source: Source,
+  context: Context,
+  urlPath: string
+): AgentConfig.Transport | ReadonlyArray<ConfigError.Issue> => {
+  if (source.command !== undefined) {
+    return {
+      _tag: "stdio",
+      command: source.command,
+      args: source.args ?? [],
+      env: source.env ?? {},
+      cwd: source.cwd === undefined ? undefined : NodePath.resolve(context.baseDir, source.cwd)
+    }
+  }
+  const url = source.url ?? ""
+  if (!AgentConfig.isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
+  return { _tag: source.sse ? "sse" : "http", url, headers: source.headers ?? {} }
+}
+
+const nameFrom = (transport: AgentConfig.Transport): string =>
+  transport._tag === "stdio" ? NodePath.basename(transport.command) : new URL(transport.url).host
+
+export interface Declare {
+  readonly path: string
+  readonly headersHelper?: string | undefined
+  readonly envFile?: string | undefined
+  readonly sourcePath?: string | undefined
+  readonly type: "mcp" | "lsp"
+  readonly name: string | undefined
+  readonly ref: string | undefined
+  readonly source: Source
+  readonly urlPath: string
+  readonly fileTypes: ReadonlyArray<string> | undefined
+  readonly tools: ReadonlyArray<string> | undefined
+  /** Tools never exposed (a host's disabled-tools list). */
+  readonly deny?: ReadonlyArray<string> | undefined
+  readonly lifecycle: Policy.Lifecycle | undefined
+  readonly lazy: boolean | undefined
+  readonly secrets: ReadonlyArray<string>
+}
+
+/** Some hosts write `tools: ["*"]` for "every tool"; the runtime's filter knows that as no filter. */
+export const allowList = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<string> | undefined =>
+  tools === undefined || tools.includes("*") ? undefined : tools
+
+export const declare = (input: Declare, context: Context): Outcome => {
+  const transport = transportOf(input.source, context, input.urlPath)
+  if (!("_tag" in transport)) return { _tag: "Invalid", issues: transport }
+  const signed: ToolsetDiff.Signed = {
+    type: input.type,
+    prefix: input.name,
+    transport,
+    fileTypes: input.fileTypes ?? [],
+    tools: allowList(input.tools),
+    ...(input.deny === undefined || input.deny.length === 0 ? {} : { deny: input.deny }),
+    lifecycle: input.lifecycle ?? {},
+    lazy: input.lazy ?? false
+  }
+  const declaration: Declaration = {
+    ...signed,
+    path: input.path,
+    identity: ToolsetDiff.identity({
+      type: input.type,
+      name: input.name,
+      ref: input.ref,
+      command: input.source.command,
+      url: input.source.url
+    }),
+    derivedName: input.name ?? input.ref ?? nameFrom(transport),
+    named: input.name !== undefined,
+    sourcePath: input.sourcePath ?? input.path,
+    ...(input.headersHelper === undefined ? {} : { headersHelper: input.headersHelper }),
+    ...(input.envFile === undefined ? {} : { envFile: input.envFile }),
+    secrets: [...new Set(input.secrets)]
+  }
+  return { _tag: "Declared", declaration }
+}
+
+export const secretsAt = (context: Context, ...paths: ReadonlyArray<string>): ReadonlyArray<string> =>
+  paths.flatMap((path) => context.secrets.get(path) ?? [])
+
+export const skipped = (path: string, type: string, reason: string): Outcome => ({
+  _tag: "Skipped",
+  skipped: { path, type, reason }
+})
+
+const uniqueName = (base: string, used: Set<string>): string => {
+  let name = base
+  for (let n = 2; used.has(name); n++) name = `${base}-${n}`
+  used.add(name)
+  return name
+}
+
+export const assemble = (
+  source: string,
+  agents: ReadonlyArray<{ readonly name: string; readonly outcomes: ReadonlyArray<Outcome> }>
+): Resolution => {
+  const issues: Array<ConfigError.Issue> = []
+  const skippedEntries: Array<AgentConfig.Skipped> = []
+  const byIdentity = new Map<string, AgentConfig.ToolsetConfig>()
+  const usedNames = new Set<string>()
+  const live: Array<string> = []
+  const specs = agents.map(({ name, outcomes }) => {
+    const identities: Array<string> = []
+    for (const outcome of outcomes) {
+      if (outcome._tag === "Invalid") issues.push(...outcome.issues)
+      else if (outcome._tag === "Skipped") skippedEntries.push(outcome.skipped)
+      else {
+        const { path, identity: declared, derivedName, named, sourcePath, secrets, ...signed } = outcome.declaration
+        live.push(path, sourcePath)
+        const signature = ToolsetDiff.signature(signed)
+        const taken = byIdentity.get(declared)
+        // Two different unnamed servers with the same command are two toolsets: the second one's
+        // identity carries its signature, so the same file always gives the same identities.
+        const identity =
+          taken === undefined || taken.signature === signature || named
+            ? declared
+            : `${declared}#${signature.slice(0, 8)}`
+        const existing = byIdentity.get(identity)
+        if (existing === undefined) {
+          byIdentity.set(identity, {
+            ...signed,
+            identity,
+            signature,
+            name: uniqueName(derivedName, usedNames),
+            policy: Policy.fromLifecycle(signed.lifecycle),
+            secrets,
+            path
+          })
+        } else if (existing.signature !== signature) {
+          const message = (other: string) =>
+            `toolset ${identity} is also declared at ${other} with a different definition; give one a different name`
+          issues.push({ path: existing.path, message: message(path) }, { path, message: message(existing.path) })
+        }
+        if (!identities.includes(identity)) identities.push(identity)
+      }
+    }
+    return { name, toolsets: identities }
+  })
+  return {
+    config: { source, agents: specs, toolsets: [...byIdentity.values()], skipped: skippedEntries },
+    issues,
+    live
+  }
+}

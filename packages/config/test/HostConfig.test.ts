@@ -1,0 +1,401 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as ConfigLoader from "../src/ConfigLoader.ts"
+import * as EnvFile from "../src/EnvFile.ts"
+import { toolset } from "./helpers.ts"
+
+/** Parses JSON(C) as if read from `source` in /work/project/<dir>. */
+const host = (text: string, source = "/work/project/.mcp.json", env: Record<string, string> = {}, inputs = {}) =>
+  ConfigLoader.parse(text, { source, baseDir: source.slice(0, source.lastIndexOf("/")), env, inputs })
+
+const issues = (text: string, source?: string, env?: Record<string, string>) =>
+  Effect.flip(host(text, source, env)).pipe(Effect.map((error) => error))
+
+describe("HostConfig: detecting the format", () => {
+  it.effect("names the host from the file name; the content decides the format", () =>
+    Effect.gen(function* () {
+      const servers = '{ "mcpServers": { "a": { "command": "x" } } }'
+      const named = (source: string) => host(servers, source).pipe(Effect.map((c) => c.format))
+      assert.strictEqual(yield* named("/h/Library/Claude/claude_desktop_config.json"), "Claude Desktop config")
+      assert.strictEqual(yield* named("/p/.cursor/mcp.json"), "Cursor mcp.json")
+      assert.strictEqual(yield* named("/p/.mcp.json"), "Claude Code .mcp.json")
+      assert.strictEqual(yield* named("/h/.codeium/windsurf/mcp_config.json"), "Windsurf mcp_config.json")
+      assert.strictEqual(yield* named("/p/.gemini/settings.json"), "Gemini CLI settings.json")
+      assert.strictEqual(yield* named("/h/cline_mcp_settings.json"), "Cline MCP settings")
+      assert.strictEqual(yield* named("/p/servers.json"), "mcpServers JSON")
+      const vscode = yield* host('{ "servers": { "a": { "command": "x" } } }', "/p/whatever.json")
+      assert.strictEqual(vscode.format, "VS Code mcp.json")
+      const settings = yield* host('{ "editor.fontSize": 14, "mcp": { "servers": { "a": { "command": "x" } } } }')
+      assert.strictEqual(settings.format, "VS Code settings.json")
+      const zed = yield* host('{ "theme": "One", "context_servers": { "a": { "command": "x" } } }')
+      assert.strictEqual(zed.format, "Zed settings.json")
+      const plugin = yield* host('{ "ctx": { "command": "npx", "args": ["-y", "ctx"] } }')
+      assert.strictEqual(plugin.format, "Claude Code plugin .mcp.json")
+    })
+  )
+
+  it.effect("a JSON file in no known format gets one error listing the formats Toolvisor reads", () =>
+    Effect.gen(function* () {
+      const error = yield* issues('{ "name": "my-app", "version": "1.0.0", "scripts": {} }', "/p/package.json")
+      assert.strictEqual(error.issues.length, 1)
+      const message = error.issues[0]?.message ?? ""
+      assert.include(message, "Not a config format Toolvisor reads (found top-level keys name, version, scripts)")
+      for (const format of ["docker-agent YAML", "mcpServers JSON", "VS Code mcp.json", "Zed settings.json"]) {
+        assert.include(message, format)
+      }
+      assert.notInclude(message, "Missing required field")
+    })
+  )
+
+  it.effect("an object whose entries are not all servers is not taken for a plugin's server map", () =>
+    Effect.gen(function* () {
+      const error = yield* issues('{ "a": { "command": "x" }, "b": { "enabled": true } }')
+      assert.include(error.issues[0]?.message, "Not a config format")
+    })
+  )
+
+  it.effect("every error names the format the file was read as", () =>
+    Effect.gen(function* () {
+      const error = yield* issues('{ "servers": { "a": { "type": "stdio" } } }', "/p/.vscode/mcp.json")
+      assert.include(error.message, "(read as VS Code mcp.json; 1 problem)")
+    })
+  )
+})
+
+describe("HostConfig: JSONC", () => {
+  it.effect("comments and trailing commas are read, as VS Code and Zed write them", () =>
+    Effect.gen(function* () {
+      const config = yield* host(
+        `// my servers
+{
+  "servers": {
+    /* the local one */
+    "local": { "command": "node", "args": ["server.js",], }, // trailing commas
+  },
+}`,
+        "/work/project/.vscode/mcp.json"
+      )
+      assert.deepStrictEqual(toolset(config, "mcp/local").transport, {
+        _tag: "stdio",
+        command: "node",
+        args: ["server.js"],
+        env: {},
+        cwd: undefined
+      })
+    })
+  )
+
+  it.effect("a JSON syntax error names its line and shows it", () =>
+    Effect.gen(function* () {
+      const error = yield* issues('{\n  "mcpServers": {\n    "a": { "command" "x" }\n  }\n}')
+      assert.match(
+        error.issues[0]?.message ?? "",
+        /^Not valid JSON \(ColonExpected\) at line 3, column \d+:\n.*"command" "x"/
+      )
+    })
+  )
+})
+
+describe("HostConfig: each host's fields", () => {
+  it.effect("type stdio|http|sse, Cline's streamableHttp, Windsurf's serverUrl, Gemini's httpUrl and url", () =>
+    Effect.gen(function* () {
+      const config = yield* host(`{ "mcpServers": {
+        "a": { "type": "http", "url": "https://a.example/mcp" },
+        "b": { "type": "sse", "url": "https://b.example/sse" },
+        "c": { "type": "streamableHttp", "url": "https://c.example/mcp" },
+        "d": { "serverUrl": "https://d.example/mcp" },
+        "e": { "url": "https://e.example/mcp" }
+      } }`)
+      const tags = config.toolsets.map((t) => t.transport._tag)
+      assert.deepStrictEqual(tags, ["http", "sse", "http", "http", "http"])
+      const gemini = yield* host(
+        '{ "mcpServers": { "s": { "url": "https://s.example/sse" }, "h": { "httpUrl": "https://h.example/mcp" } } }',
+        "/p/.gemini/settings.json"
+      )
+      assert.deepStrictEqual(
+        gemini.toolsets.map((t) => t.transport._tag),
+        ["sse", "http"]
+      )
+    })
+  )
+
+  it.effect("disabled servers are skipped, not errors; Gemini's mcp.allowed and Zed's enabled: false too", () =>
+    Effect.gen(function* () {
+      const config = yield* host(
+        '{ "mcpServers": { "off": { "command": "x", "disabled": true }, "on": { "command": "y" } } }'
+      )
+      assert.deepStrictEqual(
+        config.toolsets.map((t) => t.name),
+        ["on"]
+      )
+      assert.deepStrictEqual(config.skipped, [{ path: "mcpServers.off", type: "mcp", reason: "disabled: true" }])
+      const gemini = yield* host(
+        '{ "mcpServers": { "a": { "command": "x" }, "b": { "command": "y" } }, "mcp": { "allowed": ["a"] } }',
+        "/p/.gemini/settings.json"
+      )
+      assert.deepStrictEqual(
+        gemini.skipped.map((s) => s.reason),
+        ["not listed in mcp.allowed"]
+      )
+      const zed = yield* host('{ "context_servers": { "z": { "command": "x", "enabled": false } } }')
+      assert.deepStrictEqual(
+        zed.skipped.map((s) => s.reason),
+        ["enabled: false"]
+      )
+    })
+  )
+
+  it.effect("a timeout becomes call_timeout (Cline: seconds, Gemini: milliseconds); disabled tools a deny list", () =>
+    Effect.gen(function* () {
+      const cline = yield* host(
+        '{ "mcpServers": { "a": { "command": "x", "timeout": 60, "disabledTools": ["rm"], "autoApprove": [] } } }',
+        "/h/cline_mcp_settings.json"
+      )
+      const a = toolset(cline, "mcp/a")
+      assert.deepStrictEqual(a.policy.callTimeout && Duration.toMillis(a.policy.callTimeout), 60_000)
+      assert.deepStrictEqual(a.deny, ["a_rm"])
+      assert.deepStrictEqual(cline.warnings, [
+        {
+          path: "mcpServers.a.autoApprove",
+          message: "`autoApprove` has no meaning in Toolvisor; ignored (a Cline MCP settings field)"
+        }
+      ])
+      const gemini = yield* host(
+        '{ "mcpServers": { "g": { "command": "x", "timeout": 30000, "excludeTools": ["drop"], "includeTools": ["keep"] } } }',
+        "/p/.gemini/settings.json"
+      )
+      const g = toolset(gemini, "mcp/g")
+      assert.deepStrictEqual(g.policy.callTimeout && Duration.toMillis(g.policy.callTimeout), 30_000)
+      assert.deepStrictEqual([g.tools, g.deny], [["g_keep"], ["g_drop"]])
+    })
+  )
+
+  it.effect("an unknown field is one warning per field name, however many servers carry it", () =>
+    Effect.gen(function* () {
+      const config = yield* host(
+        '{ "mcpServers": { "a": { "command": "x", "trust": true }, "b": { "command": "y", "trust": false } } }'
+      )
+      assert.strictEqual(config.warnings?.length, 1)
+    })
+  )
+
+  it.effect('tools: ["*"] means every tool: no filter for the runtime', () =>
+    Effect.gen(function* () {
+      const config = yield* host('{ "servers": { "a": { "command": "x", "tools": ["*"] } } }', "/p/.vscode/mcp.json")
+      assert.isUndefined(toolset(config, "mcp/a").tools)
+    })
+  )
+
+  it.effect("Zed's command object and an extension-provided server", () =>
+    Effect.gen(function* () {
+      const config = yield* host(`{ "context_servers": {
+        "pg": { "command": { "path": "pg-server", "args": ["--db", "x"], "env": { "A": "1" } }, "settings": {} },
+        "gh": { "source": "extension", "settings": { "token": "t" } }
+      } }`)
+      assert.deepStrictEqual(toolset(config, "mcp/pg").transport, {
+        _tag: "stdio",
+        command: "pg-server",
+        args: ["--db", "x"],
+        env: { A: "1" },
+        cwd: undefined
+      })
+      assert.deepStrictEqual(
+        config.skipped.map((s) => s.reason),
+        ["provided by a Zed extension, which only Zed can run"]
+      )
+    })
+  )
+
+  it.effect("a command written with its arguments is split when no args are given; a key becomes a safe prefix", () =>
+    Effect.gen(function* () {
+      const config = yield* host(
+        '{ "mcpServers": { "github.com/a/weather": { "command": "uv run python server.py" } } }'
+      )
+      const [weather] = config.toolsets
+      assert.deepStrictEqual(weather?.transport, {
+        _tag: "stdio",
+        command: "uv",
+        args: ["run", "python", "server.py"],
+        env: {},
+        cwd: undefined
+      })
+      assert.strictEqual(weather?.prefix, "github_com_a_weather")
+      const path = yield* host('{ "mcpServers": { "app": { "command": "/Applications/My App/bin/server" } } }')
+      assert.strictEqual(
+        path.toolsets[0]?.transport._tag === "stdio" && path.toolsets[0].transport.command,
+        "/Applications/My App/bin/server"
+      )
+    })
+  )
+
+  it.effect("a misspelt type says what was given and suggests the right one", () =>
+    Effect.gen(function* () {
+      const error = yield* issues('{ "mcpServers": { "a": { "type": "htp", "url": "https://x.example" } } }')
+      assert.deepStrictEqual(error.issues, [
+        { path: "mcpServers.a.type", message: 'Unknown type "htp"; did you mean "http"?' }
+      ])
+    })
+  )
+})
+
+describe("HostConfig: variables", () => {
+  it.effect("${VAR}, ${VAR:-default}, ${env:VAR}, ${workspaceFolder}, ${userHome}, ${CLAUDE_PLUGIN_ROOT}", () =>
+    Effect.gen(function* () {
+      const config = yield* host(
+        `{ "mcpServers": { "a": {
+          "command": "\${CLAUDE_PLUGIN_ROOT}/bin/server",
+          "args": ["\${workspaceFolder}", "\${userHome}", "\${MODE:-fast}"],
+          "env": { "TOKEN": "\${env:TOKEN}", "KEY": "\${KEY}" }
+        } } }`,
+        "/work/project/plugin/.mcp.json",
+        { TOKEN: "t-1234", KEY: "k-5678" }
+      )
+      const a = toolset(config, "mcp/a")
+      assert.deepStrictEqual(a.transport, {
+        _tag: "stdio",
+        command: "/work/project/plugin/bin/server",
+        args: ["/work/project/plugin", NodeOs.homedir(), "fast"],
+        env: { TOKEN: "t-1234", KEY: "k-5678" },
+        cwd: undefined
+      })
+      assert.deepStrictEqual(a.secrets, ["t-1234", "k-5678"])
+      const vscode = yield* host(
+        '{ "servers": { "a": { "command": "x", "args": ["${workspaceFolder}"] } } }',
+        "/w/proj/.vscode/mcp.json"
+      )
+      assert.deepStrictEqual(
+        toolset(vscode, "mcp/a").transport._tag === "stdio" && toolset(vscode, "mcp/a").transport,
+        {
+          _tag: "stdio",
+          command: "x",
+          args: ["/w/proj"],
+          env: {},
+          cwd: undefined
+        }
+      )
+    })
+  )
+
+  it.effect("${input:id} comes from --input or TOOLVISOR_INPUT_<ID>; a missing one is named with its description", () =>
+    Effect.gen(function* () {
+      const text = `{
+        "inputs": [{ "type": "promptString", "id": "api-key", "description": "The API key", "password": true }],
+        "servers": { "a": { "type": "http", "url": "https://x.example/mcp", "headers": { "Authorization": "Bearer \${input:api-key}" } } }
+      }`
+      const source = "/p/.vscode/mcp.json"
+      const given = yield* host(text, source, {}, { "api-key": "sk-given-123" })
+      const a = toolset(given, "mcp/a")
+      assert.deepStrictEqual(a.transport._tag !== "stdio" && a.transport.headers, {
+        Authorization: "Bearer sk-given-123"
+      })
+      assert.deepStrictEqual(a.secrets, ["sk-given-123"])
+      const fromEnv = yield* host(text, source, { TOOLVISOR_INPUT_API_KEY: "sk-env-456" })
+      assert.include(JSON.stringify(toolset(fromEnv, "mcp/a").transport), "sk-env-456")
+      const error = yield* issues(text, source)
+      assert.deepStrictEqual(error.issues, [
+        {
+          path: "servers.a.headers.Authorization",
+          message:
+            'Input api-key ("The API key") has no value: pass `--input api-key=VALUE` or set TOOLVISOR_INPUT_API_KEY'
+        }
+      ])
+    })
+  )
+
+  it.effect("the hint for a secret-looking name is shown as written, never masked", () =>
+    Effect.gen(function* () {
+      const error = yield* issues('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')
+      assert.include(
+        error.message,
+        "Environment variable GITHUB_TOKEN is not set (write ${GITHUB_TOKEN:-default} for a default)"
+      )
+    })
+  )
+})
+
+describe("HostConfig: headersHelper", () => {
+  const write = (text: string) => {
+    const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-helper-"))
+    const path = NodePath.join(dir, ".mcp.json")
+    NodeFs.writeFileSync(path, text)
+    return path
+  }
+
+  it.effect("load runs it in the file's folder; its headers win and are secrets", () =>
+    Effect.gen(function* () {
+      const helper = `printf '{"Authorization": "Bearer %s"}' "$(basename "$PWD")-tok3n"`
+      const server = {
+        type: "http",
+        url: "https://api.example/mcp",
+        headers: { "X-Team": "a", Authorization: "none" },
+        headersHelper: helper
+      }
+      const path = write(JSON.stringify({ mcpServers: { api: server } }))
+      const config = yield* ConfigLoader.load(path, { env: {} })
+      const api = toolset(config, "mcp/api")
+      const token = `Bearer ${NodePath.basename(NodePath.dirname(path))}-tok3n`
+      assert.deepStrictEqual(api.transport._tag !== "stdio" && api.transport.headers, {
+        "X-Team": "a",
+        Authorization: token
+      })
+      assert.include(api.secrets, token)
+    })
+  )
+
+  it.effect("a helper that fails or prints no JSON object is an error at its path", () =>
+    Effect.gen(function* () {
+      const path = write(`{ "mcpServers": {
+        "a": { "type": "http", "url": "https://a.example/mcp", "headersHelper": "echo nope >&2; exit 3" },
+        "b": { "type": "http", "url": "https://b.example/mcp", "headersHelper": "echo '[1]'" }
+      } }`)
+      const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
+      assert.deepStrictEqual(error.issues, [
+        { path: "mcpServers.a.headersHelper", message: "headersHelper failed: nope" },
+        {
+          path: "mcpServers.b.headersHelper",
+          message: "headersHelper must print a JSON object of header names to values"
+        }
+      ])
+    })
+  )
+})
+
+describe("HostConfig: envFile", () => {
+  it("parses dotenv lines: comments, export, quotes", () => {
+    assert.deepStrictEqual(
+      EnvFile.parse("# a comment\nexport A=1\nB = \"two words\"\nC='x=y'\nD=plain # trailing\n\nnot a line\n"),
+      { A: "1", B: "two words", C: "x=y", D: "plain" }
+    )
+  })
+
+  it.effect("load reads it relative to the file; the server's own env wins; its values are secrets", () =>
+    Effect.gen(function* () {
+      const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-envfile-"))
+      NodeFs.mkdirSync(NodePath.join(dir, ".vscode"))
+      NodeFs.writeFileSync(NodePath.join(dir, ".env"), "API_KEY=sk-from-file-1\nMODE=file\n")
+      const path = NodePath.join(dir, ".vscode", "mcp.json")
+      NodeFs.writeFileSync(
+        path,
+        JSON.stringify({ servers: { a: { command: "x", envFile: "${workspaceFolder}/.env", env: { MODE: "own" } } } })
+      )
+      const config = yield* ConfigLoader.load(path, { env: {} })
+      const a = toolset(config, "mcp/a")
+      assert.deepStrictEqual(a.transport._tag === "stdio" && a.transport.env, {
+        API_KEY: "sk-from-file-1",
+        MODE: "own"
+      })
+      assert.include(a.secrets, "sk-from-file-1")
+      NodeFs.rmSync(NodePath.join(dir, ".env"))
+      const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
+      assert.deepStrictEqual(
+        error.issues.map((i) => i.path),
+        ["servers.a.envFile"]
+      )
+    })
+  )
+})
