@@ -4,7 +4,6 @@
  * but effect/cli, and only `--cluster` and `runner` load the cluster and its SQL driver.
  */
 
-import * as Console from "effect/Console"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Effect from "effect/Effect"
 import * as Flags from "./Flags.ts"
