@@ -31,6 +31,9 @@ import type * as TokenStore from "./TokenStore.ts"
 /** A token this close to expiry is refreshed before it is sent (docker-agent uses the same 30 s). */
 const expirySkewMillis = 30_000
 
+/** When a token that lives `lifetime` ms should be replaced: never later than half its life. */
+const refreshDelay = (lifetime: number): number => lifetime - Math.min(expirySkewMillis, lifetime / 2)
+
 /** The browser step, present only when a person asked to log in. */
 export interface Interactive {
   readonly redirectUrl: string
@@ -104,7 +107,7 @@ export const make = (options: Options): Provider => {
     entry = change(await read())
     await store.save(entry)
   }
-  const forgetTokens = () => write(({ tokens: _, expiresAt: __, ...rest }) => rest)
+  const forgetTokens = () => write(({ tokens: _, refreshAt: __, ...rest }) => rest)
 
   const redirectUrl = options.interactive?.redirectUrl ?? redirectUrlFor(oauth, oauth?.callbackPort ?? 0)
 
@@ -128,13 +131,26 @@ export const make = (options: Options): Provider => {
   const clientInformation = async (): Promise<OAuthClientInformationMixed | undefined> => {
     const configured = configuredClient()
     const stored = (await read()).clientInformation
-    if (configured !== undefined) return stored?.client_id === configured.client_id ? { ...stored, ...configured } : configured
+    if (configured !== undefined)
+      return stored?.client_id === configured.client_id ? { ...stored, ...configured } : configured
     const registered = usableRegistration(stored)
     if (registered === undefined && options.interactive === undefined) {
       // Registering is the first step of a login; a background connection does not start one.
       throw authRequired(name, "no stored login for this server")
     }
     return registered
+  }
+
+  /**
+   * The SDK reads the discovery state first when a 401 arrives. A background connection with
+   * nothing to log in with stops there: no discovery requests, no registration, no browser.
+   */
+  const discoveryState = async (): Promise<OAuthDiscoveryState | undefined> => {
+    const current = await read()
+    const canProceed =
+      options.interactive !== undefined || clientCredentials || current.tokens?.refresh_token !== undefined
+    if (!canProceed) throw authRequired(name, "no stored login for this server")
+    return current.discovery
   }
 
   const discovery = async (): Promise<OAuthDiscoveryState> => {
@@ -214,7 +230,7 @@ export const make = (options: Options): Provider => {
     tokens: async () => {
       const current = await read()
       if (current.tokens === undefined) return clientCredentials ? renew() : undefined
-      const expiring = current.expiresAt !== undefined && current.expiresAt - expirySkewMillis <= now()
+      const expiring = current.refreshAt !== undefined && current.refreshAt <= now()
       return expiring && (current.tokens.refresh_token !== undefined || clientCredentials) ? renew() : current.tokens
     },
     saveTokens: (tokens) =>
@@ -224,7 +240,7 @@ export const make = (options: Options): Provider => {
         return {
           ...current,
           tokens: { ...tokens, ...(refresh_token === undefined ? {} : { refresh_token }) },
-          ...(tokens.expires_in === undefined ? {} : { expiresAt: now() + tokens.expires_in * 1000 })
+          ...(tokens.expires_in === undefined ? {} : { refreshAt: now() + refreshDelay(tokens.expires_in * 1000) })
         }
       }),
     redirectToAuthorization: async (authorizationUrl) => {
@@ -239,13 +255,13 @@ export const make = (options: Options): Provider => {
       return codeVerifier
     },
     saveDiscoveryState: (found) => write((current) => ({ ...current, discovery: found })),
-    discoveryState: async () => (await read()).discovery,
+    discoveryState,
     invalidateCredentials: (scope) =>
-      write(({ tokens, expiresAt, clientInformation, discovery, ...rest }) => ({
+      write(({ tokens, refreshAt, clientInformation, discovery, ...rest }) => ({
         ...rest,
         ...(scope === "all" || scope === "tokens" || tokens === undefined
           ? {}
-          : { tokens, ...(expiresAt === undefined ? {} : { expiresAt }) }),
+          : { tokens, ...(refreshAt === undefined ? {} : { refreshAt }) }),
         ...(scope === "all" || scope === "client" || clientInformation === undefined ? {} : { clientInformation }),
         ...(scope === "all" || scope === "discovery" || discovery === undefined ? {} : { discovery })
       })),

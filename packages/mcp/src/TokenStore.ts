@@ -19,8 +19,11 @@ export interface Entry {
   readonly serverUrl: string
   readonly clientId?: string
   readonly tokens?: OAuthTokens
-  /** When the access token expires (epoch ms), computed from `expires_in` when it was saved. */
-  readonly expiresAt?: number
+  /**
+   * When to refresh the access token (epoch ms): 30 s before it expires, or halfway through a
+   * shorter lifetime, computed from `expires_in` when it was saved.
+   */
+  readonly refreshAt?: number
   readonly clientInformation?: OAuthClientInformationMixed
   readonly discovery?: OAuthDiscoveryState
 }
