@@ -15,7 +15,7 @@ import {
   type ServerCapabilities,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
+import { LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -52,7 +52,7 @@ const pageLimit = 1_000
 
 /** A request to the server as an Effect: interruption aborts it, failures are classified. */
 export const request = <A>(name: string, send: (signal: AbortSignal) => Promise<A>) =>
-  Effect.tryPromise({ try: send, catch: (cause) => Classify.classify(name, cause) })
+  Effect.tryPromise({ try: send, catch: (cause) => OAuthProvider.classify(name, cause) })
 
 interface Link {
   readonly transport: Transport
@@ -160,7 +160,7 @@ const remote = (
     const transport =
       spec._tag === "http" ? new StreamableHTTPClientTransport(url, options) : new SSEClientTransport(url, options)
     client.onerror = (cause) => {
-      const error = Classify.classify(name, cause)
+      const error = OAuthProvider.classify(name, cause)
       const fatal =
         LifecycleError.isPermanent(error) ||
         error._tag === "SessionMissing" ||

@@ -10,7 +10,7 @@
 import * as NodeHttp from "node:http"
 import { extractWWWAuthenticateParams, auth as sdkAuth } from "@modelcontextprotocol/sdk/client/auth.js"
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, LifecycleError } from "@toolvisor/core"
+import { LifecycleError } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -156,11 +156,11 @@ export const login = (options: LoginOptions): Effect.Effect<Outcome, LifecycleEr
               ...(scope === undefined ? {} : { scope }),
               ...(authorizationCode === undefined ? {} : { authorizationCode })
             }),
-          catch: (cause) => Classify.classify(name, cause)
+          catch: (cause) => OAuthProvider.classify(name, cause)
         })
       yield* Effect.tryPromise({
         try: async () => provider.invalidateCredentials?.("tokens"),
-        catch: (cause) => Classify.classify(name, cause)
+        catch: (cause) => OAuthProvider.classify(name, cause)
       })
       const first = yield* attempt()
       if (first === "AUTHORIZED") return "client-credentials" as const

@@ -15,8 +15,10 @@ import {
   type OAuthClientProvider,
   type OAuthDiscoveryState,
   refreshAuthorization,
-  auth as sdkAuth
+  auth as sdkAuth,
+  UnauthorizedError
 } from "@modelcontextprotocol/sdk/client/auth.js"
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { OAuthError, ServerError } from "@modelcontextprotocol/sdk/server/auth/errors.js"
 import type {
   OAuthClientInformationMixed,
@@ -24,7 +26,7 @@ import type {
   OAuthTokens
 } from "@modelcontextprotocol/sdk/shared/auth.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { LifecycleError } from "@toolvisor/core"
+import { Classify, LifecycleError } from "@toolvisor/core"
 import type * as McpSpec from "./McpSpec.ts"
 import type * as TokenStore from "./TokenStore.ts"
 
@@ -67,6 +69,7 @@ export const usesClientCredentials = (oauth: McpSpec.OAuth | undefined): boolean
 
 /** The redirect URI for a callback port: loopback, as RFC 8252 asks of native apps. */
 export const redirectUrlFor = (oauth: McpSpec.OAuth | undefined, port: number): string =>
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-agent's placeholder, replaced literally
   oauth?.callbackRedirectURL?.replaceAll("${callbackPort}", String(port)) ?? `http://127.0.0.1:${port}/callback`
 
 const authRequired = (name: string, why: string, cause?: unknown) =>
@@ -80,6 +83,16 @@ const bearerOf = (init: RequestInit | undefined): string | undefined => {
   const value = new Headers(init?.headers).get("authorization")
   return value?.toLowerCase().startsWith("bearer ") ? value.slice(7) : undefined
 }
+
+/**
+ * `Classify.classify`, knowing that the SDK reports a 401 only after its own auth handling gave
+ * up (`UnauthorizedError`, or "401 after successful authentication"): with a provider attached, a
+ * 401 is always a login problem, where a bare 401 elsewhere may be an application's error.
+ */
+export const classify = (name: string, cause: unknown): LifecycleError.LifecycleError =>
+  cause instanceof UnauthorizedError || (cause instanceof StreamableHTTPError && cause.code === 401)
+    ? authRequired(name, cause.message, cause)
+    : Classify.classify(name, cause)
 
 /** Builds the provider; nothing is read from the store until the SDK asks. */
 export const make = (options: Options): Provider => {
