@@ -5,6 +5,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { LifecycleError } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as McpSpec from "../src/McpSpec.ts"
 import * as OAuthProvider from "../src/OAuthProvider.ts"
@@ -52,9 +53,13 @@ describe("OAuthProvider", () => {
       const provider = OAuthProvider.make({ name: "r", serverUrl: "http://127.0.0.1:9/mcp", store })
       const error = yield* Effect.flip(Effect.tryPromise(async () => provider.discoveryState?.()))
       assert.include(String(error.cause), "authentication required")
-      yield* Effect.promise(async () => provider.redirectToAuthorization(new URL("http://x")).catch((e) => e)).pipe(
-        Effect.map((e) => assert.strictEqual(e._tag, "AuthRequired"))
+      const refused = yield* Effect.flip(
+        Effect.tryPromise({
+          try: async () => provider.redirectToAuthorization(new URL("http://127.0.0.1:9/authorize")),
+          catch: (cause) => cause
+        })
       )
+      assert.instanceOf(refused, LifecycleError.AuthRequired)
     })
   )
 })

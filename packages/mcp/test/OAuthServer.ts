@@ -186,7 +186,7 @@ export const make = (options: Options) =>
       server.registerTool("whoami", { inputSchema: { note: z.string().optional() } }, async (_args, extra) => ({
         content: [{ type: "text", text: `client ${extra.authInfo?.clientId}` }]
       }))
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
       res.on("close", () => {
         void transport.close()
         void server.close()
