@@ -43,6 +43,7 @@ interface Source {
   readonly cwd?: string | undefined
   readonly url?: string | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly oauth?: AgentConfig.OAuth | undefined
   readonly sse: boolean
 }
 
@@ -62,7 +63,13 @@ const transportOf = (
   }
   const url = source.url ?? ""
   if (!AgentConfig.isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
-  return { _tag: source.sse ? "sse" : "http", url, headers: source.headers ?? {} }
+  const { authServerMetadataUrl: _, xaa: __, ...oauth } = source.oauth ?? {}
+  return {
+    _tag: source.sse ? "sse" : "http",
+    url,
+    headers: source.headers ?? {},
+    ...(source.oauth === undefined ? {} : { oauth })
+  }
 }
 
 const nameFrom = (transport: AgentConfig.Transport): string =>
@@ -208,6 +215,7 @@ const declareMcpSource = (
         cwd: fields.working_dir,
         url: source.remote?.url,
         headers: source.remote?.headers,
+        oauth: source.remote?.oauth,
         sse: source.remote?.transport_type === "sse"
       },
       urlPath: `${sourcePath}.remote.url`,
