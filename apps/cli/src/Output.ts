@@ -23,6 +23,12 @@ const colours: { readonly [S in State.State]: string } = {
 const paint = (state: State.State, text: string, colour: boolean) =>
   colour ? `\u001b[${colours[state]}m${text}\u001b[0m` : text
 
+/** The last error as shown; one that needs a login says which command gives it. */
+export const errorText = (s: State.StatusSnapshot): string =>
+  s.lastError === undefined
+    ? ""
+    : `${s.lastError.tag}: ${s.lastError.message}${s.lastError.tag === "AuthRequired" ? ` (run: toolvisor auth ${s.name})` : ""}`
+
 const spinnerFrames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
 /** A status table, one row per toolset. `frame` animates a spinner for busy toolsets. */
@@ -43,7 +49,7 @@ export const table = (
         String(s.restarts),
         s.toolCount === undefined ? "-" : String(s.toolCount),
         s.pid === undefined ? "-" : String(s.pid),
-        s.lastError === undefined ? "" : `${s.lastError.tag}: ${s.lastError.message}`
+        errorText(s)
       ]
     }
   })
@@ -71,7 +77,7 @@ export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
     s.toolCount === undefined ? undefined : `${s.toolCount} tools`,
     s.pid === undefined ? undefined : `pid ${s.pid}`,
     s.restarts === 0 ? undefined : `restarts ${s.restarts}`,
-    s.lastError === undefined ? undefined : `${s.lastError.tag}: ${s.lastError.message}`
+    s.lastError === undefined ? undefined : errorText(s)
   ].filter((d) => d !== undefined)
   return `${at} ${event.toolset} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
 }
@@ -84,7 +90,14 @@ export const statusJson = (s: State.StatusSnapshot) => ({
   restarts: s.restarts,
   pid: s.pid ?? null,
   tools: s.toolCount ?? null,
-  error: s.lastError === undefined ? null : { tag: s.lastError.tag, message: s.lastError.message },
+  error:
+    s.lastError === undefined
+      ? null
+      : {
+          tag: s.lastError.tag,
+          message: s.lastError.message,
+          ...(s.lastError.tag === "AuthRequired" ? { action: `toolvisor auth ${s.name}` } : {})
+        },
   at: new Date(s.since).toISOString()
 })
 

@@ -16,6 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as Auth from "./Auth.ts"
 import * as Gateway from "./Gateway.ts"
 import * as JsonLines from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
@@ -325,5 +326,15 @@ const runner = Command.make(
 
 export const toolvisor = Command.make("toolvisor").pipe(
   Command.withDescription("Supervise an AI agent's MCP and LSP toolsets"),
-  Command.withSubcommands([run, status, tools, call, validate, schema, serve, runner])
+  Command.withSubcommands([
+    run,
+    status,
+    tools,
+    call,
+    validate,
+    schema,
+    serve,
+    runner,
+    Auth.make({ configArgument, agentFlag, configPath, UsageError })
+  ])
 )

@@ -43,11 +43,15 @@ export interface Finished {
 }
 
 /** Runs the CLI to completion. */
-export const runCli = (args: ReadonlyArray<string>, options: { readonly input?: string; readonly cwd?: string } = {}) =>
+export const runCli = (
+  args: ReadonlyArray<string>,
+  options: { readonly input?: string; readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {}
+) =>
   new Promise<Finished>((resolve) => {
     const child = NodeChildProcess.spawn(process.execPath, cliArgs(args), {
       cwd: options.cwd ?? root,
-      stdio: ["pipe", "pipe", "pipe"]
+      stdio: ["pipe", "pipe", "pipe"],
+      ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } })
     })
     let stdout = ""
     let stderr = ""
