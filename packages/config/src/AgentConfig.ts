@@ -152,8 +152,8 @@ export const OAuth = Schema.Struct({
     })
   ),
   callbackRedirectURL: Schema.optionalKey(
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-agent's placeholder being documented
     Schema.String.annotate({
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-agent's placeholder being documented
       description: "Redirect URI to use instead of http://127.0.0.1:<port>/callback; ${callbackPort} is replaced"
     })
   ),
