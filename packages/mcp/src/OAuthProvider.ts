@@ -183,7 +183,19 @@ export const make = (options: Options): Provider => {
   }
 
   const obtain = async (): Promise<OAuthTokens> => {
-    const refreshToken = (await read()).tokens?.refresh_token
+    const replaced = entry?.tokens?.access_token
+    // Another process on the same store (`toolvisor auth`, a second run) may have renewed the
+    // tokens already; with rotation our refresh token would be spent, so take theirs.
+    entry = await store.load(key)
+    const current = entry?.tokens
+    if (
+      current !== undefined &&
+      current.access_token !== replaced &&
+      (entry?.refreshAt ?? Number.POSITIVE_INFINITY) > now()
+    ) {
+      return current
+    }
+    const refreshToken = current?.refresh_token
     if (refreshToken === undefined) {
       if (!clientCredentials) throw authRequired(name, "the access token expired and there is no refresh token")
       tokenRequests++

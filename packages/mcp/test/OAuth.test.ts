@@ -167,6 +167,25 @@ describe("OAuth against oidc-provider", () => {
     })
   )
 
+  it.live(
+    "two processes on one token file: the second takes the first's rotated tokens instead of a spent refresh token",
+    () =>
+      Effect.gen(function* () {
+        const { server, spec, login, open } = yield* setup()
+        const target = spec()
+        yield* login(target)
+        const first = yield* open(target)
+        const second = yield* open(target)
+        yield* first.toolset.start
+        yield* second.toolset.start
+        server.refuseSeenTokens()
+        yield* whoami(first.toolset)
+        yield* whoami(second.toolset)
+        assert.strictEqual(server.grants("refresh_token"), 1)
+        assert.strictEqual((yield* second.toolset.state).state, "Ready")
+      })
+  )
+
   it.live("a revoked refresh token moves the toolset to AuthRequired; a new login recovers it; no secret leaks", () => {
     const lines: Array<string> = []
     const capture = Logger.make(({ message, cause }) => {
