@@ -59,8 +59,6 @@ export interface Provider extends OAuthClientProvider {
   readonly fetch: FetchLike
   /** The state sent with the authorization request, to check against the callback's. */
   readonly expectedState: () => string | undefined
-  /** How many token requests (refresh, client credentials) this provider has made. */
-  readonly tokenRequests: () => number
 }
 
 /** The grant a config asks for: a secret and no callback port means no person is present. */
@@ -107,7 +105,6 @@ export const make = (options: Options): Provider => {
   let codeVerifier: string | undefined
   let state: string | undefined
   let renewing: Promise<OAuthTokens> | undefined
-  let tokenRequests = 0
 
   const read = async (): Promise<TokenStore.Entry> => {
     if (!loaded) {
@@ -198,7 +195,6 @@ export const make = (options: Options): Provider => {
     const refreshToken = current?.refresh_token
     if (refreshToken === undefined) {
       if (!clientCredentials) throw authRequired(name, "the access token expired and there is no refresh token")
-      tokenRequests++
       await sdkAuth(provider, { serverUrl, fetchFn: network })
       const tokens = (await read()).tokens
       if (tokens === undefined) throw authRequired(name, "the client-credentials grant returned no token")
@@ -207,7 +203,6 @@ export const make = (options: Options): Provider => {
     const found = await discovery()
     const client = await clientInformation()
     if (client === undefined) throw authRequired(name, "no client registration for the refresh")
-    tokenRequests++
     try {
       const tokens = await refreshAuthorization(found.authorizationServerUrl, {
         ...(found.authorizationServerMetadata === undefined ? {} : { metadata: found.authorizationServerMetadata }),
@@ -316,8 +311,7 @@ export const make = (options: Options): Provider => {
       }
       return retried
     },
-    expectedState: () => state,
-    tokenRequests: () => tokenRequests
+    expectedState: () => state
   }
   return provider
 }
