@@ -138,6 +138,15 @@ export const make = (options: Options): Provider => {
       ? info
       : undefined
 
+  /**
+   * Tokens granted for fewer scopes than the config now asks for are not used (as docker-agent
+   * does): the next login asks for the new ones. A grant that does not list its scopes is trusted.
+   */
+  const coversScopes = (tokens: OAuthTokens): boolean => {
+    const granted = tokens.scope?.split(" ")
+    return granted === undefined || (oauth?.scopes ?? []).every((scope) => granted.includes(scope))
+  }
+
   const clientInformation = async (): Promise<OAuthClientInformationMixed | undefined> => {
     const configured = configuredClient()
     const stored = (await read()).clientInformation
@@ -249,7 +258,7 @@ export const make = (options: Options): Provider => {
     saveClientInformation: (information) => write((current) => ({ ...current, clientInformation: information })),
     tokens: async () => {
       const current = await read()
-      if (current.tokens === undefined) return clientCredentials ? renew() : undefined
+      if (current.tokens === undefined || !coversScopes(current.tokens)) return clientCredentials ? renew() : undefined
       const expiring = current.refreshAt !== undefined && current.refreshAt <= now()
       return expiring && (current.tokens.refresh_token !== undefined || clientCredentials) ? renew() : current.tokens
     },

@@ -62,6 +62,21 @@ describe("OAuthProvider", () => {
       assert.instanceOf(refused, LifecycleError.AuthRequired)
     })
   )
+
+  it.effect("stored tokens granted for fewer scopes than the config asks for are not used", () =>
+    Effect.gen(function* () {
+      const store = yield* tempStore
+      const serverUrl = "http://127.0.0.1:9/mcp"
+      const tokens = { access_token: "tok-read", token_type: "Bearer", scope: "read" }
+      yield* Effect.promise(() => store.save({ serverUrl, tokens }))
+      const tokensFor = (scopes: ReadonlyArray<string>) =>
+        Effect.promise(async () =>
+          OAuthProvider.make({ name: "r", serverUrl, store, oauth: new McpSpec.OAuth({ scopes }) }).tokens()
+        )
+      assert.strictEqual((yield* tokensFor(["read"]))?.access_token, "tok-read")
+      assert.isUndefined(yield* tokensFor(["read", "write"]))
+    })
+  )
 })
 
 describe("TokenStore", () => {
