@@ -35,12 +35,12 @@ const setup = (options: { readonly accessTokenTTL?: number } = {}) =>
       McpSpec.Http.make({ url: server.mcpUrl, ...(oauth === undefined ? {} : { oauth: new McpSpec.OAuth(oauth) }) })
     const withStore = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.provideService(effect, TokenStore.Current, store)
-    const login = (target: McpSpec.Http) =>
+    const login = (target: McpSpec.Http | McpSpec.Sse) =>
       withStore(
         OAuth.login({ name: "remote", spec: target, open: (url) => Effect.promise(() => OAuthServer.approve(url)) })
       )
     /** A toolset in a scope of its own, so a test can close it and start another on the same store. */
-    const open = (target: McpSpec.Http) =>
+    const open = (target: McpSpec.Http | McpSpec.Sse) =>
       Effect.gen(function* () {
         const scope = yield* Scope.make()
         const toolset = yield* withStore(McpToolset.make({ name: "remote", spec: target, policy: fastPolicy() })).pipe(
@@ -232,6 +232,19 @@ describe("OAuth against oidc-provider", () => {
       assert.isNotEmpty(lines)
     }).pipe(Effect.provide(Logger.layer([capture], { mergeWithExisting: true })))
   })
+
+  it.live("the legacy SSE transport: no login is AuthRequired at once; after a login it connects and calls", () =>
+    Effect.gen(function* () {
+      const { spec, login, open } = yield* setup()
+      const target = McpSpec.Sse.make({ url: `${spec().url}/sse` })
+      const before = yield* open(target)
+      assert.strictEqual((yield* Effect.flip(before.toolset.start))._tag, "AuthRequired")
+      assert.strictEqual(yield* login(target), "browser")
+      const { toolset } = yield* open(target)
+      yield* toolset.start
+      assert.include(yield* whoami(toolset), "client ")
+    })
+  )
 
   it.live("client credentials: no person, no browser, and the secret shows nowhere", () =>
     Effect.gen(function* () {

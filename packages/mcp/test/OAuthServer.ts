@@ -13,6 +13,7 @@ import {
   mcpAuthMetadataRouter
 } from "@modelcontextprotocol/sdk/server/auth/router.js"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { OAuthMetadataSchema } from "@modelcontextprotocol/sdk/shared/auth.js"
 import * as Effect from "effect/Effect"
@@ -181,11 +182,15 @@ export const make = (options: Options) =>
         }
       })
     )
-    mcpApp.post("/mcp", express.json(), async (req, res) => {
+    const mcpServer = () => {
       const server = new McpServer({ name: "oauth-fixture", version: "1.0.0" })
       server.registerTool("whoami", { inputSchema: { note: z.string().optional() } }, async (_args, extra) => ({
         content: [{ type: "text", text: `client ${extra.authInfo?.clientId}` }]
       }))
+      return server
+    }
+    mcpApp.post("/mcp", express.json(), async (req, res) => {
+      const server = mcpServer()
       const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
       res.on("close", () => {
         void transport.close()
@@ -193,6 +198,19 @@ export const make = (options: Options) =>
       })
       await server.connect(transport)
       await transport.handleRequest(req, res, req.body)
+    })
+    // The legacy SSE transport, under the same resource (the token's audience covers /mcp/…).
+    const streams = new Map<string, SSEServerTransport>()
+    mcpApp.get("/mcp/sse", async (_req, res) => {
+      const transport = new SSEServerTransport("/mcp/messages", res)
+      streams.set(transport.sessionId, transport)
+      res.on("close", () => streams.delete(transport.sessionId))
+      await mcpServer().connect(transport)
+    })
+    mcpApp.post("/mcp/messages", express.json(), async (req, res) => {
+      const transport = streams.get(String(req.query.sessionId))
+      if (transport === undefined) res.status(404).end()
+      else await transport.handlePostMessage(req, res, req.body)
     })
     mcpApp.all("/mcp", (_req, res) => {
       res.status(405).end()
