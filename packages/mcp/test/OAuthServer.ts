@@ -5,7 +5,7 @@
  * which verifies the JWT access tokens. Both live in the test's scope. The browser step is driven
  * with plain HTTP through the provider's interaction pages, cookies and all.
  */
-import type * as NodeHttp from "node:http"
+import * as NodeHttp from "node:http"
 import { InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js"
 import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js"
 import {
@@ -32,9 +32,6 @@ export interface Options {
 export interface OAuthServer {
   readonly issuer: string
   readonly mcpUrl: string
-  readonly provider: Provider
-  /** Access tokens the MCP server accepted, in order. */
-  readonly accepted: ReadonlyArray<string>
   /** Token endpoint requests, by grant type. */
   readonly grants: (type: string) => number
   /** Requests the MCP server has received, and how many it refused with 401. */
@@ -53,12 +50,11 @@ const listen = (app: (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerRespons
     Effect.promise(
       () =>
         new Promise<{ server: NodeHttp.Server; port: number }>((resolve) => {
-          const server = express().listen(0, "127.0.0.1", () => {
+          const server = NodeHttp.createServer(app)
+          server.listen(0, "127.0.0.1", () => {
             const address = server.address()
             resolve({ server, port: typeof address === "object" && address !== null ? address.port : 0 })
           })
-          server.removeAllListeners("request")
-          server.on("request", app)
         })
     ),
     ({ server }) =>
@@ -219,8 +215,6 @@ export const make = (options: Options) =>
     return {
       issuer,
       mcpUrl,
-      provider,
-      accepted,
       grants: (type) => grantCounts.get(type) ?? 0,
       mcpRequests: () => requests,
       refusals: () => unauthorized,
