@@ -255,7 +255,15 @@ export const make = (options: Options): Provider => {
       return state
     },
     clientInformation,
-    saveClientInformation: (information) => write((current) => ({ ...current, clientInformation: information })),
+    saveClientInformation: ({ client_secret, ...information }) =>
+      // A configured secret stays in the config: the file holds only what the server handed out.
+      write((current) => ({
+        ...current,
+        clientInformation:
+          oauth?.clientSecret === undefined || client_secret !== oauth.clientSecret
+            ? { ...information, ...(client_secret === undefined ? {} : { client_secret }) }
+            : information
+      })),
     tokens: async () => {
       const current = await read()
       if (current.tokens === undefined || !coversScopes(current.tokens)) return clientCredentials ? renew() : undefined

@@ -248,7 +248,7 @@ describe("OAuth against oidc-provider", () => {
 
   it.live("client credentials: no person, no browser, and the secret shows nowhere", () =>
     Effect.gen(function* () {
-      const { server, spec, open } = yield* setup()
+      const { server, spec, open, store } = yield* setup()
       const target = spec({
         clientId: server.machine.clientId,
         clientSecret: server.machine.clientSecret,
@@ -260,6 +260,13 @@ describe("OAuth against oidc-provider", () => {
       assert.strictEqual(server.grants("client_credentials"), 1)
       assert.notInclude(JSON.stringify(yield* toolset.state), server.machine.clientSecret)
       assert.notInclude(McpSpec.describe(target), server.machine.clientSecret)
+      // The token file keeps what the server handed out, not the configured secret.
+      const file = NodeFs.readFileSync(
+        store.pathOf({ serverUrl: target.url, clientId: server.machine.clientId }),
+        "utf8"
+      )
+      assert.include(file, "access_token")
+      assert.notInclude(file, server.machine.clientSecret)
     })
   )
 })
