@@ -40,7 +40,7 @@ const bundledExample = (): string | undefined => {
  * CONFIG if given; else ./agent.yaml; else, in a checkout, the bundled example — said out loud,
  * so nobody mistakes its toolsets for their own. Installed, there is no example to fall back to.
  */
-const configPath = (given: Option.Option<string>): Effect.Effect<string, UsageError> =>
+export const configPath = (given: Option.Option<string>): Effect.Effect<string, UsageError> =>
   Effect.gen(function* () {
     if (Option.isSome(given)) return given.value
     if (NodeFs.existsSync("agent.yaml")) return NodePath.resolve("agent.yaml")

@@ -37,12 +37,16 @@ export const spinner = (frame: number): string => spinnerFrames[frame % spinnerF
 export const shownState = (s: State.StatusSnapshot): State.State =>
   s.state === "Stopped" && s.lastError !== undefined ? "Failed" : s.state
 
-/** The last error without the toolset's name in it (the row already names it). */
+/**
+ * The last error without the toolset's name in it (the row already names it); one that needs a
+ * login says which command gives it.
+ */
 export const errorText = (s: State.StatusSnapshot): string => {
   if (s.lastError === undefined) return ""
   const { tag, message } = s.lastError
   const prefix = `${s.name}: `
-  return `${tag}: ${(message.startsWith(prefix) ? message.slice(prefix.length) : message).replaceAll(`: ${prefix}`, ": ")}`
+  const text = `${tag}: ${(message.startsWith(prefix) ? message.slice(prefix.length) : message).replaceAll(`: ${prefix}`, ": ")}`
+  return tag === "AuthRequired" ? `${text} (run: toolvisor auth ${s.name})` : text
 }
 
 /** How many tools each toolset exposes to the agent, after its `tools:` filter. */
@@ -151,7 +155,14 @@ export const statusJson = (s: State.StatusSnapshot, exposed?: ReadonlyMap<string
   restarts: s.restarts,
   pid: s.pid ?? null,
   tools: s.toolCount === undefined ? null : exposed === undefined ? s.toolCount : (exposed.get(s.name) ?? 0),
-  error: s.lastError === undefined ? null : { tag: s.lastError.tag, message: s.lastError.message },
+  error:
+    s.lastError === undefined
+      ? null
+      : {
+          tag: s.lastError.tag,
+          message: s.lastError.message,
+          ...(s.lastError.tag === "AuthRequired" ? { action: `toolvisor auth ${s.name}` } : {})
+        },
   at: new Date(s.since).toISOString()
 })
 

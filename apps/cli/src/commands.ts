@@ -146,6 +146,34 @@ const schema = Command.make(
     )
 ).pipe(Command.withDescription("Print the JSON Schema of a config format (for editor completion)"))
 
+const auth = Command.make(
+  "auth",
+  {
+    name: Argument.String("name").pipe(Argument.withDescription("The remote MCP toolset to log in to")),
+    config: Flags.config,
+    agent: Flags.agent,
+    logout: Flag.Boolean("logout").pipe(
+      Flag.withDescription("Forget the stored login instead"),
+      Flag.withDefault(false)
+    ),
+    noBrowser: Flag.Boolean("no-browser").pipe(
+      Flag.withDescription("Only print the login URL (for a browser on another machine)"),
+      Flag.withDefault(false)
+    )
+  },
+  (options) =>
+    lazy(
+      () => import("./Auth.ts"),
+      (Auth) => Auth.run(options)
+    )
+).pipe(
+  Command.withDescription("Log in to a remote MCP server over OAuth and store the tokens (0600) for later runs"),
+  Command.withExamples([
+    { command: "toolvisor auth linear agent.yaml", description: "opens the browser, then connects" },
+    { command: "toolvisor auth --logout linear agent.yaml", description: "forgets the stored tokens" }
+  ])
+)
+
 const serve = Command.make(
   "serve",
   {
@@ -214,5 +242,5 @@ const runner = Command.make(
 
 export const toolvisor = Command.make("toolvisor").pipe(
   Command.withDescription("Supervise an AI agent's MCP and LSP toolsets"),
-  Command.withSubcommands([run, status, tools, describe, call, validate, schema, serve, runner])
+  Command.withSubcommands([run, status, tools, describe, call, validate, schema, serve, auth, runner])
 )

@@ -3,7 +3,7 @@
  * messages as schema'd RPCs. Everything here crosses the wire or sits in the message table, so
  * it is plain data: the resolved config travels as a `Spec`, the policy as its `lifecycle` block.
  */
-import type { AgentConfig } from "@toolvisor/config"
+import { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, Policy, State, Toolset } from "@toolvisor/core"
 import type { Toolsets } from "@toolvisor/runtime"
 import * as ClusterSchema from "effect/cluster/ClusterSchema"
@@ -23,8 +23,10 @@ export const Reach = Schema.Union([
     env: Env,
     cwd: Schema.optionalKey(Schema.String)
   }),
-  Schema.TaggedStruct("http", { url: Schema.String, headers: Env }),
-  Schema.TaggedStruct("sse", { url: Schema.String, headers: Env })
+  // `oauth` travels (sealed with the transport when it holds secrets from the environment); the
+  // tokens do not: a runner logs in from its own token store.
+  Schema.TaggedStruct("http", { url: Schema.String, headers: Env, oauth: Schema.optionalKey(AgentConfig.OAuth) }),
+  Schema.TaggedStruct("sse", { url: Schema.String, headers: Env, oauth: Schema.optionalKey(AgentConfig.OAuth) })
 ])
 export type Reach = typeof Reach.Type
 

@@ -155,6 +155,24 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       assert.include(ToolsetEntity.open(spec, undefined), Sealing.envKey)
     })
 
+    it("a remote toolset's oauth block travels sealed with its transport; its client secret never in the clear", () => {
+      const secret = "cs-5e4d3c2b1a"
+      const remote = {
+        ...journalEntry("tracker"),
+        transport: {
+          _tag: "http" as const,
+          url: "https://tracker.example/mcp",
+          headers: {},
+          oauth: { clientId: "machine", clientSecret: secret, scopes: ["read"] }
+        },
+        secrets: [secret]
+      }
+      const spec = ToolsetEntity.toSpec(remote, Sealing.key("right"))
+      assert.notInclude(JSON.stringify(spec), secret)
+      const opened = ToolsetEntity.open(spec, Sealing.key("right"))
+      assert.deepStrictEqual(typeof opened === "string" ? opened : opened.transport, remote.transport)
+    })
+
     it.live("a runner with the key runs the sealed toolset with its secrets", () =>
       Effect.gen(function* () {
         const file = journal()

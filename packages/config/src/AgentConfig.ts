@@ -127,11 +127,49 @@ export const HttpUrl = Schema.NonEmptyString.check(
   Schema.makeFilter(isHttpUrl, { message: "Expected an absolute http:// or https:// URL" })
 )
 
+/** `scopes` as a list (docker-agent) or one space-separated string (`.mcp.json` hosts). */
+const Scopes = Schema.Union([Strings, Schema.String]).pipe(
+  Schema.decodeTo(
+    Strings,
+    SchemaTransformation.transform<ReadonlyArray<string>, ReadonlyArray<string> | string>({
+      decode: (scopes) => (typeof scopes === "string" ? scopes.split(/\s+/).filter((s) => s !== "") : scopes),
+      encode: (scopes) => scopes
+    })
+  )
+)
+
+/** OAuth for a remote server, spelled as docker-agent (and `.mcp.json` hosts) spell it. */
+export const OAuth = Schema.Struct({
+  clientId: Schema.optionalKey(
+    Schema.NonEmptyString.annotate({ description: "Pre-registered client id; without it the client registers itself" })
+  ),
+  clientSecret: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "Client secret; with no callbackPort it selects the client-credentials grant. Never shown."
+    })
+  ),
+  callbackPort: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 65535 })).annotate({
+      description: "Loopback port of the redirect URI registered for clientId (default: any free port)"
+    })
+  ),
+  callbackRedirectURL: Schema.optionalKey(
+    Schema.String.annotate({
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-agent's placeholder being documented
+      description: "Redirect URI to use instead of http://127.0.0.1:<port>/callback; ${callbackPort} is replaced"
+    })
+  ),
+  scopes: Schema.optionalKey(Scopes.annotate({ description: "Scopes to request" })),
+  authServerMetadataUrl: ignored,
+  xaa: ignored
+}).annotate({ identifier: "OAuth" })
+export type OAuth = typeof OAuth.Type
+
 export const Remote = Schema.Struct({
   url: HttpUrl,
   transport_type: Schema.optionalKey(Schema.Literals(["sse", "streamable", "streamable-http"])),
   headers: Schema.optionalKey(Headers),
-  oauth: ignored
+  oauth: Schema.optionalKey(OAuth)
 })
 
 const mcpSourceMessage = "either command, remote or ref must be set, but only one of those"
@@ -319,7 +357,12 @@ export type Transport =
       readonly env: Readonly<Record<string, string>>
       readonly cwd: string | undefined
     }
-  | { readonly _tag: "http" | "sse"; readonly url: string; readonly headers: Readonly<Record<string, string>> }
+  | {
+      readonly _tag: "http" | "sse"
+      readonly url: string
+      readonly headers: Readonly<Record<string, string>>
+      readonly oauth?: Omit<OAuth, "authServerMetadataUrl" | "xaa">
+    }
 
 /** One toolset, ready to build: every reference resolved, every variable expanded, the policy computed. */
 export interface ToolsetConfig {

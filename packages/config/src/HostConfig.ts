@@ -190,6 +190,7 @@ export const McpServer = Schema.StructWithRest(
     type: Schema.optionalKey(Schema.Literals(serverTypes).annotate({ message: typeMessage })),
     transportType: Schema.optionalKey(Schema.Literals(serverTypes).annotate({ message: typeMessage })),
     headers: Schema.optionalKey(AgentConfig.Headers),
+    oauth: Schema.optionalKey(AgentConfig.OAuth),
     headersHelper: Schema.optionalKey(
       Schema.NonEmptyString.annotate({ description: "A shell command whose JSON output gives extra headers" })
     ),

@@ -97,6 +97,7 @@ const hostServer = (
         cwd: server.cwd,
         url: HostConfig.urlOf(server),
         headers: server.headers,
+        oauth: server.oauth,
         sse: transport === "sse"
       },
       urlPath: `${path}.url`,

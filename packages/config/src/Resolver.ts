@@ -109,6 +109,7 @@ const declareMcpSource = (
         cwd: fields.working_dir,
         url: source.remote?.url,
         headers: source.remote?.headers,
+        oauth: source.remote?.oauth,
         sse: source.remote?.transport_type === "sse"
       },
       urlPath: `${sourcePath}.remote.url`,

@@ -18,7 +18,7 @@ const tempFile = (name: string, text: string): string => {
 }
 
 describe("ConfigLoader: the docker-agent example (anchor §6)", () => {
-  it.effect("loads; filesystem, shell and the docker: ref are skipped; oauth is accepted", () =>
+  it.effect("loads; filesystem, shell and the docker: ref are skipped; oauth reaches the transport", () =>
     Effect.gen(function* () {
       const config = yield* ConfigLoader.load(fixture("docker-agent.yaml"), { env: { GITHUB_TOKEN: "ghp_secret123" } })
       assert.deepStrictEqual(config.agents, [
@@ -54,7 +54,12 @@ describe("ConfigLoader: the docker-agent example (anchor §6)", () => {
       assert.strictEqual(fs.policy.backoff.jitter, 0.2)
 
       const notion = toolset(config, "mcp/notion")
-      assert.deepStrictEqual(notion.transport, { _tag: "http", url: "https://mcp.notion.com/mcp", headers: {} })
+      assert.deepStrictEqual(notion.transport, {
+        _tag: "http",
+        url: "https://mcp.notion.com/mcp",
+        headers: {},
+        oauth: { clientId: "my-client", callbackPort: 8765, scopes: ["read"] }
+      })
       assert.strictEqual(notion.policy.restart, "always")
 
       const github = toolset(config, "mcp/ref/github")
@@ -245,6 +250,40 @@ agents:
       const config = yield* parse(agentYaml(`      - { type: mcp, ref: "docker:context7" }\n`))
       assert.deepStrictEqual(config.toolsets, [])
       assert.strictEqual(config.skipped[0]?.path, "agents.root.toolsets[0]")
+    })
+  )
+
+  it.effect("a .mcp.json url entry takes an oauth block; scopes may be one space-separated string", () =>
+    Effect.gen(function* () {
+      const config = yield* parse(
+        JSON.stringify({
+          mcpServers: {
+            tracker: {
+              type: "http",
+              url: "https://tracker.example/mcp",
+              oauth: { clientId: "cli", callbackPort: 8765, scopes: "read write", authServerMetadataUrl: "https://a" }
+            }
+          }
+        })
+      )
+      assert.deepStrictEqual(toolset(config, "mcp/tracker").transport, {
+        _tag: "http",
+        url: "https://tracker.example/mcp",
+        headers: {},
+        oauth: { clientId: "cli", callbackPort: 8765, scopes: ["read", "write"] }
+      })
+    })
+  )
+
+  it.effect("an oauth callbackPort must be a port number", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        agentYaml(`      - { type: mcp, remote: { url: "https://x.example/mcp", oauth: { callbackPort: 70000 } } }\n`)
+      )
+      assert.deepStrictEqual(
+        issues.map((issue) => issue.path),
+        ["agents.root.toolsets[0].remote.oauth.callbackPort"]
+      )
     })
   )
 

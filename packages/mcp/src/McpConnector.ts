@@ -15,7 +15,7 @@ import {
   type ServerCapabilities,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
+import { LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -24,6 +24,8 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { PipeTransport } from "./internal/pipeTransport.ts"
 import type * as McpSpec from "./McpSpec.ts"
+import * as OAuthProvider from "./OAuthProvider.ts"
+import * as TokenStore from "./TokenStore.ts"
 import * as ToolCache from "./ToolCache.ts"
 
 /** What requests run on: the SDK client and the session's caches. */
@@ -50,7 +52,7 @@ const pageLimit = 1_000
 
 /** A request to the server as an Effect: interruption aborts it, failures are classified. */
 export const request = <A>(name: string, send: (signal: AbortSignal) => Promise<A>) =>
-  Effect.tryPromise({ try: send, catch: (cause) => Classify.classify(name, cause) })
+  Effect.tryPromise({ try: send, catch: (cause) => OAuthProvider.classify(name, cause) })
 
 interface Link {
   readonly transport: Transport
@@ -151,13 +153,14 @@ const remote = (
 ): Effect.Effect<Link, never, Scope.Scope> =>
   Effect.gen(function* () {
     const url = new URL(spec.url)
-    const requestInit = spec.headers === undefined ? {} : { requestInit: { headers: { ...spec.headers } } }
+    const options = {
+      ...(spec.headers === undefined ? {} : { requestInit: { headers: { ...spec.headers } } }),
+      ...(yield* oauthOptions(name, spec))
+    }
     const transport =
-      spec._tag === "http"
-        ? new StreamableHTTPClientTransport(url, requestInit)
-        : new SSEClientTransport(url, requestInit)
+      spec._tag === "http" ? new StreamableHTTPClientTransport(url, options) : new SSEClientTransport(url, options)
     client.onerror = (cause) => {
-      const error = Classify.classify(name, cause)
+      const error = OAuthProvider.classify(name, cause)
       const fatal =
         LifecycleError.isPermanent(error) ||
         error._tag === "SessionMissing" ||
@@ -192,6 +195,29 @@ const remote = (
       established: Effect.void,
       ended: Deferred.await(closed)
     }
+  })
+
+/** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
+const authRequestTimeout = 5_000
+
+/**
+ * Every remote server without a configured `Authorization` header gets an OAuth provider: a server
+ * that answers 401 is then reached with the stored login, and one without a login fails with
+ * AuthRequired at once. Never interactive: only `OAuth.login` opens a browser.
+ */
+const oauthOptions = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
+  Effect.gen(function* () {
+    const configured = Object.keys(spec.headers ?? {}).some((header) => header.toLowerCase() === "authorization")
+    if (configured) return {}
+    const provider = OAuthProvider.make({
+      name,
+      serverUrl: spec.url,
+      oauth: spec.oauth,
+      store: yield* TokenStore.Current,
+      fetch: (input, init) =>
+        fetch(input, init?.signal ? init : { ...init, signal: AbortSignal.timeout(authRequestTimeout) })
+    })
+    return { authProvider: provider, fetch: provider.fetch }
   })
 
 /** Reads every page; a server whose cursors never end is cut off rather than followed forever. */

@@ -31,10 +31,25 @@ export const Url = Schema.String.pipe(
   Schema.check(Schema.makeFilter(isHttpUrl, { message: "Expected an absolute http:// or https:// URL" }))
 )
 
+/**
+ * OAuth for a remote server, as docker-agent spells it. Without a client id the client registers
+ * itself (RFC 7591) where the server offers it; a secret without a callback port means the
+ * client-credentials grant, for jobs with no person present.
+ */
+export class OAuth extends Schema.Class<OAuth>("OAuth")({
+  clientId: Schema.optionalKey(Schema.NonEmptyString),
+  clientSecret: Schema.optionalKey(Schema.String),
+  callbackPort: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 65535 }))),
+  /** The redirect URI to register, when it is not `http://127.0.0.1:<port>/callback`. */
+  callbackRedirectURL: Schema.optionalKey(Schema.String),
+  scopes: Schema.optionalKey(Schema.Array(Schema.String))
+}) {}
+
 const remote = {
   url: Url,
   /** Sent with every request (e.g. `Authorization`); never shown in errors, logs or status. */
-  headers: Schema.optionalKey(Env)
+  headers: Schema.optionalKey(Env),
+  oauth: Schema.optionalKey(OAuth)
 }
 
 export class Http extends Schema.TaggedClass<Http>()("http", remote) {}

@@ -19,9 +19,14 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
         ...(transport.cwd === undefined ? {} : { cwd: transport.cwd })
       })
     case "http":
-      return McpSpec.Http.make({ url: transport.url, headers: transport.headers })
-    case "sse":
-      return McpSpec.Sse.make({ url: transport.url, headers: transport.headers })
+    case "sse": {
+      const fields = {
+        url: transport.url,
+        headers: transport.headers,
+        ...(transport.oauth === undefined ? {} : { oauth: new McpSpec.OAuth(transport.oauth) })
+      }
+      return transport._tag === "http" ? McpSpec.Http.make(fields) : McpSpec.Sse.make(fields)
+    }
   }
 }
 

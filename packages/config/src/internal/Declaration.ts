@@ -50,6 +50,7 @@ export interface Source {
   readonly cwd?: string | undefined
   readonly url?: string | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly oauth?: AgentConfig.OAuth | undefined
   readonly sse: boolean
 }
 
@@ -69,7 +70,13 @@ const transportOf = (
   }
   const url = source.url ?? ""
   if (!AgentConfig.isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
-  return { _tag: source.sse ? "sse" : "http", url, headers: source.headers ?? {} }
+  const { authServerMetadataUrl: _, xaa: __, ...oauth } = source.oauth ?? {}
+  return {
+    _tag: source.sse ? "sse" : "http",
+    url,
+    headers: source.headers ?? {},
+    ...(source.oauth === undefined ? {} : { oauth })
+  }
 }
 
 const nameFrom = (transport: AgentConfig.Transport): string =>
