@@ -11,7 +11,9 @@ export const options: BuildOptions = {
   input: { main: NodePath.join(import.meta.dirname, "src/main.ts") },
   platform: "node",
   // The `@toolvisor/source` condition points workspace packages at their sources.
-  resolve: { conditionNames: ["@toolvisor/source", "import", "node", "default"] },
+  // Packages without `exports` (jsonc-parser) ship a UMD `main` whose dynamic requires cannot be
+  // bundled: their ES module build (`module`) is taken first.
+  resolve: { conditionNames: ["@toolvisor/source", "import", "node", "default"], mainFields: ["module", "main"] },
   // pg's native binding is optional and absent; pg falls back to JavaScript without it.
   external: ["pg-native"],
   output: {

@@ -1,6 +1,6 @@
 /**
  * Start-up for the one-shot commands (`status`, `tools`, `describe`, `call`): start every
- * toolset and wait until none is starting or restarting, never longer than `--timeout`, saying
+ * toolset and wait until none is still on its way, never longer than `--timeout`, saying
  * on stderr what it is waiting for. Then a verdict a script can trust: which toolsets are down,
  * and whether that fails the command.
  */
@@ -14,7 +14,13 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Output from "./Output.ts"
 
-const busy = (s: State.StatusSnapshot) => s.state === "Starting" || s.state === "Restarting"
+/**
+ * Still on its way: starting, or reconnecting with no failure yet. A toolset that is Restarting
+ * with an error has failed and is waiting out its backoff (an optional one whose binary is
+ * missing retries its first start for a while): to a script it is down now, not pending.
+ */
+const busy = (s: State.StatusSnapshot) =>
+  s.state === "Starting" || (s.state === "Restarting" && s.lastError === undefined)
 
 const pendingNames = (board: ReadonlyArray<State.StatusSnapshot>) => board.filter(busy).map((s) => s.name)
 
@@ -47,7 +53,7 @@ const progress = (registry: ToolsetRegistry.Registry, timeout: Duration.Duration
   })
 
 /**
- * Starts every eager toolset and waits until none is starting or restarting, at most `timeout`.
+ * Starts every eager toolset and waits until none is still on its way, at most `timeout`.
  * The start keeps going in the caller's scope when the wait runs out, so the board shows what
  * was still starting then.
  */
