@@ -26,3 +26,15 @@ export const cluster = Flag.String("cluster").pipe(
   ),
   Flag.optional
 )
+
+export const host = Flag.String("host").pipe(
+  Flag.withDescription("Address to bind with --http"),
+  Flag.withDefault("127.0.0.1")
+)
+
+export const httpTokenFile = Flag.String("http-token-file").pipe(
+  Flag.withDescription(
+    "File holding the bearer token the HTTP control routes (and, off loopback, every route) require; default $TOOLVISOR_HTTP_TOKEN"
+  ),
+  Flag.optional
+)

@@ -19,7 +19,7 @@ import {
   type ServerRequest
 } from "@modelcontextprotocol/sdk/types.js"
 import type { State, Toolset } from "@toolvisor/core"
-import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, StatusHttp, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -38,8 +38,14 @@ export interface Options {
    * omitted.
    */
   readonly ready?: Effect.Effect<void>
-  /** Serve streamable HTTP on this address instead of stdio. */
-  readonly http?: { readonly port: number; readonly host: string }
+  /** Serve streamable HTTP on this address instead of stdio; `routes` answers every path but `/mcp`. */
+  readonly http?: Address
+}
+
+export interface Address {
+  readonly port: number
+  readonly host: string
+  readonly routes?: (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) => void
 }
 
 /** The gateway could not start serving: the port is taken, the agent is unknown, a transport failed. */
@@ -255,18 +261,6 @@ const why = (cause: Error): string => {
   return cause.message
 }
 
-const loopback = new Set(["localhost", "127.0.0.1", "[::1]", "::1"])
-
-/**
- * On a loopback address only a loopback `Host` is accepted, so a web page that rebinds its own
- * domain to 127.0.0.1 cannot reach the tools from the user's browser (DNS rebinding).
- */
-const hostAllowed = (bound: string, header: string | undefined): boolean => {
-  if (!loopback.has(bound)) return true
-  const url = header !== undefined && URL.canParse(`http://${header}`) ? new URL(`http://${header}`) : undefined
-  return url !== undefined && loopback.has(url.hostname)
-}
-
 /**
  * For `--http`: starts listening and returns the bound address (port 0 binds a free port). Each
  * client session gets its own Server and transport, as the SDK's stateful examples do. Closing
@@ -274,7 +268,7 @@ const hostAllowed = (bound: string, header: string | undefined): boolean => {
  */
 export const listen = (
   registry: ToolsetRegistry.Registry,
-  options: Options & { readonly http: { readonly port: number; readonly host: string } }
+  options: Options & { readonly http: Address }
 ): Effect.Effect<{ readonly port: number; readonly url: string }, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
     const { host, port } = options.http
@@ -306,8 +300,11 @@ export const listen = (
     const handle = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<void> =>
       Effect.gen(function* () {
         if (closing) return yield* reject(res, 503, "Service Unavailable: the gateway is shutting down")
-        if (!hostAllowed(host, req.headers.host)) return yield* reject(res, 403, "Forbidden: invalid Host header")
+        if (!StatusHttp.hostAllowed(host, req.headers.host))
+          return yield* reject(res, 403, "Forbidden: invalid Host header")
         if (new URL(req.url ?? "/", "http://gateway").pathname !== endpoint) {
+          const { routes } = options.http
+          if (routes !== undefined) return routes(req, res)
           return yield* reject(res, 404, `Not found: the MCP endpoint is ${endpoint}`)
         }
         const sessionId = req.headers["mcp-session-id"]

@@ -4,8 +4,7 @@
  * (terminal, plain, --json) says the same.
  */
 import type { State, Toolset } from "@toolvisor/core"
-import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
-import * as Effect from "effect/Effect"
+import { type Catalog, StatusJson, type ToolsetRegistry } from "@toolvisor/runtime"
 
 /** Cuts text to `width` characters on a code-point boundary, marking the cut. */
 export const truncate = (text: string, width: number): string => {
@@ -49,19 +48,8 @@ export const errorText = (s: State.StatusSnapshot): string => {
   return tag === "AuthRequired" ? `${text} (run: toolvisor auth ${s.name})` : text
 }
 
-/** How many tools each toolset exposes to the agent, after its `tools:` filter. */
-const exposedCounts = (catalog: Catalog.Catalog): ReadonlyMap<string, number> => {
-  const counts = new Map<string, number>()
-  for (const entry of catalog.tools) counts.set(entry.toolset, (counts.get(entry.toolset) ?? 0) + 1)
-  return counts
-}
-
 /** The exposed counts of the registry's default agent now; undefined when it has no catalog. */
-export const exposed = (registry: ToolsetRegistry.Registry): Effect.Effect<ReadonlyMap<string, number> | undefined> =>
-  registry.catalog().pipe(
-    Effect.map(exposedCounts),
-    Effect.orElseSucceed(() => undefined)
-  )
+export const exposed = StatusJson.exposed
 
 export interface TableOptions {
   readonly colour: boolean
@@ -146,25 +134,8 @@ export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
   return `${at} ${event.toolset} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
 }
 
-/** A status line for scripts; `tools` is what the agent is offered when `exposed` counts are known. */
-export const statusJson = (s: State.StatusSnapshot, exposed?: ReadonlyMap<string, number>) => ({
-  type: "status" as const,
-  toolset: s.name,
-  kind: s.kind,
-  state: s.state,
-  restarts: s.restarts,
-  pid: s.pid ?? null,
-  tools: s.toolCount === undefined ? null : exposed === undefined ? s.toolCount : (exposed.get(s.name) ?? 0),
-  error:
-    s.lastError === undefined
-      ? null
-      : {
-          tag: s.lastError.tag,
-          message: s.lastError.message,
-          ...(s.lastError.tag === "AuthRequired" ? { action: `toolvisor auth ${s.name}` } : {})
-        },
-  at: new Date(s.since).toISOString()
-})
+/** A status line for scripts: the DTO `GET /status` and the event stream share. */
+export const statusJson = StatusJson.make
 
 export const catalogJson = (catalog: Catalog.Catalog) => ({
   type: "tools" as const,

@@ -1,21 +1,27 @@
 /**
  * `toolvisor run`: start the agent's toolsets and keep them supervised until Ctrl-C, SIGTERM or
  * (with `--json`) the end of stdin. On a terminal it is the live view; with `--json` the line
- * protocol; piped without `--json`, one line per transition.
+ * protocol; piped without `--json`, one line per transition. `--http PORT` serves the status
+ * routes and the dashboard besides.
  */
 import { ConfigLoader } from "@toolvisor/config"
 import { Runtime } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as JsonLines from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
 import * as Open from "./Open.ts"
 import * as Output from "./Output.ts"
+import * as StatusServer from "./StatusServer.ts"
 
 export interface Options extends Open.Target {
   readonly json: boolean
   readonly watch: boolean
+  readonly http: Option.Option<number>
+  readonly host: string
+  readonly httpTokenFile: Option.Option<string>
 }
 
 export const run = Effect.fn("toolvisor.run")(function* (options: Options) {
@@ -35,10 +41,28 @@ export const run = Effect.fn("toolvisor.run")(function* (options: Options) {
   return yield* Effect.never
 })
 
-/** The registry, reloaded from its file on change with `--watch`. */
+/** The registry, reloaded from its file on change with `--watch`, its status served with `--http`. */
 const opened = (options: Options) =>
   Effect.gen(function* () {
+    const token = Option.isSome(options.http)
+      ? yield* StatusServer.token(options.host, options.httpTokenFile)
+      : undefined
     const result = yield* Open.open(options)
+    if (Option.isSome(options.http)) {
+      const address = yield* StatusServer.listen(
+        result.registry,
+        { port: options.http.value, host: options.host },
+        {
+          host: options.host,
+          required: StatusServer.required(result.config),
+          ...Open.agentOptions(options.agent),
+          ...(token === undefined ? {} : { token })
+        }
+      )
+      yield* Effect.logInfo(
+        `status at http://${address.host.includes(":") ? `[${address.host}]` : address.host}:${address.port}/`
+      )
+    }
     if (options.watch) {
       yield* Runtime.watch(
         result.path,

@@ -22,7 +22,13 @@ const run = Command.make(
     watch: Flag.Boolean("watch").pipe(
       Flag.withDescription("Reload when the config file changes"),
       Flag.withDefault(false)
-    )
+    ),
+    http: Flag.Int("http").pipe(
+      Flag.withDescription("Serve the status page, /status, /events, /metrics and health probes on this port"),
+      Flag.optional
+    ),
+    host: Flags.host,
+    httpTokenFile: Flags.httpTokenFile
   },
   (options) =>
     lazy(
@@ -35,7 +41,8 @@ const run = Command.make(
   ),
   Command.withExamples([
     { command: "toolvisor run examples/agent.yaml", description: "live table on a terminal" },
-    { command: "toolvisor run agent.yaml --json", description: "JSON lines out, commands in on stdin" }
+    { command: "toolvisor run agent.yaml --json", description: "JSON lines out, commands in on stdin" },
+    { command: "toolvisor run agent.yaml --http 8809", description: "dashboard at http://127.0.0.1:8809/" }
   ])
 )
 
@@ -179,10 +186,11 @@ const serve = Command.make(
   {
     ...target,
     http: Flag.Int("http").pipe(
-      Flag.withDescription("Serve streamable HTTP on this port instead of stdio"),
+      Flag.withDescription("Serve streamable HTTP on this port instead of stdio (/mcp, and the status routes)"),
       Flag.optional
     ),
-    host: Flag.String("host").pipe(Flag.withDescription("Address to bind with --http"), Flag.withDefault("127.0.0.1"))
+    host: Flags.host,
+    httpTokenFile: Flags.httpTokenFile
   },
   (options) =>
     lazy(

@@ -72,8 +72,12 @@ export class Session {
   stderr = ""
   private readonly waiters: Array<() => void> = []
 
-  constructor(args: ReadonlyArray<string>) {
-    this.child = NodeChildProcess.spawn(process.execPath, cliArgs(args), { cwd: root, stdio: ["pipe", "pipe", "pipe"] })
+  constructor(args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) {
+    this.child = NodeChildProcess.spawn(process.execPath, cliArgs(args), {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, ...env }
+    })
     let partial = ""
     this.child.stdout.on("data", (chunk: Buffer) => {
       const parts = (partial + chunk.toString("utf8")).split("\n")

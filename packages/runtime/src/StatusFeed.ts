@@ -1,0 +1,140 @@
+/**
+ * The registry's transitions and catalog changes as numbered events, fanned out to any number of
+ * subscribers (the SSE clients of `GET /events`). One fiber reads the registry; each subscriber
+ * has its own bounded queue, so a subscriber that stops reading is cut off (and resyncs when it
+ * reconnects) instead of holding back the others or the supervisors, and its memory is bounded.
+ */
+import type * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as StatusJson from "./StatusJson.ts"
+import type * as ToolsetRegistry from "./ToolsetRegistry.ts"
+
+/** One event as a client receives it: `id` grows by one per event, so a gap is visible. */
+export interface Event {
+  readonly id: number
+  readonly event: "snapshot" | "transition" | "catalog"
+  /** The JSON text of the event's data. */
+  readonly data: string
+}
+
+export interface Options {
+  /** The agent whose catalog changes are announced; the registry's default when omitted. */
+  readonly agent?: string
+  /** Events kept for clients that reconnect with `Last-Event-ID`. */
+  readonly history?: number
+  /** Events a subscriber may have unread before it is cut off. */
+  readonly subscriberBuffer?: number
+}
+
+export interface Feed {
+  /**
+   * The events after `lastEventId` while the history still holds them, else a `snapshot` event
+   * of every toolset first; then every new event. Ends when the subscriber falls behind by more
+   * than its buffer: a client reconnects with the last id it saw.
+   */
+  readonly subscribe: (lastEventId?: number) => Stream.Stream<Event>
+  /** Subscribers attached now. */
+  readonly subscribers: Effect.Effect<number>
+}
+
+/** The data of a `snapshot` event: the same DTO as `GET /status`. */
+export const snapshotData = (registry: ToolsetRegistry.Registry) =>
+  Effect.gen(function* () {
+    const board = yield* registry.snapshot
+    const exposed = yield* StatusJson.exposed(registry)
+    return { toolsets: board.map((s) => StatusJson.make(s, exposed)) }
+  })
+
+/** Starts reading the registry in the current scope; closing it ends every subscriber. */
+export const make = (
+  registry: ToolsetRegistry.Registry,
+  options: Options = {}
+): Effect.Effect<Feed, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const historySize = options.history ?? 1024
+    const bufferSize = options.subscriberBuffer ?? 256
+    const history: Array<Event> = []
+    const subscribers = new Set<Queue.Queue<Event, Cause.Done>>()
+    let lastId = 0
+
+    /** Synchronous, so a subscriber registers between two events and misses none. */
+    const publish = (event: Event["event"], data: unknown) => {
+      const entry: Event = { id: ++lastId, event, data: JSON.stringify(data) }
+      history.push(entry)
+      if (history.length > historySize) history.shift()
+      for (const queue of subscribers) {
+        if (!Queue.offerUnsafe(queue, entry)) {
+          subscribers.delete(queue)
+          Queue.endUnsafe(queue)
+        }
+      }
+    }
+
+    yield* registry.events.pipe(
+      Stream.runForEach((e) =>
+        Effect.map(StatusJson.exposed(registry), (exposed) =>
+          publish("transition", { ...StatusJson.make(e.snapshot, exposed), from: e.from })
+        )
+      ),
+      Effect.forkScoped({ startImmediately: true })
+    )
+    yield* registry.catalogChanges(options.agent).pipe(
+      Stream.runForEach((catalog) =>
+        Effect.sync(() =>
+          publish("catalog", {
+            version: catalog.version,
+            complete: catalog.complete,
+            tools: catalog.tools.length,
+            missing: catalog.missing
+          })
+        )
+      ),
+      Effect.catchTag("UnknownAgent", (error) => Effect.logWarning(`no catalog events: ${error.message}`)),
+      Effect.forkScoped({ startImmediately: true })
+    )
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const queue of subscribers) Queue.endUnsafe(queue)
+        subscribers.clear()
+      })
+    )
+
+    const attach = (lastEventId: number | undefined) =>
+      Effect.acquireRelease(
+        Effect.gen(function* () {
+          const queue = yield* Queue.bounded<Event, Cause.Done>(bufferSize)
+          const oldest = history[0]?.id ?? lastId + 1
+          const resumes = lastEventId !== undefined && lastEventId <= lastId && lastEventId >= oldest - 1
+          const missed = resumes ? history.filter((e) => e.id > lastEventId) : []
+          const at = lastId
+          subscribers.add(queue)
+          return { queue, missed, at, resumes }
+        }),
+        ({ queue }) =>
+          Effect.sync(() => {
+            subscribers.delete(queue)
+            Queue.endUnsafe(queue)
+          })
+      )
+
+    const subscribe = (lastEventId?: number): Stream.Stream<Event> =>
+      Stream.unwrap(
+        Effect.map(attach(lastEventId), ({ queue, missed, at, resumes }) => {
+          // A snapshot is numbered as the last event it already includes, so resuming from it is exact.
+          const head = resumes
+            ? Stream.fromIterable(missed)
+            : Stream.fromEffect(
+                Effect.map(
+                  snapshotData(registry),
+                  (data): Event => ({ id: at, event: "snapshot", data: JSON.stringify(data) })
+                )
+              )
+          return Stream.concat(head, Stream.fromQueue(queue))
+        })
+      )
+
+    return { subscribe, subscribers: Effect.sync(() => subscribers.size) }
+  })
