@@ -133,7 +133,8 @@ const until = async (p: () => Promise<boolean> | boolean, within = 30_000) => {
   }
 }
 
-const status = async (base: string): Promise<ReadonlyArray<StatusRow>> => (await fetch(`${base}/status`)).json()
+const status = async (base: string): Promise<ReadonlyArray<StatusRow>> =>
+  JSON.parse(await (await fetch(`${base}/status`)).text())
 
 const readyRow = async (base: string) => {
   let row: StatusRow | undefined
