@@ -4,6 +4,7 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
+import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { Procfs } from "@toolvisor/core"
@@ -126,5 +127,26 @@ export class Session {
       if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(this.child.exitCode)
       else this.child.once("exit", (code) => resolve(code))
     })
+  }
+}
+
+/** A port free right now, for a CLI that must be told one. */
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = NodeNet.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+/** Polls `p` until it holds, or fails after `within` ms. */
+export const until = async (p: () => Promise<boolean> | boolean, within = 30_000) => {
+  const deadline = Date.now() + within
+  while (!(await p())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time")
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }

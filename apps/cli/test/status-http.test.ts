@@ -5,21 +5,8 @@
  * Host/Origin checks, health probes and Prometheus metrics.
  */
 import * as NodeHttp from "node:http"
-import * as NodeNet from "node:net"
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { isAlive, mcpEntry, runCli, Session, writeConfig, yaml } from "./helpers.ts"
-
-/** A port free right now, for a CLI that must be told one. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = NodeNet.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+import { freePort, isAlive, mcpEntry, runCli, Session, until, writeConfig, yaml } from "./helpers.ts"
 
 interface StatusRow {
   readonly toolset: string
@@ -124,14 +111,6 @@ const statusCodeWithHost = (url: string, host: string) =>
     })
     request.once("error", reject)
   })
-
-const until = async (p: () => Promise<boolean> | boolean, within = 30_000) => {
-  const deadline = Date.now() + within
-  while (!(await p())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time")
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 const status = async (base: string): Promise<ReadonlyArray<StatusRow>> =>
   JSON.parse(await (await fetch(`${base}/status`)).text())
