@@ -60,45 +60,61 @@ export const make = (
     const subscribers = new Set<Queue.Queue<Event, Cause.Done>>()
     let lastId = 0
 
-    /** Synchronous, so a subscriber registers between two events and misses none. */
-    const publish = (event: Event["event"], data: unknown) => {
-      const entry: Event = { id: ++lastId, event, data: JSON.stringify(data) }
-      history.push(entry)
-      if (history.length > historySize) history.shift()
-      for (const queue of subscribers) {
-        if (!Queue.offerUnsafe(queue, entry)) {
-          subscribers.delete(queue)
-          Queue.endUnsafe(queue)
-        }
-      }
+    const cutOff = (queue: Queue.Queue<Event, Cause.Done>) => {
+      subscribers.delete(queue)
+      Queue.endUnsafe(queue)
     }
 
-    yield* registry.events.pipe(
-      Stream.runForEach((e) =>
-        Effect.map(StatusJson.exposed(registry), (exposed) =>
-          publish("transition", { ...StatusJson.make(e.snapshot, exposed), from: e.from })
-        )
-      ),
-      Effect.forkScoped({ startImmediately: true })
-    )
-    yield* registry.catalogChanges(options.agent).pipe(
-      Stream.runForEach((catalog) =>
-        Effect.sync(() =>
-          publish("catalog", {
-            version: catalog.version,
-            complete: catalog.complete,
-            tools: catalog.tools.length,
-            missing: catalog.missing
+    /**
+     * Offers each event to every subscriber without waiting. A full queue gets one more chance
+     * after a yield (its reader may simply not have run during a burst); still full, its reader
+     * has stopped and is cut off. One fiber publishes, so every subscriber sees the same order.
+     */
+    const publish = (event: Event["event"], data: unknown) =>
+      Effect.suspend(() => {
+        const entry: Event = { id: ++lastId, event, data: JSON.stringify(data) }
+        history.push(entry)
+        if (history.length > historySize) history.shift()
+        const full: Array<Queue.Queue<Event, Cause.Done>> = []
+        for (const queue of subscribers) if (!Queue.offerUnsafe(queue, entry)) full.push(queue)
+        if (full.length === 0) return Effect.void
+        return Effect.andThen(
+          Effect.yieldNow,
+          Effect.sync(() => {
+            for (const queue of full) if (subscribers.has(queue) && !Queue.offerUnsafe(queue, entry)) cutOff(queue)
           })
         )
-      ),
-      Effect.catchTag("UnknownAgent", (error) => Effect.logWarning(`no catalog events: ${error.message}`)),
+      })
+
+    const transitions = registry.events.pipe(
+      Stream.mapEffect((e) =>
+        Effect.map(StatusJson.exposed(registry), (exposed) => ({
+          event: "transition" as const,
+          data: { ...StatusJson.make(e.snapshot, exposed), from: e.from }
+        }))
+      )
+    )
+    const catalogs = registry.catalogChanges(options.agent).pipe(
+      Stream.map((catalog) => ({
+        event: "catalog" as const,
+        data: {
+          version: catalog.version,
+          complete: catalog.complete,
+          tools: catalog.tools.length,
+          missing: catalog.missing
+        }
+      })),
+      Stream.catchTag("UnknownAgent", (error) =>
+        Stream.fromEffectDrain(Effect.logWarning(`no catalog events: ${error.message}`))
+      )
+    )
+    yield* Stream.merge(transitions, catalogs).pipe(
+      Stream.runForEach(({ event, data }) => publish(event, data)),
       Effect.forkScoped({ startImmediately: true })
     )
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
-        for (const queue of subscribers) Queue.endUnsafe(queue)
-        subscribers.clear()
+        for (const queue of subscribers) cutOff(queue)
       })
     )
 
@@ -113,11 +129,7 @@ export const make = (
           subscribers.add(queue)
           return { queue, missed, at, resumes }
         }),
-        ({ queue }) =>
-          Effect.sync(() => {
-            subscribers.delete(queue)
-            Queue.endUnsafe(queue)
-          })
+        ({ queue }) => Effect.sync(() => cutOff(queue))
       )
 
     const subscribe = (lastEventId?: number): Stream.Stream<Event> =>

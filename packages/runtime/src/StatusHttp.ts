@@ -176,7 +176,10 @@ export const layer = (
                   Stream.make("retry: 1000\n\n"),
                   Stream.map(feed.subscribe(lastEventId(request)), sseFrame)
                 ),
-                Stream.map(Stream.tick(heartbeat), () => ": heartbeat\n\n"),
+                Stream.tick(heartbeat).pipe(
+                  Stream.drop(1),
+                  Stream.map(() => ": heartbeat\n\n")
+                ),
                 { haltStrategy: "left" }
               ).pipe(Stream.map((text) => encoder.encode(text))),
               {
