@@ -38,3 +38,8 @@ export const httpTokenFile = Flag.String("http-token-file").pipe(
   ),
   Flag.optional
 )
+
+export const otlp = Flag.String("otlp").pipe(
+  Flag.withDescription("Export traces, metrics and logs over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318"),
+  Flag.optional
+)

@@ -10,6 +10,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Exporting from "./Exporting.ts"
 import * as JsonLines from "./JsonLines.ts"
 import * as LiveView from "./LiveView.ts"
 import * as Open from "./Open.ts"
@@ -22,9 +23,12 @@ export interface Options extends Open.Target {
   readonly http: Option.Option<number>
   readonly host: string
   readonly httpTokenFile: Option.Option<string>
+  readonly otlp: Option.Option<string>
 }
 
-export const run = Effect.fn("toolvisor.run")(function* (options: Options) {
+export const run = (options: Options) => Exporting.withOtlp(options.otlp)(command(options))
+
+const command = Effect.fn("toolvisor.run")(function* (options: Options) {
   if (!options.json && process.stdout.isTTY && process.stdin.isTTY) {
     return yield* LiveView.run(
       Effect.tap(opened(options), ({ registry }) => Effect.forkScoped(Effect.ignore(registry.start)))

@@ -7,6 +7,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { UsageError } from "./CliError.ts"
+import * as Exporting from "./Exporting.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Open from "./Open.ts"
 import * as StatusServer from "./StatusServer.ts"
@@ -15,9 +16,12 @@ export interface Options extends Open.Target {
   readonly http: Option.Option<number>
   readonly host: string
   readonly httpTokenFile: Option.Option<string>
+  readonly otlp: Option.Option<string>
 }
 
-export const run = Effect.fn("toolvisor.serve")(function* (options: Options) {
+export const run = (options: Options) => Exporting.withOtlp(options.otlp)(command(options))
+
+const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   if (Option.isSome(options.http)) {
     const port = options.http.value
     if (!Number.isInteger(port) || port < 0 || port > 65535) {

@@ -28,7 +28,8 @@ const run = Command.make(
       Flag.optional
     ),
     host: Flags.host,
-    httpTokenFile: Flags.httpTokenFile
+    httpTokenFile: Flags.httpTokenFile,
+    otlp: Flags.otlp
   },
   (options) =>
     lazy(
@@ -190,7 +191,8 @@ const serve = Command.make(
       Flag.optional
     ),
     host: Flags.host,
-    httpTokenFile: Flags.httpTokenFile
+    httpTokenFile: Flags.httpTokenFile,
+    otlp: Flags.otlp
   },
   (options) =>
     lazy(

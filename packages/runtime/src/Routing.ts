@@ -211,11 +211,14 @@ export const make = (options: Options): Routing => {
   ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> =>
     Effect.flatMap(Clock.currentTimeMillis, (started) =>
       route.owner.toolset.callTool(route.tool, args).pipe(
-        Effect.onExit((exit) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            route.recorder.record(now - started, Exit.isFailure(exit) ? failureTag(exit.cause) : undefined)
+        Effect.onExit((exit) => {
+          const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
+          const outcome = failure ?? (Exit.isSuccess(exit) && exit.value.isError === true ? "ToolError" : "ok")
+          return Effect.andThen(
+            Effect.annotateCurrentSpan("outcome", outcome),
+            Effect.flatMap(Clock.currentTimeMillis, (now) => route.recorder.record(now - started, failure))
           )
-        ),
+        }),
         Effect.withSpan("toolvisor.callTool", route.span, noStackTrace),
         Effect.annotateLogs(route.logs)
       )

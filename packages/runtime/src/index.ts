@@ -2,6 +2,7 @@
 export * as Catalog from "./Catalog.ts"
 export * as LocalRegistry from "./LocalRegistry.ts"
 export * as OrphanSweep from "./OrphanSweep.ts"
+export * as OtlpExport from "./OtlpExport.ts"
 export * as Runtime from "./Runtime.ts"
 export * as Secrets from "./Secrets.ts"
 export * as StatusFeed from "./StatusFeed.ts"
