@@ -4,7 +4,9 @@
  * has its own bounded queue, so a subscriber that stops reading is cut off (and resyncs when it
  * reconnects) instead of holding back the others or the supervisors, and its memory is bounded.
  */
+import * as Arr from "effect/Array"
 import type * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
@@ -15,9 +17,25 @@ import type * as ToolsetRegistry from "./ToolsetRegistry.ts"
 /** One event as a client receives it: `id` grows by one per event, so a gap is visible. */
 export interface Event {
   readonly id: number
-  readonly event: "snapshot" | "transition" | "catalog"
+  readonly event: "snapshot" | "transition" | "catalog" | "heartbeat"
   /** The JSON text of the event's data. */
   readonly data: string
+  /** The event as an SSE frame, encoded once for every subscriber. */
+  readonly frame: Uint8Array
+}
+
+const encoder = new TextEncoder()
+
+/**
+ * A comment frame, not an event (its id is 0 and clients ignore it): it keeps proxies from closing
+ * an idle stream and lets a client notice a dead one.
+ */
+export const heartbeat: Event = { id: 0, event: "heartbeat", data: "", frame: encoder.encode(": heartbeat\n\n") }
+
+/** An event with its SSE frame. */
+export const event = (id: number, kind: Event["event"], data: unknown): Event => {
+  const json = JSON.stringify(data)
+  return { id, event: kind, data: json, frame: encoder.encode(`id: ${id}\nevent: ${kind}\ndata: ${json}\n\n`) }
 }
 
 export interface Options {
@@ -27,6 +45,8 @@ export interface Options {
   readonly history?: number
   /** Events a subscriber may have unread before it is cut off. */
   readonly subscriberBuffer?: number
+  /** How often every subscriber gets a `heartbeat`; 15 seconds by default. */
+  readonly heartbeat?: Duration.Input
 }
 
 export interface Feed {
@@ -56,6 +76,8 @@ export const make = (
   Effect.gen(function* () {
     const historySize = options.history ?? 1024
     const bufferSize = options.subscriberBuffer ?? 256
+    // A burst goes out in slices of half a buffer: a reader that keeps up always has room for one.
+    const slice = Math.max(1, Math.floor(bufferSize / 2))
     const history: Array<Event> = []
     const subscribers = new Set<Queue.Queue<Event, Cause.Done>>()
     let lastId = 0
@@ -66,32 +88,40 @@ export const make = (
     }
 
     /**
-     * Offers each event to every subscriber without waiting. A full queue gets one more chance
-     * after a yield (its reader may simply not have run during a burst); still full, its reader
-     * has stopped and is cut off. One fiber publishes, so every subscriber sees the same order.
+     * Offers a batch of events to every subscriber without waiting: a batch, so a burst costs a
+     * subscriber one wake-up and one socket write. A full queue gets one more chance after a yield
+     * (its reader may simply not have run during the burst); still full, its reader has stopped
+     * and is cut off. One fiber publishes, so every subscriber sees the same order.
      */
-    const publish = (event: Event["event"], data: unknown) =>
+    const publishSlice = (batch: ReadonlyArray<{ readonly event: Event["event"]; readonly data: unknown }>) =>
       Effect.suspend(() => {
-        const entry: Event = { id: ++lastId, event, data: JSON.stringify(data) }
-        history.push(entry)
-        if (history.length > historySize) history.shift()
-        const full: Array<Queue.Queue<Event, Cause.Done>> = []
-        for (const queue of subscribers) if (!Queue.offerUnsafe(queue, entry)) full.push(queue)
-        if (full.length === 0) return Effect.void
+        const entries = batch.map((e) => event(++lastId, e.event, e.data))
+        history.push(...entries)
+        if (history.length > historySize) history.splice(0, history.length - historySize)
+        const behind: Array<[Queue.Queue<Event, Cause.Done>, Array<Event>]> = []
+        for (const queue of subscribers) {
+          const rest = Queue.offerAllUnsafe(queue, entries)
+          if (rest.length > 0) behind.push([queue, rest])
+        }
+        if (behind.length === 0) return Effect.void
         return Effect.andThen(
           Effect.yieldNow,
           Effect.sync(() => {
-            for (const queue of full) if (subscribers.has(queue) && !Queue.offerUnsafe(queue, entry)) cutOff(queue)
+            for (const [queue, rest] of behind) {
+              if (subscribers.has(queue) && Queue.offerAllUnsafe(queue, rest).length > 0) cutOff(queue)
+            }
           })
         )
       })
 
     const transitions = registry.events.pipe(
-      Stream.mapEffect((e) =>
-        Effect.map(StatusJson.exposed(registry), (exposed) => ({
-          event: "transition" as const,
-          data: { ...StatusJson.make(e.snapshot, exposed), from: e.from }
-        }))
+      Stream.mapArrayEffect((events) =>
+        Effect.map(StatusJson.exposed(registry), (exposed) =>
+          Arr.map(events, (e) => ({
+            event: "transition" as const,
+            data: { ...StatusJson.make(e.snapshot, exposed), from: e.from }
+          }))
+        )
       )
     )
     const catalogs = registry.catalogChanges(options.agent).pipe(
@@ -109,8 +139,18 @@ export const make = (
       )
     )
     yield* Stream.merge(transitions, catalogs).pipe(
-      Stream.runForEach(({ event, data }) => publish(event, data)),
+      Stream.runForEachArray((batch) => Effect.forEach(Arr.chunksOf(batch, slice), publishSlice, { discard: true })),
       Effect.forkScoped({ startImmediately: true })
+    )
+    // One timer for every subscriber: a heartbeat costs a frame per subscriber, not a fiber.
+    yield* Effect.sleep(options.heartbeat ?? Duration.seconds(15)).pipe(
+      Effect.andThen(
+        Effect.sync(() => {
+          for (const queue of subscribers) Queue.offerUnsafe(queue, heartbeat)
+        })
+      ),
+      Effect.forever,
+      Effect.forkScoped
     )
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
@@ -138,12 +178,7 @@ export const make = (
           // A snapshot is numbered as the last event it already includes, so resuming from it is exact.
           const head = resumes
             ? Stream.fromIterable(missed)
-            : Stream.fromEffect(
-                Effect.map(
-                  snapshotData(registry),
-                  (data): Event => ({ id: at, event: "snapshot", data: JSON.stringify(data) })
-                )
-              )
+            : Stream.fromEffect(Effect.map(snapshotData(registry), (data) => event(at, "snapshot", data)))
           return Stream.concat(head, Stream.fromQueue(queue))
         })
       )

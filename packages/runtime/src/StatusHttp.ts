@@ -6,7 +6,6 @@
  * rebinding; control routes (and every route on a non-loopback bind) need the bearer token.
  */
 import * as NodeCrypto from "node:crypto"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
@@ -25,8 +24,6 @@ export interface Options extends StatusFeed.Options {
   readonly token?: string
   /** Whether a toolset must be Ready for `/readyz`; every toolset when omitted. */
   readonly required?: (toolset: string) => boolean
-  /** How often an idle event stream sends a comment, so proxies and clients see it alive. */
-  readonly heartbeat?: Duration.Input
 }
 
 const loopbackNames = new Set(["localhost", "127.0.0.1", "[::1]", "::1"])
@@ -95,9 +92,9 @@ const guarded =
 
 const noStore = { "cache-control": "no-store" }
 
-/** An event as the SSE wire format writes it. */
-export const sseFrame = (event: StatusFeed.Event): string =>
-  `id: ${event.id}\nevent: ${event.event}\ndata: ${event.data}\n\n`
+const encoder = new TextEncoder()
+/** Tells an EventSource to reconnect after a second. */
+const retry = encoder.encode("retry: 1000\n\n")
 
 /** `Last-Event-ID` from the header an EventSource sends, or from `?lastEventId=` for fetch clients. */
 const lastEventId = (request: HttpServerRequest.HttpServerRequest): number | undefined => {
@@ -143,9 +140,7 @@ export const layer = (
       const router = yield* HttpRouter.HttpRouter
       const registry = yield* ToolsetRegistry.ToolsetRegistry
       const feed = yield* StatusFeed.make(registry, options)
-      const heartbeat = options.heartbeat ?? Duration.seconds(15)
       const required = options.required ?? (() => true)
-      const encoder = new TextEncoder()
 
       yield* router.add(
         "GET",
@@ -171,17 +166,10 @@ export const layer = (
         guarded(options, "read", (request) =>
           Effect.succeed(
             HttpServerResponse.stream(
-              Stream.merge(
-                Stream.concat(
-                  Stream.make("retry: 1000\n\n"),
-                  Stream.map(feed.subscribe(lastEventId(request)), sseFrame)
-                ),
-                Stream.tick(heartbeat).pipe(
-                  Stream.drop(1),
-                  Stream.map(() => ": heartbeat\n\n")
-                ),
-                { haltStrategy: "left" }
-              ).pipe(Stream.map((text) => encoder.encode(text))),
+              Stream.concat(
+                Stream.make(retry),
+                Stream.map(feed.subscribe(lastEventId(request)), (e) => e.frame)
+              ),
               {
                 contentType: "text/event-stream",
                 headers: { ...noStore, "x-accel-buffering": "no", connection: "keep-alive" }
