@@ -18,7 +18,7 @@ const env = { ...process.env, PATH: `${NodePath.dirname(process.execPath)}:${pro
 const sh = (command: string, args: ReadonlyArray<string>, cwd: string) =>
   NodeChildProcess.spawnSync(command, args, { cwd, env, encoding: "utf8", timeout: 180_000 })
 
-const libraries = ["core", "config", "mcp", "lsp", "runtime", "cluster"]
+const libraries = ["core", "config", "mcp", "lsp", "runtime", "cluster", "ai"]
 
 describe("the published packages", () => {
   it("install from their tarballs into an empty folder; toolvisor and an Effect program run on them", () => {

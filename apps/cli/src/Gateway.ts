@@ -37,7 +37,7 @@ export interface Options {
    * and calls wait for it, since many clients list tools once, at connect. Answers at once when
    * omitted.
    */
-  readonly ready?: Effect.Effect<void>
+  readonly ready?: Deferred.Deferred<void>
   /** Serve streamable HTTP on this address instead of stdio; `routes` answers every path but `/mcp`. */
   readonly http?: Address
 }
@@ -120,9 +120,11 @@ const waitingFor = (board: ReadonlyArray<State.StatusSnapshot>) =>
 const settled = (
   server: Server,
   registry: ToolsetRegistry.Registry,
-  ready: Effect.Effect<void>,
+  ready: Deferred.Deferred<void> | undefined,
   extra: RequestHandlerExtra<ServerRequest, ServerNotification>
 ) => {
+  // Once settled (every request but the first few), a request costs no subscription and no race.
+  if (ready === undefined || Deferred.isDoneUnsafe(ready)) return Effect.void
   const token = extra._meta?.progressToken
   const tell = (board: ReadonlyArray<State.StatusSnapshot>) => {
     const pending = waitingFor(board)
@@ -142,13 +144,16 @@ const settled = (
     )
     return Effect.ignore(Effect.andThen(progress, log))
   }
-  return Effect.raceFirst(ready, Effect.andThen(registry.status.pipe(Stream.runForEach(tell)), Effect.never))
+  return Effect.raceFirst(
+    Deferred.await(ready),
+    Effect.andThen(registry.status.pipe(Stream.runForEach(tell)), Effect.never)
+  )
 }
 
 /** One MCP server (one client session) answering from the registry. */
 const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: RunPromise): Server => {
   const { agent } = options
-  const ready = options.ready ?? Effect.void
+  const { ready } = options
   const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true }, logging: {} } })
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
     run(
@@ -380,7 +385,7 @@ export const serve = (
     const start = Effect.forkScoped(
       Effect.ignore(registry.start).pipe(Effect.ensuring(Deferred.done(started, Exit.void)))
     )
-    options = { ...options, ready: Deferred.await(started) }
+    options = { ...options, ready: started }
     if (http !== undefined) {
       const { url } = yield* listen(registry, { ...options, http })
       yield* start

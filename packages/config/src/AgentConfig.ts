@@ -4,7 +4,7 @@
  * are in `HostConfig.ts`. The JSON Schema for editors is generated from the same definitions, so
  * the two can never disagree.
  */
-import { Policy } from "@toolvisor/core"
+import { Policy, HttpUrl as Url } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
@@ -111,20 +111,9 @@ const processFields = {
   )
 }
 
-/** A remote MCP server. `streamable` and `streamable-http` both mean streamable HTTP. */
-/** An absolute http(s) URL. */
-export const isHttpUrl = (text: string): boolean => {
-  try {
-    const url = new URL(text)
-    return url.protocol === "http:" || url.protocol === "https:"
-  } catch {
-    return false
-  }
-}
-
-/** Checked in the Schema (after interpolation), so a bad URL is reported with every other problem. */
+/** An absolute http(s) URL, checked in the Schema (after interpolation), so a bad URL is reported with every other problem. */
 export const HttpUrl = Schema.NonEmptyString.check(
-  Schema.makeFilter(isHttpUrl, { message: "Expected an absolute http:// or https:// URL" })
+  Schema.makeFilter(Url.is, { message: "Expected an absolute http:// or https:// URL" })
 )
 
 /** `scopes` as a list (docker-agent) or one space-separated string (`.mcp.json` hosts). */
@@ -165,6 +154,7 @@ export const OAuth = Schema.Struct({
 }).annotate({ identifier: "OAuth" })
 export type OAuth = typeof OAuth.Type
 
+/** A remote MCP server. `streamable` and `streamable-http` both mean streamable HTTP. */
 export const Remote = Schema.Struct({
   url: HttpUrl,
   transport_type: Schema.optionalKey(Schema.Literals(["sse", "streamable", "streamable-http"])),

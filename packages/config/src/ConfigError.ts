@@ -3,7 +3,7 @@
  * user can act on. Schema issues are flattened into that form here, unknown fields get a
  * "did you mean", and values that came from the environment are masked before anything is shown.
  */
-import { LifecycleError } from "@toolvisor/core"
+import { Levenshtein, LifecycleError, SecretValues } from "@toolvisor/core"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"
@@ -27,9 +27,6 @@ export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError"
 
 const formatIssue = (issue: Issue): string => (issue.path === "" ? issue.message : `${issue.path}: ${issue.message}`)
 
-/** Short values would mask unrelated text (a secret "1" would garble `toolsets[1]`), so they are left alone. */
-const minSecretLength = 4
-
 /**
  * Builds the error with every secret masked: the known credential shapes by core's `redact`, and
  * the exact values that came from the environment.
@@ -48,8 +45,8 @@ export const make = (
 
 /** Masks the given values and every known credential shape in each message (warnings use it too). */
 export const maskIssues = (issues: ReadonlyArray<Issue>, secrets: ReadonlyArray<string>): ReadonlyArray<Issue> => {
-  const masked = secrets.filter((secret) => secret.length >= minSecretLength).sort((a, b) => b.length - a.length)
-  const mask = (text: string) => maskValues(masked.reduce((out, secret) => out.split(secret).join("***"), text))
+  const values = SecretValues.masker(secrets)
+  const mask = (text: string) => maskValues(values(text))
   return issues.map((issue) => ({ path: issue.path, message: mask(issue.message) }))
 }
 
@@ -76,26 +73,10 @@ export const childPath = (path: string, key: PropertyKey): string => {
   return path === "" ? name : `${path}.${name}`
 }
 
-const distance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        (previous[j] ?? 0) + 1,
-        (current[j - 1] ?? 0) + 1,
-        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
-      )
-    }
-    previous = current
-  }
-  return previous[b.length] ?? 0
-}
-
 /** The closest known key within edit distance 2 (case-insensitive), if any. */
 export const didYouMean = (key: string, known: ReadonlyArray<string>): string | undefined => {
   const ranked = known
-    .map((candidate) => ({ candidate, cost: distance(key.toLowerCase(), candidate.toLowerCase()) }))
+    .map((candidate) => ({ candidate, cost: Levenshtein.distance(key.toLowerCase(), candidate.toLowerCase()) }))
     .filter(({ cost }) => cost <= 2)
     .sort((a, b) => a.cost - b.cost)
   return ranked[0]?.candidate

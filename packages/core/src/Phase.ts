@@ -78,8 +78,11 @@ export type Command =
   | { readonly _tag: "ArmStartup"; readonly id: number }
   /** Close a connect (in flight or parked) and its deadline; the close runs in the background. */
   | { readonly _tag: "Discard"; readonly id: number }
-  /** The connect's session becomes the live one: watch its end, its tool count, its health. */
-  | { readonly _tag: "GoLive"; readonly id: number }
+  /**
+   * The connect's session becomes the live one: watch its end, its tool count, its health, and,
+   * when the episode has restarts to forgive (`stable`), how long it lasts.
+   */
+  | { readonly _tag: "GoLive"; readonly id: number; readonly stable: boolean }
   /** Close the live session; requests in flight on it fail with `error`. */
   | { readonly _tag: "EndLive"; readonly error: LifecycleError.ServerCrashed | LifecycleError.NotStarted }
   /** Wait `Policy.delay(attempt)`, then post `BackoffElapsed` with this id. */
@@ -236,7 +239,8 @@ const goLive = (machine: Machine, id: number): Step => ({
     toolsVersion: machine.toolsVersion + 1,
     waiters: []
   },
-  commands: [{ _tag: "GoLive", id }, ...settle(machine, "ready")]
+  // Only an episode with restarts has a step to reset: a first start arms no `reset_after` timer.
+  commands: [{ _tag: "GoLive", id, stable: machine.attempt > 0 }, ...settle(machine, "ready")]
 })
 
 const settle = (machine: Machine, exit: "ready" | LifecycleError.LifecycleError): ReadonlyArray<Command> =>

@@ -3,6 +3,7 @@
  * A Schema, so config files decode into it with errors that name the field; remote URLs must be
  * absolute http(s) URLs.
  */
+import { HttpUrl } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 
@@ -18,17 +19,8 @@ export class Stdio extends Schema.TaggedClass<Stdio>()("stdio", {
   cwd: Schema.optionalKey(Schema.String)
 }) {}
 
-const isHttpUrl = (text: string): boolean => {
-  try {
-    const url = new URL(text)
-    return url.protocol === "http:" || url.protocol === "https:"
-  } catch {
-    return false
-  }
-}
-
 export const Url = Schema.String.pipe(
-  Schema.check(Schema.makeFilter(isHttpUrl, { message: "Expected an absolute http:// or https:// URL" }))
+  Schema.check(Schema.makeFilter(HttpUrl.is, { message: "Expected an absolute http:// or https:// URL" }))
 )
 
 /**

@@ -6,7 +6,7 @@
  * toolset's `name` when the config gave one; when two toolsets expose the same name, the first
  * in config order wins and the other is reported as shadowed.
  */
-import type { State, Toolset } from "@toolvisor/core"
+import { Levenshtein, type State, type Toolset } from "@toolvisor/core"
 
 /** A toolset's contribution, as the registry gathered it. */
 export interface Source {
@@ -128,20 +128,6 @@ const sameTool = (a: Toolset.Tool, b: Toolset.Tool): boolean =>
     JSON.stringify([a.inputSchema, a.outputSchema, a.annotations]) ===
       JSON.stringify([b.inputSchema, b.outputSchema, b.annotations]))
 
-/** Levenshtein distance, for "did you mean". */
-const distance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost))
-    }
-    previous = current
-  }
-  return previous[b.length] ?? 0
-}
-
 /** Up to `limit` names close to `name`: the same suffix after a prefix, a shared stem, or a small edit distance. */
 export const nearNames = (name: string, names: ReadonlyArray<string>, limit = 5): ReadonlyArray<string> => {
   const lower = name.toLowerCase()
@@ -149,7 +135,7 @@ export const nearNames = (name: string, names: ReadonlyArray<string>, limit = 5)
     .map((candidate) => {
       const other = candidate.toLowerCase()
       const contains = other.endsWith(`_${lower}`) || other.includes(lower) || lower.includes(other)
-      return { candidate, score: contains ? 0 : distance(lower, other) }
+      return { candidate, score: contains ? 0 : Levenshtein.distance(lower, other) }
     })
     .filter(({ score }) => score <= Math.max(2, Math.floor(name.length / 3)))
     .sort((a, b) => a.score - b.score || a.candidate.localeCompare(b.candidate))

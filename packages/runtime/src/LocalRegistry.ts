@@ -5,7 +5,7 @@
  * call routing live in `Routing`. Restarting is the Supervisors' business: this module starts,
  * stops and replaces toolsets, and shuts them all down at once.
  */
-import { type AgentConfig, ToolsetDiff } from "@toolvisor/config"
+import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
 import { State } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -14,6 +14,7 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Catalog from "./Catalog.ts"
 import * as Routing from "./Routing.ts"
 import * as Secrets from "./Secrets.ts"
 import * as Telemetry from "./Telemetry.ts"
@@ -76,12 +77,33 @@ export const make = (
       )
     })
 
-    /** Reads the catalogs of the agents that use a toolset, which records its tools in routing. */
+    /**
+     * A new tool list of a usable toolset: reads the catalogs of the agents that use it (which
+     * records its tools in routing), and warns of `tools:` entries that match none of its tools.
+     */
     const remember = (identity: string) =>
-      Effect.forEach(
-        config.agents.filter((agent) => agent.toolsets.includes(identity)),
-        (agent) => Effect.ignore(routing.catalog(agent.name)),
-        { discard: true }
+      Effect.andThen(
+        Effect.forEach(
+          config.agents.filter((agent) => agent.toolsets.includes(identity)),
+          (agent) => Effect.ignore(routing.catalog(agent.name)),
+          { discard: true }
+        ),
+        Effect.suspend(() => {
+          const entry = running.get(identity)
+          return entry === undefined ? Effect.void : warnUnmatched(entry)
+        })
+      )
+
+    const warnUnmatched = (entry: Running) =>
+      entry.toolset.tools.pipe(
+        Effect.flatMap((listing) => {
+          if (!listing.complete) return Effect.void
+          const offered = listing.items.map((tool) => Catalog.exposedName(entry.config.prefix, tool.name))
+          const unmatched = AllowList.check(entry.config, offered)
+          return unmatched === undefined ? Effect.void : Effect.logWarning(AllowList.message(unmatched))
+        }),
+        Effect.ignore,
+        Effect.annotateLogs({ toolset: entry.config.name })
       )
 
     /** Builds a toolset in a scope of its own and forwards its status; does not start it. */

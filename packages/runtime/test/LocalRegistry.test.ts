@@ -5,6 +5,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import { config, fixtureEntry, fixtureServer, open, statusOf, text, untilBoard } from "./helpers.ts"
 
@@ -278,4 +279,27 @@ describe("LocalRegistry", () => {
       yield* close
     })
   )
+})
+
+describe("LocalRegistry allow-lists", () => {
+  it.live("an allow-list entry that matches no tool of a Ready toolset is a warning naming it", () => {
+    const warnings: Array<string> = []
+    const capture = Logger.make(({ message, logLevel }) => {
+      if (logLevel === "Warn") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+    })
+    return Effect.gen(function* () {
+      const { registry, close } = yield* open(config([fixtureEntry("fx", { tools: ["echo", "ehco"] })]))
+      yield* registry.start
+      const catalog = yield* registry.catalog()
+      assert.deepStrictEqual(
+        catalog.tools.map((t) => t.name),
+        ["echo"]
+      )
+      while (!warnings.some((w) => w.includes('"ehco"'))) yield* Effect.sleep("10 millis")
+      const warning = warnings.find((w) => w.includes('"ehco"')) ?? ""
+      assert.include(warning, "fx: tools allow-list entry")
+      assert.notInclude(warning, '"echo"')
+      yield* close
+    }).pipe(Effect.provide(Logger.layer([capture], { mergeWithExisting: true })))
+  })
 })

@@ -4,8 +4,8 @@
  * identities shared, display names made unique, policies computed.
  */
 import * as NodePath from "node:path"
-import { Policy } from "@toolvisor/core"
-import * as AgentConfig from "../AgentConfig.ts"
+import { HttpUrl, Policy } from "@toolvisor/core"
+import type * as AgentConfig from "../AgentConfig.ts"
 import type * as ConfigError from "../ConfigError.ts"
 import * as ToolsetDiff from "../ToolsetDiff.ts"
 
@@ -69,7 +69,7 @@ const transportOf = (
     }
   }
   const url = source.url ?? ""
-  if (!AgentConfig.isHttpUrl(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
+  if (!HttpUrl.is(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
   const { authServerMetadataUrl: _, xaa: __, ...oauth } = source.oauth ?? {}
   return {
     _tag: source.sse ? "sse" : "http",

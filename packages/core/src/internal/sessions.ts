@@ -164,7 +164,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Sessions<A>, never, 
         Effect.forever
       )
 
-    const goLive = (id: number) =>
+    const goLive = (id: number, stable: boolean) =>
       Effect.gen(function* () {
         const connect = connects.get(id)
         const session = connect?.result.session
@@ -174,9 +174,10 @@ export const make = <A>(options: Options<A>): Effect.Effect<Sessions<A>, never, 
         const watchers: Array<Fiber.Fiber<unknown, unknown>> = [
           yield* spawn(
             Effect.flatMap(Effect.exit(session.ended), (exit) => post({ _tag: "Ended", id, error: errorOf(exit) }))
-          ),
-          yield* report(Effect.sleep(policy.backoff.resetAfter), () => ({ _tag: "Stable", id }))
+          )
         ]
+        if (stable)
+          watchers.push(yield* report(Effect.sleep(policy.backoff.resetAfter), () => ({ _tag: "Stable", id })))
         if (session.toolCountChanges !== undefined) {
           watchers.push(
             yield* spawn(Stream.runForEach(session.toolCountChanges, (count) => post({ _tag: "ToolCount", id, count })))
@@ -218,7 +219,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Sessions<A>, never, 
         case "Discard":
           return discard(command.id)
         case "GoLive":
-          return goLive(command.id)
+          return goLive(command.id, command.stable)
         case "EndLive":
           return endLive(command.error)
         case "Backoff":

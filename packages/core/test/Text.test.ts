@@ -1,0 +1,26 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as HttpUrl from "../src/HttpUrl.ts"
+import * as Levenshtein from "../src/Levenshtein.ts"
+import * as SecretValues from "../src/SecretValues.ts"
+
+describe("the small shared helpers", () => {
+  it("Levenshtein.distance counts single-character edits", () => {
+    assert.strictEqual(Levenshtein.distance("mcp", "mpc"), 2)
+    assert.strictEqual(Levenshtein.distance("toolsets", "toolset"), 1)
+    assert.strictEqual(Levenshtein.distance("", "abc"), 3)
+    assert.strictEqual(Levenshtein.distance("same", "same"), 0)
+  })
+
+  it("HttpUrl.is takes absolute http and https URLs only", () => {
+    assert.isTrue(HttpUrl.is("https://example.com/mcp"))
+    assert.isTrue(HttpUrl.is("http://127.0.0.1:8808/mcp"))
+    assert.isFalse(HttpUrl.is("ftp://example.com"))
+    assert.isFalse(HttpUrl.is("/relative/path"))
+    assert.isFalse(HttpUrl.is("not a url"))
+  })
+
+  it("SecretValues.masker masks every occurrence, longest first, and leaves short values alone", () => {
+    const mask = SecretValues.masker(["abcd", "abcdef123", "x1"])
+    assert.strictEqual(mask("key abcdef123 and abcd, toolsets[x1]"), "key *** and ***, toolsets[x1]")
+  })
+})
