@@ -206,6 +206,30 @@ describe("toolvisor run --http", () => {
     assert.strictEqual((await fetch(`${base}/readyz`)).status, 503)
   })
 
+  it("a control action that fails answers 502 with the toolset's masked status, not the raw error", async () => {
+    const port = await freePort()
+    const config = writeConfig(
+      [
+        "agents:",
+        "  root:",
+        "    toolsets:",
+        "      - type: mcp",
+        "        name: gone",
+        "        command: /nonexistent/toolvisor-no-such-server",
+        "        lifecycle: { profile: best-effort }"
+      ].join("\n")
+    )
+    sessions.push(new Session(["run", config, "--json", "--http", String(port)]))
+    const base = `http://127.0.0.1:${port}`
+    await until(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true)
+    const response = await fetch(`${base}/toolsets/gone/start`, { method: "POST" })
+    assert.strictEqual(response.status, 502)
+    const body = JSON.parse(await response.text())
+    assert.strictEqual(body.ok, false)
+    assert.isString(body.error)
+    assert.strictEqual(body.status.toolset, "gone")
+  })
+
   it("refuses a non-loopback bind without a token, starting nothing", async () => {
     const config = writeConfig(yaml([mcpEntry("fx")]))
     const result = await runCli(["run", config, "--json", "--http", "0", "--host", "0.0.0.0"])

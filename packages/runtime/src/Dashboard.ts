@@ -162,7 +162,7 @@ async function follow() {
 async function control(name, action) {
   const response = await fetch("toolsets/" + encodeURIComponent(name) + "/" + action, { method: "POST", headers: auth() });
   const body = await response.json().catch(() => ({}));
-  log(action + " " + name + ": " + (response.ok ? "ok" : "failed (" + response.status + ") " + (body.error && body.error.message ? body.error.message : body.error || "")));
+  log(action + " " + name + ": " + (response.ok ? "ok" : "failed (" + response.status + ") " + (body.status && body.status.error ? body.error + ": " + body.status.error.message : body.error || "")));
 }
 
 setInterval(render, 5000);

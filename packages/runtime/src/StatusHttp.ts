@@ -15,6 +15,7 @@ import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import * as Stream from "effect/Stream"
 import * as Dashboard from "./Dashboard.ts"
 import * as StatusFeed from "./StatusFeed.ts"
+import * as StatusJson from "./StatusJson.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 
 export interface Options extends StatusFeed.Options {
@@ -117,13 +118,21 @@ const control = (registry: ToolsetRegistry.Registry, name: string, action: Actio
   return effect.pipe(
     Effect.as(HttpServerResponse.jsonUnsafe({ toolset: name, action, ok: true })),
     Effect.catchTag("UnknownToolset", (error) => Effect.succeed(problem(404, error.message))),
+    // The error's own message may quote a server's output; the snapshot's is masked by the registry.
     Effect.catch((error) =>
-      Effect.succeed(
-        HttpServerResponse.jsonUnsafe(
-          { toolset: name, action, ok: false, error: { tag: error._tag, message: error.message } },
+      Effect.map(registry.snapshot, (board) => {
+        const row = board.find((s) => s.name === name)
+        return HttpServerResponse.jsonUnsafe(
+          {
+            toolset: name,
+            action,
+            ok: false,
+            error: error._tag,
+            status: row === undefined ? null : StatusJson.make(row)
+          },
           { status: 502 }
         )
-      )
+      })
     )
   )
 }
