@@ -59,7 +59,7 @@ const spans = (received: ReadonlyArray<Received>): ReadonlyArray<Span> =>
 const attribute = (span: Span, key: string) => span.attributes.find((a) => a.key === key)?.value.stringValue
 
 describe("toolvisor run --otlp", () => {
-  it("exports the spans of a start and a call (toolset, tool, outcome), the metrics and the logs", async () => {
+  it("exports the spans of a connect, start, restart and call (toolset, tool, outcome), the metrics and the logs", async () => {
     const collector = await receiver()
     const session = new Session([
       "run",
@@ -74,6 +74,8 @@ describe("toolvisor run --otlp", () => {
     await session.waitFor((l) => l.type === "status" && l.toolset === "fx" && l.state === "Ready")
     session.send({ cmd: "call", id: 1, tool: "fx_echo", args: { message: "traced" } })
     await session.waitFor((l) => l.type === "result" && l.id === 1)
+    session.send({ cmd: "restart", id: 2, toolset: "fx" })
+    await session.waitFor((l) => l.type === "result" && l.id === 2)
     session.child.kill("SIGTERM")
     assert.strictEqual(await session.exited(), 0)
 
@@ -84,8 +86,10 @@ describe("toolvisor run --otlp", () => {
     assert.strictEqual(attribute(call, "toolset"), "fx")
     assert.strictEqual(attribute(call, "tool"), "fx_echo")
     assert.strictEqual(attribute(call, "outcome"), "ok")
-    const start = all.find((s) => s.name === "toolvisor.start")
-    assert.strictEqual(start === undefined ? undefined : attribute(start, "toolset"), "fx")
+    for (const name of ["toolvisor.start", "toolvisor.restart", "toolvisor.connect"]) {
+      const span = all.find((s) => s.name === name)
+      assert.strictEqual(span === undefined ? undefined : attribute(span, "toolset"), "fx", name)
+    }
     const metrics = JSON.stringify(collector.received.filter((r) => r.path === "/v1/metrics").map((r) => r.body))
     assert.include(metrics, "toolvisor_tool_call_duration_ms")
     assert.include(metrics, "toolvisor_toolset_state")

@@ -304,7 +304,10 @@ export const make = (
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
       stopToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.stop),
-      restartToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.restart),
+      restartToolset: (name) =>
+        Effect.flatMap(byName(name), (entry) =>
+          Effect.withSpan(entry.toolset.restart, "toolvisor.restart", { attributes: { toolset: name } })
+        ),
       reprobe,
       reload
     } satisfies ToolsetRegistry.Registry
