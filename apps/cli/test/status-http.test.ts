@@ -5,6 +5,7 @@
  * Host/Origin checks, health probes and Prometheus metrics.
  */
 import * as NodeHttp from "node:http"
+import * as NodeNet from "node:net"
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { freePort, isAlive, mcpEntry, runCli, Session, until, writeConfig, yaml } from "./helpers.ts"
 
@@ -170,6 +171,29 @@ describe("toolvisor run --http", () => {
     assert.match(metrics, /toolvisor_toolset_state\{[^}]*toolset="fx"[^}]*\} 2/)
     assert.match(metrics, /toolvisor_toolset_restarts_total\{[^}]*toolset="fx"[^}]*\} [1-9]/)
     assert.strictEqual((await fetch(`${base}/healthz`)).status, 200)
+  })
+
+  it("100 subscribers and one that never reads all follow a SIGKILL and recovery", async () => {
+    const { base } = await start()
+    const before = await readyRow(base)
+    const followers = Array.from({ length: 100 }, () => new EventClient(`${base}/events`))
+    clients.push(...followers)
+    // A client that sends its request and never reads a byte of the answer.
+    const stalled = NodeNet.connect(Number(new URL(base).port), "127.0.0.1")
+    stalled.write(`GET /events HTTP/1.1\r\nHost: ${new URL(base).host}\r\n\r\n`)
+    stalled.pause()
+    try {
+      await Promise.all(followers.map((f) => f.waitFor((e) => e.event === "snapshot")))
+      process.kill(before.pid ?? 0, "SIGKILL")
+      await Promise.all(
+        followers.map((f) =>
+          f.waitFor((e) => e.event === "transition" && e.data.state === "Ready" && e.data.pid !== before.pid)
+        )
+      )
+      for (const f of followers) assert.isTrue(f.events.some((e) => e.data.state === "Restarting"))
+    } finally {
+      stalled.destroy()
+    }
   })
 
   it("control routes need the token when one is set; Host and Origin from elsewhere are refused", async () => {
