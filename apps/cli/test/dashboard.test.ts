@@ -69,6 +69,11 @@ describe("the dashboard at GET /", () => {
     await page.locator("#log li", { hasText: "fx Restarting → Ready" }).waitFor()
     await page.locator('.timeline[data-toolset="fx"] span[data-state="Restarting"]').waitFor({ state: "attached" })
     assert.strictEqual(await page.locator('tr[data-toolset="fx"] td.restarts').textContent(), "1")
+    // A page opened after the crash draws it too: the server keeps the last hour of states.
+    const late = await browser.newPage()
+    await late.goto(base)
+    await late.locator('.timeline[data-toolset="fx"] span[data-state="Restarting"]').waitFor({ state: "attached" })
+    await late.close()
 
     const beforePress = await page.locator('tr[data-toolset="fx"] td.pid').textContent()
     await page.locator('tr[data-toolset="fx"] button[data-action="restart"]').click()

@@ -109,6 +109,9 @@ function log(text) {
 function apply(event, data) {
   if (event === "snapshot") {
     rows.clear();
+    for (const [name, entries] of Object.entries(data.timelines || {})) {
+      histories.set(name, entries.map((entry) => ({ state: entry.state, at: Date.parse(entry.at) })));
+    }
     for (const row of data.toolsets) { rows.set(row.toolset, row); record(row.toolset, row.state, Date.parse(row.at)); }
     log("snapshot: " + data.toolsets.map((r) => r.toolset + " " + r.state).join(", "));
   } else if (event === "transition") {

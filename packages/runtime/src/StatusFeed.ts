@@ -4,6 +4,7 @@
  * has its own bounded queue, so a subscriber that stops reading is cut off (and resyncs when it
  * reconnects) instead of holding back the others or the supervisors, and its memory is bounded.
  */
+import type { State } from "@toolvisor/core"
 import * as Arr from "effect/Array"
 import type * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
@@ -60,7 +61,12 @@ export interface Feed {
   readonly subscribers: Effect.Effect<number>
 }
 
-/** The data of a `snapshot` event: the same DTO as `GET /status`. */
+const hour = 3_600_000
+
+/** A flapping server changes state often: its last hour is kept to this many changes. */
+const timelineLimit = 500
+
+/** The data of a `snapshot` event: the same DTO as `GET /status` (the feed adds the timelines). */
 export const snapshotData = (registry: ToolsetRegistry.Registry) =>
   Effect.gen(function* () {
     const board = yield* registry.snapshot
@@ -81,6 +87,24 @@ export const make = (
     const history: Array<Event> = []
     const subscribers = new Set<Queue.Queue<Event, Cause.Done>>()
     let lastId = 0
+    /** Each toolset's states over the last hour, oldest first: a page opened now draws the whole hour. */
+    const timelines = new Map<string, Array<{ readonly state: State.State; readonly at: number }>>()
+    const remember = (toolset: string, state: State.State, at: number) => {
+      const timeline = timelines.get(toolset) ?? []
+      if (timeline.at(-1)?.state !== state) timeline.push({ state, at })
+      // The entry in force an hour ago stays: it says how the hour began.
+      while (timeline.length > 1 && (timeline[1]?.at ?? at) < at - hour) timeline.shift()
+      if (timeline.length > timelineLimit) timeline.splice(0, timeline.length - timelineLimit)
+      timelines.set(toolset, timeline)
+    }
+    for (const s of yield* registry.snapshot) remember(s.name, s.state, s.since)
+    const timelinesNow = () =>
+      Object.fromEntries(
+        Array.from(timelines, ([toolset, timeline]) => [
+          toolset,
+          timeline.map((entry) => ({ state: entry.state, at: new Date(entry.at).toISOString() }))
+        ])
+      )
 
     const cutOff = (queue: Queue.Queue<Event, Cause.Done>) => {
       subscribers.delete(queue)
@@ -117,10 +141,10 @@ export const make = (
     const transitions = registry.events.pipe(
       Stream.mapArrayEffect((events) =>
         Effect.map(StatusJson.exposed(registry), (exposed) =>
-          Arr.map(events, (e) => ({
-            event: "transition" as const,
-            data: { ...StatusJson.make(e.snapshot, exposed), from: e.from }
-          }))
+          Arr.map(events, (e) => {
+            remember(e.toolset, e.snapshot.state, e.snapshot.since)
+            return { event: "transition" as const, data: { ...StatusJson.make(e.snapshot, exposed), from: e.from } }
+          })
         )
       )
     )
@@ -178,7 +202,11 @@ export const make = (
           // A snapshot is numbered as the last event it already includes, so resuming from it is exact.
           const head = resumes
             ? Stream.fromIterable(missed)
-            : Stream.fromEffect(Effect.map(snapshotData(registry), (data) => event(at, "snapshot", data)))
+            : Stream.fromEffect(
+                Effect.map(snapshotData(registry), (data) =>
+                  event(at, "snapshot", { ...data, timelines: timelinesNow() })
+                )
+              )
           return Stream.concat(head, Stream.fromQueue(queue))
         })
       )

@@ -145,6 +145,21 @@ describe("StatusFeed", () => {
       assert.include(tooOld[0]?.data ?? "", '"toolset":"fx"')
     }).pipe(Effect.scoped)
   )
+
+  it.effect("a new subscriber's snapshot carries each toolset's states over the last hour", () =>
+    Effect.gen(function* () {
+      const { feed, publish, numbered } = yield* setup()
+      yield* publish(0, 4)
+      yield* numbered(4)
+      const [first] = yield* feed.subscribe().pipe(Stream.take(1), Stream.runCollect)
+      const data = JSON.parse(first?.data ?? "{}")
+      assert.deepStrictEqual(
+        data.timelines.fx.map((entry: { readonly state: string }) => entry.state),
+        ["Ready", "Restarting", "Ready", "Restarting", "Ready"]
+      )
+      assert.strictEqual(data.timelines.fx[4].at, new Date(3).toISOString())
+    }).pipe(Effect.scoped)
+  )
 })
 
 describe("StatusHttp", () => {
