@@ -7,6 +7,7 @@
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeNet from "node:net"
+import * as Net from "../support/Net.ts"
 
 /** A process seen in /proc. */
 export interface Proc {
@@ -108,16 +109,7 @@ export const until = async (done: () => boolean, within: number, every = 50): Pr
 }
 
 /** A free TCP port on 127.0.0.1 (bound, read, released). */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = NodeNet.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+export const freePort = Net.freePort
 
 /** Whether something accepts TCP connections on 127.0.0.1:port. */
 export const accepts = (port: number) =>

@@ -6,39 +6,11 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
-import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { awaitListening, freePort } from "../../../test/support/Net.ts"
 import { everything, runCli } from "./helpers.ts"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = NodeNet.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-
-/** Resolves once a TCP connect succeeds: the server's log line is printed even when the port is taken. */
-const listening = async (port: number) => {
-  const deadline = Date.now() + 20_000
-  while (Date.now() < deadline) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = NodeNet.connect(port, "127.0.0.1")
-      socket.once("connect", () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once("error", () => resolve(false))
-    })
-    if (ok) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`nothing listened on 127.0.0.1:${port}`)
-}
 
 /** server-everything in a network mode, in its own process group so the test can end it whole. */
 const serve = async (mode: "streamableHttp" | "sse") => {
@@ -48,7 +20,7 @@ const serve = async (mode: "streamableHttp" | "sse") => {
     stdio: "ignore",
     detached: true
   })
-  await listening(port)
+  await awaitListening(port)
   return { port, child }
 }
 

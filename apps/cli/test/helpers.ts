@@ -4,10 +4,10 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
-import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { Procfs } from "@toolvisor/core"
+import * as Net from "../../../test/support/Net.ts"
 
 export const root = NodePath.resolve(import.meta.dirname, "../../..")
 /** The installed entry point; `bundle.setup.ts` has built the bundle it loads. */
@@ -131,16 +131,7 @@ export class Session {
 }
 
 /** A port free right now, for a CLI that must be told one. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = NodeNet.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+export const freePort = Net.freePort
 
 /** Polls `p` until it holds, or fails after `within` ms. */
 export const until = async (p: () => Promise<boolean> | boolean, within = 30_000) => {

@@ -3,13 +3,13 @@
  * waiting on a toolset's state by subscription rather than by sleeping.
  */
 import * as NodeFs from "node:fs"
-import * as NodeNet from "node:net"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { Policy, type State, type Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Net from "../../../test/support/Net.ts"
 import * as McpSpec from "../src/McpSpec.ts"
 
 const root = NodePath.resolve(import.meta.dirname, "../../..")
@@ -39,33 +39,10 @@ export const until = (toolset: Toolset.Toolset, p: (s: State.StatusSnapshot) => 
 export const inState = (toolset: Toolset.Toolset, state: State.State) => until(toolset, (s) => s.state === state)
 
 /** A port on 127.0.0.1 that was free a moment ago. */
-export const freePort = Effect.callback<number>((resume) => {
-  const server = NodeNet.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
+export const freePort = Effect.promise(Net.freePort)
 
 /** Resolves once a TCP connect to the port succeeds (the server's log line is not proof it listens). */
-export const awaitListening = (port: number, within = 20_000) =>
-  Effect.promise(async () => {
-    const deadline = Date.now() + within
-    while (Date.now() < deadline) {
-      const ok = await new Promise<boolean>((resolve) => {
-        const socket = NodeNet.connect(port, "127.0.0.1")
-        socket.once("connect", () => {
-          socket.destroy()
-          resolve(true)
-        })
-        socket.once("error", () => resolve(false))
-      })
-      if (ok) return
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    throw new Error(`nothing listened on 127.0.0.1:${port} within ${within} ms`)
-  })
+export const awaitListening = (port: number, within = 20_000) => Effect.promise(() => Net.awaitListening(port, within))
 
 export const tempFile = (name: string) =>
   NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-")), name)
