@@ -9,9 +9,9 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
+import * as Everything from "./support/Everything.ts"
 
 const root = NodePath.resolve(import.meta.dirname, "..")
-const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 /** npm and the bins it installs run on the Node that runs the tests (22, like the repo's scripts). */
 const env = { ...process.env, PATH: `${NodePath.dirname(process.execPath)}:${process.env.PATH}` }
 
@@ -73,18 +73,7 @@ describe("the published packages", () => {
       )
       assert.strictEqual(installed.status, 0, installed.stderr)
 
-      NodeFs.writeFileSync(
-        NodePath.join(app, "agent.yaml"),
-        [
-          "agents:",
-          "  root:",
-          "    toolsets:",
-          "      - type: mcp",
-          "        name: everything",
-          `        command: "${process.execPath}"`,
-          `        args: ["${everything}", "stdio"]`
-        ].join("\n")
-      )
+      Everything.writeConfig(app)
       const status = sh("npx", ["--no-install", "toolvisor", "status", "agent.yaml"], app)
       assert.strictEqual(status.status, 0, status.stderr)
       assert.match(status.stdout, /everything\s+mcp-stdio\s+Ready/)

@@ -12,10 +12,10 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import * as Everything from "./support/Everything.ts"
 
 const root = NodePath.resolve(import.meta.dirname, "..")
 const bin = NodePath.join(root, "node_modules/.bin")
-const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 
 /** The README's fenced blocks of `lang`, each with the file its marker names (or undefined). */
 const blocks = (lang: string) => {
@@ -27,23 +27,8 @@ const blocks = (lang: string) => {
 }
 
 /** A config of one server-everything toolset: its tools are `everything_*`, as the README calls them. */
-const agentConfig = () => {
-  const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-readme-"))
-  const path = NodePath.join(dir, "agent.yaml")
-  NodeFs.writeFileSync(
-    path,
-    [
-      "agents:",
-      "  root:",
-      "    toolsets:",
-      "      - type: mcp",
-      "        name: everything",
-      `        command: "${process.execPath}"`,
-      `        args: ["${everything}", "stdio"]`
-    ].join("\n")
-  )
-  return path
-}
+const agentConfig = () =>
+  Everything.writeConfig(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-readme-")))
 
 /** Runs an example with the Node that runs the tests, on the workspace's sources. */
 const runExample = (file: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) =>
