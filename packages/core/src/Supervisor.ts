@@ -158,12 +158,28 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
 
     /** Publishes the machine's snapshot; a change of state is also a transition on `events`. */
     const publish = Effect.gen(function* () {
-      const previous = (yield* SubscriptionRef.get(view)).status
+      const before = yield* SubscriptionRef.get(view)
+      const previous = before.status
       const state = Phase.stateOf(machine)
       const live = sessions.live()
       const current = live !== undefined && State.isUsable(state) ? live : undefined
       const session = current?.session
       const error = machine.error
+      const toolCount = current === undefined ? undefined : machine.toolCount
+      // Most messages change nothing a reader sees: no snapshot is built for them.
+      if (
+        before.live === current &&
+        previous.state === state &&
+        previous.restarts === machine.restarts &&
+        previous.attempt === machine.attempt &&
+        previous.toolsVersion === machine.toolsVersion &&
+        previous.toolCount === toolCount &&
+        previous.pid === session?.pid &&
+        previous.lastError?.tag === error?._tag &&
+        previous.lastError?.message === error?.message
+      ) {
+        return
+      }
       const next = new State.StatusSnapshot({
         name,
         kind: options.kind,
@@ -173,12 +189,11 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         attempt: machine.attempt,
         ...State.errorFields(error),
         ...(session?.pid === undefined ? {} : { pid: session.pid }),
-        ...(current === undefined || machine.toolCount === undefined ? {} : { toolCount: machine.toolCount }),
+        ...(toolCount === undefined ? {} : { toolCount }),
         toolsVersion: machine.toolsVersion,
         ...(session?.server === undefined ? {} : { server: session.server }),
         ...(session?.instructions === undefined ? {} : { instructions: session.instructions })
       })
-      if (sameSnapshot(previous, next) && (yield* SubscriptionRef.get(view)).live === current) return
       yield* SubscriptionRef.set(view, { status: next, live: current })
       if (previous.state !== state)
         yield* PubSub.publish(hub, new State.Transition({ from: previous.state, snapshot: next }))
@@ -318,13 +333,3 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       lost
     }
   })
-
-const sameSnapshot = (a: State.StatusSnapshot, b: State.StatusSnapshot): boolean =>
-  a.state === b.state &&
-  a.restarts === b.restarts &&
-  a.attempt === b.attempt &&
-  a.toolsVersion === b.toolsVersion &&
-  a.toolCount === b.toolCount &&
-  a.pid === b.pid &&
-  a.lastError?.message === b.lastError?.message &&
-  a.lastError?.tag === b.lastError?.tag
