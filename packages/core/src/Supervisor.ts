@@ -1,22 +1,22 @@
 /**
- * One actor per toolset. A single fiber takes messages (start, stop, restart; connect done,
- * session ended, timer fired, probe result) from one queue, asks `Phase.transition` what follows,
- * and runs the commands it returns on the resources it holds (`internal/sessions.ts`): decisions
- * live in `Phase.ts`. This module publishes the status other fibers read and runs requests on the
- * live session. Long waits run in child fibers that report back with the id of their work, so a
- * report about superseded work is ignored by the transition.
+ * One actor per toolset. It takes messages (start, stop, restart; connect done, session ended,
+ * timer fired, probe result) one at a time, asks `Phase.transition` what follows, and runs the
+ * commands it returns on the resources it holds (`internal/sessions.ts`): decisions live in
+ * `Phase.ts`. This module publishes the status other fibers read and runs requests on the live
+ * session. Handling a message never waits, so the actor needs no fiber or mailbox of its own: a
+ * message is handled when it is posted, or right after the one being handled. Long waits run in
+ * fibers that report back with the id of their work, so a report about superseded work is
+ * ignored by the transition.
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as PubSub from "effect/PubSub"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Tracer from "effect/Tracer"
 import * as Deadline from "./Deadline.ts"
 import * as Sessions from "./internal/sessions.ts"
 import * as LifecycleError from "./LifecycleError.ts"
@@ -85,16 +85,26 @@ interface View<A> {
   readonly live: Sessions.Live<A> | undefined
 }
 
-type Envelope = { readonly message: Phase.Message; readonly stopped?: Deferred.Deferred<void> }
+/** One published snapshot, and the state it left when it is a transition. */
+interface Published {
+  readonly status: State.StatusSnapshot
+  readonly from: State.State | undefined
+  /** The `events` element, built once, by the first subscriber that needs it. */
+  transition?: State.Transition
+}
+
+const isTransition = (published: Published): published is Published & { readonly from: State.State } =>
+  published.from !== undefined
 
 /** Creates a supervisor in the current scope; closing the scope stops it and everything it started. */
 export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, connector } = options
     const policy = options.policy ?? Policy.defaults
-    const mailbox = yield* Queue.unbounded<Envelope>()
-    const hub = yield* PubSub.unbounded<State.Transition>()
-    const view = yield* SubscriptionRef.make<View<A>>({
+    const fork = Effect.runForkWith(yield* Effect.context<never>())
+    /** Every snapshot, the newest replayed to each new subscriber: `changes`, `events` and waiters. */
+    const hub = yield* PubSub.unbounded<Published>({ replay: 1 })
+    let view: View<A> = {
       status: new State.StatusSnapshot({
         name,
         kind: options.kind,
@@ -105,7 +115,9 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         toolsVersion: 0
       }),
       live: undefined
-    })
+    }
+    PubSub.publishUnsafe(hub, { status: view.status, from: undefined })
+    const clock = yield* Clock.Clock
     const startupMillis = policy.startupTimeout === undefined ? 0 : Duration.toMillis(policy.startupTimeout)
     const context: Phase.Context = {
       name,
@@ -118,48 +130,65 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         })
     }
 
-    // Touched only by the actor (and by the finalizer once the actor is gone).
+    // The actor: messages are handled one at a time, to the end, in the order they were posted.
+    // Handling never waits, so a message posted while one is being handled (by a fiber the
+    // handling started or resumed) is queued and handled right after it.
     let machine = Phase.initial
+    /** Each message, and what to do once it is handled and its snapshot published (`stop`'s wait). */
+    const inbox: Array<readonly [Phase.Message, (() => void) | undefined]> = []
+    let handling = false
+    /** Set by the finalizer: from then on nothing is handled. */
+    let closed = false
     /** Replies and failures of requests in flight, sent once the new snapshot is published. */
-    let notices: Array<Effect.Effect<unknown>> = []
+    let notices: Array<() => void> = []
 
-    const post = (message: Phase.Message) => Queue.offer(mailbox, { message })
-    const sessions = yield* Sessions.make<A>({
+    const post = (message: Phase.Message, after?: () => void): boolean => {
+      if (closed) return false
+      inbox.push([message, after])
+      if (handling) return true
+      handling = true
+      try {
+        for (let next = inbox.shift(); next !== undefined && !closed; next = inbox.shift()) handle(...next)
+      } finally {
+        handling = false
+      }
+      return true
+    }
+
+    const sessions = Sessions.make<A>({
       name,
       kind: options.kind,
       connector,
       policy,
+      fork,
       post,
-      notify: (effect) => notices.push(effect),
-      counters: () => ({ attempt: machine.attempt, restarts: machine.restarts })
+      notify: (notice) => notices.push(notice),
+      counters: () => ({ attempt: machine.attempt, restarts: machine.restarts }),
+      traced: (yield* Effect.tracer) !== Tracer.nativeTracer
     })
 
-    const run = (command: Phase.Command): Effect.Effect<void> => {
+    const run = (command: Phase.Command): void => {
       switch (command._tag) {
         case "Settle": {
           const exit = command.exit === "ready" ? Exit.void : Exit.fail(command.exit)
-          return Effect.sync(() => {
-            for (const reply of command.waiters) notices.push(Deferred.done(reply, exit))
-          })
+          for (const reply of command.waiters) notices.push(() => Deferred.doneUnsafe(reply, exit))
+          return
         }
         case "Warn":
-          return Effect.logWarning(command.message)
+          fork(Effect.logWarning(command.message))
+          return
         case "GoLive":
-          return Effect.andThen(
-            sessions.run(command),
-            Effect.sync(() => {
-              machine = { ...machine, toolCount: sessions.live()?.session.toolCount }
-            })
-          )
+          sessions.run(command)
+          machine = { ...machine, toolCount: sessions.live()?.session.toolCount }
+          return
         default:
-          return sessions.run(command)
+          sessions.run(command)
       }
     }
 
     /** Publishes the machine's snapshot; a change of state is also a transition on `events`. */
-    const publish = Effect.gen(function* () {
-      const before = yield* SubscriptionRef.get(view)
-      const previous = before.status
+    const publish = () => {
+      const previous = view.status
       const state = Phase.stateOf(machine)
       const live = sessions.live()
       const current = live !== undefined && State.isUsable(state) ? live : undefined
@@ -168,7 +197,6 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       const toolCount = current === undefined ? undefined : machine.toolCount
       // Most messages change nothing a reader sees: no snapshot is built for them.
       if (
-        before.live === current &&
         previous.state === state &&
         previous.restarts === machine.restarts &&
         previous.attempt === machine.attempt &&
@@ -178,13 +206,14 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         previous.lastError?.tag === error?._tag &&
         previous.lastError?.message === error?.message
       ) {
+        if (view.live !== current) view = { status: previous, live: current }
         return
       }
-      const next = new State.StatusSnapshot({
+      const status = new State.StatusSnapshot({
         name,
         kind: options.kind,
         state,
-        since: state === previous.state ? previous.since : yield* Clock.currentTimeMillis,
+        since: state === previous.state ? previous.since : clock.currentTimeMillisUnsafe(),
         restarts: machine.restarts,
         attempt: machine.attempt,
         ...State.errorFields(error),
@@ -194,57 +223,45 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         ...(session?.server === undefined ? {} : { server: session.server }),
         ...(session?.instructions === undefined ? {} : { instructions: session.instructions })
       })
-      yield* SubscriptionRef.set(view, { status: next, live: current })
-      if (previous.state !== state)
-        yield* PubSub.publish(hub, new State.Transition({ from: previous.state, snapshot: next }))
-    })
+      view = { status, live: current }
+      PubSub.publishUnsafe(hub, { status, from: previous.state === state ? undefined : previous.state })
+    }
 
-    const flushNotices = Effect.suspend(() => {
+    const flushNotices = () => {
       const due = notices
       notices = []
-      return Effect.all(due, { discard: true })
-    })
+      for (const notice of due) notice()
+    }
 
     /** One message: the transition, its commands, the new snapshot — and only then the replies. */
-    const handle = ({ message, stopped }: Envelope) =>
-      Effect.gen(function* () {
+    const handle = (message: Phase.Message, after: (() => void) | undefined) => {
+      if (after !== undefined) notices.push(after)
+      try {
         const step = Phase.transition(context, machine, message)
         machine = step.machine
-        yield* Effect.forEach(step.commands, run, { discard: true })
-        yield* publish
-        yield* flushNotices
-        if (stopped !== undefined) {
-          yield* sessions.closed
-          yield* Deferred.succeed(stopped, undefined)
-        }
-      })
+        for (const command of step.commands) run(command)
+        publish()
+      } catch (defect) {
+        // A defect in a handler is a bug, but it must not stop the actor and leave callers hanging.
+        fork(Effect.logError(`${name}: supervisor bug handling ${message._tag}`, defect))
+      }
+      flushNotices()
+    }
 
-    const actor = yield* Queue.take(mailbox).pipe(
-      Effect.flatMap((envelope) =>
-        handle(envelope).pipe(
-          // A defect in a handler is a bug, but it must not kill the actor and leave callers hanging.
-          Effect.catchDefect((defect) =>
-            Effect.logError(`${name}: supervisor bug handling ${envelope.message._tag}`, defect)
-          ),
-          Effect.uninterruptible
-        )
-      ),
-      Effect.forever,
-      Effect.forkScoped({ startImmediately: true })
-    )
-
-    // Finalizers run last-in first-out: this one runs before the scope interrupts anything, so it
-    // stops the actor, then releases what it held and answers everyone still waiting.
+    // Finalizers run last-in first-out: this one runs before the scope closes anything else, so
+    // it stops the actor, then releases what it held and answers everyone still waiting.
     yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        yield* Fiber.interrupt(actor)
-        yield* Queue.shutdown(mailbox)
-        yield* sessions.release(notStarted("supervisor closed while the request was in flight"))
-        const closed = Exit.fail(notStarted("supervisor closed"))
-        yield* Effect.forEach(machine.waiters, (reply) => Deferred.done(reply, closed), { discard: true })
-        yield* flushNotices
-        yield* sessions.closed
-        yield* PubSub.shutdown(hub)
+      Effect.suspend(() => {
+        closed = true
+        // What was still queued is not handled; a `stop` waiting for its turn is answered.
+        for (const [, after] of inbox.splice(0)) after?.()
+        sessions.release(() => notStarted("supervisor closed while the request was in flight"))
+        if (machine.waiters.length > 0) {
+          const exit = Exit.fail(notStarted("supervisor closed"))
+          for (const reply of machine.waiters) Deferred.doneUnsafe(reply, exit)
+        }
+        flushNotices()
+        return Effect.andThen(sessions.closed, PubSub.shutdown(hub))
       })
     )
 
@@ -253,35 +270,32 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     }
 
     const ask = (make: (reply: Phase.Reply) => Phase.Message) =>
-      Effect.gen(function* () {
-        const reply = yield* Deferred.make<void, LifecycleError.LifecycleError>()
-        if (!(yield* post(make(reply)))) return yield* notStarted("supervisor closed")
-        return yield* Deferred.await(reply)
+      Effect.suspend(() => {
+        const reply = Deferred.makeUnsafe<void, LifecycleError.LifecycleError>()
+        return post(make(reply)) ? Deferred.await(reply) : Effect.fail(notStarted("supervisor closed"))
       })
 
-    const settled = (current: View<A> | undefined): Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> => {
-      if (current?.live !== undefined) return Effect.succeed(current.live)
-      if (current === undefined) return Effect.fail(notStarted("supervisor closed"))
-      const status = current.status
+    const settled = (): Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> => {
+      if (view.live !== undefined) return Effect.succeed(view.live)
+      if (closed) return Effect.fail(notStarted("supervisor closed"))
+      const status = view.status
       const cause = machine.error
       return Effect.fail(
         notStarted(`not running (${status.state}${cause === undefined ? "" : `: ${cause.message}`})`, cause)
       )
     }
 
-    const isSettled = (v: View<A>) => State.isUsable(v.status.state) || State.isTerminal(v.status.state)
+    const isSettled = () => closed || State.isUsable(view.status.state) || State.isTerminal(view.status.state)
 
-    /** The live session; reads the current view first, and subscribes only while starting or restarting. */
-    const awaitUsable: Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> = Effect.flatMap(
-      SubscriptionRef.get(view),
-      (now) =>
-        isSettled(now)
-          ? settled(now)
-          : SubscriptionRef.changes(view).pipe(
-              Stream.filter(isSettled),
-              Stream.runHead,
-              Effect.flatMap((found) => settled(found._tag === "Some" ? found.value : undefined))
-            )
+    /**
+     * The live session; reads the current view first, and subscribes only while starting or
+     * restarting. The hub replays its newest snapshot, so nothing published between the first
+     * look and the subscription is missed; the view is read again at each snapshot.
+     */
+    const awaitUsable: Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> = Effect.suspend(() =>
+      isSettled()
+        ? settled()
+        : Stream.fromPubSub(hub).pipe(Stream.filter(isSettled), Stream.runHead, Effect.flatMap(settled))
     )
 
     const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
@@ -296,7 +310,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
     const use = <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | UseError, R> =>
       withDeadline(
         Effect.suspend(() => {
-          const current = SubscriptionRef.getUnsafe(view).live
+          const current = view.live
           return current !== undefined
             ? onLive(current, f)
             : Effect.flatMap(bounded(awaitUsable), (ready) => onLive(ready, f))
@@ -305,10 +319,10 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
 
     const lost = (handle: A, evidence?: LifecycleError.LifecycleError): Effect.Effect<Lost> =>
       Effect.suspend(() => {
-        const current = SubscriptionRef.getUnsafe(view).live
+        const current = view.live
         if (current !== undefined && current.session.handle === handle) {
-          const report = evidence === undefined ? Effect.void : post({ _tag: "Ended", id: current.id, error: evidence })
-          return Effect.andThen(report, Effect.flip(Deferred.await(current.closed)))
+          if (evidence !== undefined) post({ _tag: "Ended", id: current.id, error: evidence })
+          return Effect.flip(Deferred.await(current.closed))
         }
         const ended = sessions.lastEnded()
         return Effect.succeed(
@@ -321,14 +335,23 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       policy,
       start: ask((reply) => ({ _tag: "Start", reply })),
       restart: ask((reply) => ({ _tag: "Restart", reply })),
-      stop: Effect.gen(function* () {
-        const stopped = yield* Deferred.make<void>()
-        if (yield* Queue.offer(mailbox, { message: { _tag: "Stop" }, stopped })) yield* Deferred.await(stopped)
+      stop: Effect.suspend(() => {
+        const handled = Deferred.makeUnsafe<void>()
+        return post({ _tag: "Stop" }, () => Deferred.doneUnsafe(handled, Exit.void))
+          ? Effect.andThen(Deferred.await(handled), sessions.closed)
+          : Effect.void
       }),
       awaitReady: Effect.asVoid(awaitUsable),
-      state: Effect.map(SubscriptionRef.get(view), (v) => v.status),
-      changes: Stream.map(SubscriptionRef.changes(view), (v) => v.status),
-      events: Stream.fromPubSub(hub),
+      state: Effect.sync(() => view.status),
+      changes: Stream.map(Stream.fromPubSub(hub), (published) => published.status),
+      events: Stream.fromPubSub(hub).pipe(
+        Stream.drop(1),
+        Stream.filter(isTransition),
+        Stream.map((published) => {
+          published.transition ??= new State.Transition({ from: published.from, snapshot: published.status })
+          return published.transition
+        })
+      ),
       use,
       lost
     }

@@ -626,10 +626,17 @@ describe("Supervisor", () => {
 
     it.effect("concurrent restarts share one reconnect", () =>
       Effect.gen(function* () {
-        const { supervisor, script } = yield* make([])
+        const gate = yield* Deferred.make<void>()
+        const { supervisor, script } = yield* make([ok, { _tag: "gate", gate }])
         yield* supervisor.start
-        yield* Effect.all([supervisor.restart, supervisor.restart, supervisor.restart], { concurrency: "unbounded" })
+        // Each fiber runs until it waits for its reply, so all three are asked before the reconnect ends.
+        const restarts = yield* Effect.forEach([1, 2, 3], () =>
+          Effect.forkChild(supervisor.restart, { startImmediately: true })
+        )
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.joinAll(restarts)
         assert.strictEqual(script.connects(), 2)
+        assert.strictEqual((yield* supervisor.state).state, "Ready")
       })
     )
 

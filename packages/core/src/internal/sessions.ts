@@ -1,17 +1,17 @@
 /**
  * What a Supervisor's actor holds, by the ids `Phase` gives them: connects in flight (each with
  * its startup deadline), the live session and the fibers that watch it, and backoff timers. The
- * actor runs `Phase` commands on it; nothing here decides anything. Closing is done in the
- * background, so a server slow to die never delays a transition; every close is tracked, a new
- * connect waits for the earlier ones (never two servers of one toolset at once), and `stop` and
- * the finalizer await them.
+ * actor runs `Phase` commands on it synchronously; nothing here decides anything and nothing here
+ * waits: work that waits (a connect, a timer, the end of a session) runs in a fiber of its own and
+ * reports back through `post`. Closing is done in the background, so a server slow to die never
+ * delays a transition; every close is tracked, a new connect waits for the earlier ones (never two
+ * servers of one toolset at once), and `stop` and the finalizer await them.
  */
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberSet from "effect/FiberSet"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Classify from "../Classify.ts"
@@ -33,13 +33,24 @@ export interface Live<A> {
   readonly watchers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>
 }
 
-/** A connect in flight (or finished, waiting to be taken), with its startup deadline. */
+/**
+ * A connect in flight (or finished, waiting to be taken), with its startup deadline. Its fiber
+ * outlives the connect: once connected, it waits for the session's end, so a live session costs
+ * no other fiber to watch.
+ */
 interface Connect<A> {
   readonly scope: Scope.Closeable
   readonly fiber: Fiber.Fiber<void>
-  /** Filled by the connect's fiber before it reports success. */
-  readonly result: { session: Session.Session<A> | undefined }
+  readonly result: Result<A>
   deadline: Fiber.Fiber<void> | undefined
+}
+
+/** What the connect's fiber learnt, filled before it reports it. */
+interface Result<A> {
+  connected: boolean
+  session: Session.Session<A> | undefined
+  /** How the session ended, when it ended before it went live (it is reported then). */
+  ended: { readonly error: LifecycleError.LifecycleError | undefined } | undefined
 }
 
 export interface Options<A> {
@@ -47,12 +58,19 @@ export interface Options<A> {
   readonly kind: string
   readonly connector: Session.Connector<A>
   readonly policy: Policy.Policy
+  /** Starts a fiber with the Supervisor's services; it runs at once, up to its first wait. */
+  readonly fork: <X>(effect: Effect.Effect<X>) => Fiber.Fiber<X>
   /** Reports back to the actor. */
-  readonly post: (message: Phase.Message) => Effect.Effect<unknown>
-  /** Queues an effect for the actor to run once the new snapshot is published. */
-  readonly notify: (effect: Effect.Effect<unknown>) => void
+  readonly post: (message: Phase.Message) => void
+  /** Queues a completion for the actor to run once the new snapshot is published. */
+  readonly notify: (notice: () => void) => void
   /** The episode's counters, for the connect's span. */
   readonly counters: () => { readonly attempt: number; readonly restarts: number }
+  /**
+   * Whether a tracer other than Effect's native one is installed. A connect's span is made only
+   * then: with the native tracer it reaches no one, and it costs a third of a start.
+   */
+  readonly traced: boolean
 }
 
 /** The commands that act on resources (the rest are the actor's own). */
@@ -62,193 +80,208 @@ export interface Sessions<A> {
   readonly live: () => Live<A> | undefined
   /** The last session that ended, so a request that saw it die late still learns how. */
   readonly lastEnded: () => { readonly handle: A; readonly error: Lost } | undefined
-  readonly run: (command: Command) => Effect.Effect<void>
-  /** Releases everything (the Supervisor's finalizer); the closes are awaited by `closed`. */
-  readonly release: (error: LifecycleError.NotStarted) => Effect.Effect<void>
-  /** Completes once every close started so far is done. */
+  readonly run: (command: Command) => void
+  /**
+   * Releases everything (the Supervisor's finalizer); the closes are awaited by `closed`.
+   * `error`, built only when a session is live, is what requests in flight on it get.
+   */
+  readonly release: (error: () => LifecycleError.NotStarted) => void
+  /** Completes once every close started so far, and any started meanwhile, is done. */
   readonly closed: Effect.Effect<void>
 }
 
-/** A connect's span needs no stack trace: its call site is always the same line of this file. */
-const noStackTrace = { captureStackTrace: false } as const
+export const make = <A>(options: Options<A>): Sessions<A> => {
+  const { name, policy, post, fork } = options
+  const closing = new Set<Fiber.Fiber<void>>()
+  const connects = new Map<number, Connect<A>>()
+  const backoffs = new Map<number, Fiber.Fiber<void>>()
+  let live: Live<A> | undefined
+  let lastEnded: { readonly handle: A; readonly error: Lost } | undefined
 
-export const make = <A>(options: Options<A>): Effect.Effect<Sessions<A>, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const { name, policy, post } = options
-    const closers = yield* FiberSet.make()
-    const connects = new Map<number, Connect<A>>()
-    const backoffs = new Map<number, Fiber.Fiber<void>>()
-    let live: Live<A> | undefined
-    let lastEnded: { readonly handle: A; readonly error: Lost } | undefined
-
-    const spawn = <X>(work: Effect.Effect<X>) => Effect.forkChild(work, { startImmediately: true })
-    const report = <X>(work: Effect.Effect<X>, message: () => Phase.Message) =>
-      spawn(
-        Effect.asVoid(
-          Effect.andThen(
-            work,
-            Effect.suspend(() => post(message()))
-          )
-        )
+  const closed: Effect.Effect<void> = Effect.suspend(() =>
+    closing.size === 0 ? Effect.void : Effect.andThen(Fiber.awaitAll(Array.from(closing)), closed)
+  )
+  const closeLater = (close: Effect.Effect<void>) => {
+    const fiber = fork(close)
+    if (fiber.pollUnsafe() !== undefined) return
+    closing.add(fiber)
+    fiber.addObserver(() => closing.delete(fiber))
+  }
+  /** Runs `work`, then posts `message` — unless the fiber was interrupted first. */
+  const report = (work: Effect.Effect<void>, message: Phase.Message) =>
+    fork(
+      Effect.andThen(
+        work,
+        Effect.sync(() => post(message))
       )
-    const errorOf = (exit: Exit.Exit<unknown, unknown>) =>
-      Exit.isSuccess(exit) ? undefined : Classify.classify(name, causeOf(exit))
-    const closeLater = (close: Effect.Effect<void>) => FiberSet.run(closers, close, { startImmediately: true })
-
-    const armStartup = (id: number, connect: Connect<A>) =>
-      Effect.gen(function* () {
-        if (connect.deadline !== undefined) yield* Fiber.interrupt(connect.deadline)
-        connect.deadline =
-          policy.startupTimeout === undefined
-            ? undefined
-            : yield* report(Effect.sleep(policy.startupTimeout), () => ({ _tag: "StartupTimeout", id }))
-      })
-
-    const open = (id: number) =>
-      Effect.gen(function* () {
-        const scope = yield* Scope.make()
-        const result: Connect<A>["result"] = { session: undefined }
-        const fiber = yield* spawn(
-          Effect.andThen(FiberSet.awaitEmpty(closers), options.connector.connect).pipe(
-            Scope.provide(scope),
-            Effect.withSpan(
-              "toolvisor.connect",
-              { attributes: { toolset: name, kind: options.kind, ...options.counters() } },
-              noStackTrace
-            ),
-            Effect.exit,
-            Effect.flatMap((exit) => {
-              if (Exit.isSuccess(exit)) result.session = exit.value
-              return post({ _tag: "Connected", id, error: errorOf(exit) })
-            }),
-            Effect.asVoid
-          )
-        )
-        const connect: Connect<A> = { scope, fiber, result, deadline: undefined }
-        connects.set(id, connect)
-        yield* armStartup(id, connect)
-      })
-
-    const discard = (id: number) =>
-      Effect.suspend(() => {
-        const connect = connects.get(id)
-        connects.delete(id)
-        if (connect === undefined) return Effect.void
-        const deadline = connect.deadline
-        return Effect.andThen(
-          deadline === undefined ? Effect.void : Fiber.interrupt(deadline),
-          closeLater(Fiber.interrupt(connect.fiber).pipe(Effect.andThen(Scope.close(connect.scope, Exit.void))))
-        )
-      })
-
-    const probeLoop = (id: number, probe: Effect.Effect<void, LifecycleError.LifecycleError>, health: Policy.Health) =>
-      Effect.sleep(health.interval).pipe(
-        Effect.andThen(
-          probe.pipe(
-            Effect.timeoutOrElse({
-              duration: health.timeout,
-              orElse: () =>
-                Effect.fail(
-                  new LifecycleError.CallTimeout({
-                    toolset: name,
-                    message: `${name}: health probe did not answer within ${Duration.format(health.timeout)}`,
-                    afterMillis: Duration.toMillis(health.timeout)
-                  })
-                )
-            }),
-            Effect.catchDefect((defect) => Effect.fail(Classify.classify(name, defect))),
-            Effect.exit
-          )
-        ),
-        Effect.flatMap((exit) => post({ _tag: "Probed", id, error: errorOf(exit) })),
-        Effect.forever
-      )
-
-    const goLive = (id: number, stable: boolean) =>
-      Effect.gen(function* () {
-        const connect = connects.get(id)
-        const session = connect?.result.session
-        if (connect === undefined || session === undefined) return yield* Effect.die(`${name}: no session for ${id}`)
-        connects.delete(id)
-        if (connect.deadline !== undefined) yield* Fiber.interrupt(connect.deadline)
-        const watchers: Array<Fiber.Fiber<unknown, unknown>> = [
-          yield* spawn(
-            Effect.flatMap(Effect.exit(session.ended), (exit) => post({ _tag: "Ended", id, error: errorOf(exit) }))
-          )
-        ]
-        if (stable)
-          watchers.push(yield* report(Effect.sleep(policy.backoff.resetAfter), () => ({ _tag: "Stable", id })))
-        if (session.toolCountChanges !== undefined) {
-          watchers.push(
-            yield* spawn(Stream.runForEach(session.toolCountChanges, (count) => post({ _tag: "ToolCount", id, count })))
-          )
-        }
-        if (policy.health !== undefined && session.probe !== undefined) {
-          watchers.push(yield* spawn(probeLoop(id, session.probe, policy.health)))
-        }
-        live = { id, session, scope: connect.scope, closed: yield* Deferred.make<never, Lost>(), watchers }
-      })
-
-    const endLive = (error: Lost) =>
-      Effect.suspend(() => {
-        const current = live
-        live = undefined
-        if (current === undefined) return Effect.void
-        lastEnded = { handle: current.session.handle, error }
-        options.notify(Deferred.fail(current.closed, error))
-        return Effect.forEach(current.watchers, Fiber.interrupt, { discard: true }).pipe(
-          Effect.andThen(closeLater(Scope.close(current.scope, Exit.void)))
-        )
-      })
-
-    const cancelBackoff = (id: number) =>
-      Effect.suspend(() => {
-        const fiber = backoffs.get(id)
-        backoffs.delete(id)
-        return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
-      })
-
-    const run = (command: Command): Effect.Effect<void> => {
-      switch (command._tag) {
-        case "Connect":
-          return open(command.id)
-        case "ArmStartup": {
-          const connect = connects.get(command.id)
-          return connect === undefined ? Effect.void : armStartup(command.id, connect)
-        }
-        case "Discard":
-          return discard(command.id)
-        case "GoLive":
-          return goLive(command.id, command.stable)
-        case "EndLive":
-          return endLive(command.error)
-        case "Backoff":
-          return Effect.flatMap(Policy.delay(policy, command.attempt), (wait) =>
-            Effect.map(
-              report(Effect.sleep(wait), () => ({ _tag: "BackoffElapsed", id: command.id })),
-              (fiber) => {
-                backoffs.set(command.id, fiber)
-              }
-            )
-          )
-        case "CancelBackoff":
-          return cancelBackoff(command.id)
-      }
-    }
-
-    return {
-      live: () => live,
-      lastEnded: () => lastEnded,
-      run,
-      release: (error) =>
-        Effect.gen(function* () {
-          yield* Effect.forEach([...backoffs.keys()], cancelBackoff, { discard: true })
-          yield* Effect.forEach([...connects.keys()], discard, { discard: true })
-          yield* endLive(error)
-        }),
-      closed: FiberSet.awaitEmpty(closers)
-    }
+    )
+  /** A connect's span needs no stack trace: its call site is always the same line of this file. */
+  const spanOptions = () => ({
+    attributes: { toolset: name, kind: options.kind, ...options.counters() },
+    captureStackTrace: false
   })
+  const errorOf = (exit: Exit.Exit<unknown, unknown>) =>
+    Exit.isSuccess(exit) ? undefined : Classify.classify(name, causeOf(exit))
+
+  const armStartup = (id: number, connect: Connect<A>) => {
+    connect.deadline?.interruptUnsafe()
+    connect.deadline =
+      policy.startupTimeout === undefined
+        ? undefined
+        : report(Effect.sleep(policy.startupTimeout), { _tag: "StartupTimeout", id })
+  }
+
+  /**
+   * Reports the end of the session of connect `id`: when it is live, else when it goes live. It
+   * yields first, so a request that failed with the same event (a 401, a closed pipe) ends with
+   * its own error rather than with "session ended while the request was in flight".
+   */
+  const watchEnd = (id: number, session: Session.Session<A>, result: Result<A>) =>
+    Effect.flatMap(Effect.exit(session.ended), (exit) =>
+      Effect.andThen(
+        Effect.yieldNow,
+        Effect.sync(() => {
+          result.ended = { error: errorOf(exit) }
+          if (live?.id === id) post({ _tag: "Ended", id, error: result.ended.error })
+        })
+      )
+    )
+
+  const open = (id: number) => {
+    const scope = Scope.makeUnsafe()
+    const result: Result<A> = { connected: false, session: undefined, ended: undefined }
+    // Never two servers of one toolset at once: wait for earlier closes, if any.
+    const connector = options.connector.connect
+    const connect = Scope.provide(closing.size === 0 ? connector : Effect.andThen(closed, connector), scope)
+    const traced = options.traced ? Effect.withSpan(connect, "toolvisor.connect", spanOptions()) : connect
+    const fiber = fork(
+      Effect.flatMap(Effect.exit(traced), (exit) => {
+        result.connected = true
+        if (Exit.isSuccess(exit)) result.session = exit.value
+        post({ _tag: "Connected", id, error: errorOf(exit) })
+        return Exit.isSuccess(exit) ? watchEnd(id, exit.value, result) : Effect.void
+      })
+    )
+    const opened: Connect<A> = { scope, fiber, result, deadline: undefined }
+    connects.set(id, opened)
+    // A connect that finished as it was opened needs no deadline.
+    if (!result.connected) armStartup(id, opened)
+  }
+
+  const discard = (id: number) => {
+    const connect = connects.get(id)
+    if (connect === undefined) return
+    connects.delete(id)
+    connect.deadline?.interruptUnsafe()
+    closeLater(Effect.andThen(Fiber.interrupt(connect.fiber), Scope.close(connect.scope, Exit.void)))
+  }
+
+  const probeLoop = (id: number, probe: Effect.Effect<void, LifecycleError.LifecycleError>, health: Policy.Health) =>
+    Effect.sleep(health.interval).pipe(
+      Effect.andThen(
+        probe.pipe(
+          Effect.timeoutOrElse({
+            duration: health.timeout,
+            orElse: () =>
+              Effect.fail(
+                new LifecycleError.CallTimeout({
+                  toolset: name,
+                  message: `${name}: health probe did not answer within ${Duration.format(health.timeout)}`,
+                  afterMillis: Duration.toMillis(health.timeout)
+                })
+              )
+          }),
+          Effect.catchDefect((defect) => Effect.fail(Classify.classify(name, defect))),
+          Effect.exit
+        )
+      ),
+      Effect.flatMap((exit) => Effect.sync(() => post({ _tag: "Probed", id, error: errorOf(exit) }))),
+      Effect.forever
+    )
+
+  const goLive = (id: number, stable: boolean) => {
+    const connect = connects.get(id)
+    const session = connect?.result.session
+    if (connect === undefined || session === undefined) throw new Error(`${name}: no session for ${id}`)
+    connects.delete(id)
+    connect.deadline?.interruptUnsafe()
+    const watchers: Array<Fiber.Fiber<unknown, unknown>> = [connect.fiber]
+    if (stable) watchers.push(report(Effect.sleep(policy.backoff.resetAfter), { _tag: "Stable", id }))
+    if (session.toolCountChanges !== undefined) {
+      watchers.push(
+        fork(
+          Stream.runForEach(session.toolCountChanges, (count) =>
+            Effect.sync(() => post({ _tag: "ToolCount", id, count }))
+          )
+        )
+      )
+    }
+    if (policy.health !== undefined && session.probe !== undefined) {
+      watchers.push(fork(probeLoop(id, session.probe, policy.health)))
+    }
+    live = { id, session, scope: connect.scope, closed: Deferred.makeUnsafe<never, Lost>(), watchers }
+    const ended = connect.result.ended
+    if (ended !== undefined) post({ _tag: "Ended", id, error: ended.error })
+  }
+
+  const endLive = (error: Lost) => {
+    const current = live
+    if (current === undefined) return
+    live = undefined
+    lastEnded = { handle: current.session.handle, error }
+    options.notify(() => Deferred.doneUnsafe(current.closed, Exit.fail(error)))
+    for (const watcher of current.watchers) watcher.interruptUnsafe()
+    closeLater(Scope.close(current.scope, Exit.void))
+  }
+
+  const cancelBackoff = (id: number) => {
+    backoffs.get(id)?.interruptUnsafe()
+    backoffs.delete(id)
+  }
+
+  const run = (command: Command): void => {
+    switch (command._tag) {
+      case "Connect":
+        open(command.id)
+        break
+      case "ArmStartup": {
+        const connect = connects.get(command.id)
+        if (connect !== undefined) armStartup(command.id, connect)
+        break
+      }
+      case "Discard":
+        discard(command.id)
+        break
+      case "GoLive":
+        goLive(command.id, command.stable)
+        break
+      case "EndLive":
+        endLive(command.error)
+        break
+      case "Backoff": {
+        const { id, attempt } = command
+        const wait = Effect.flatMap(Policy.delay(policy, attempt), Effect.sleep)
+        backoffs.set(id, report(wait, { _tag: "BackoffElapsed", id }))
+        break
+      }
+      case "CancelBackoff":
+        cancelBackoff(command.id)
+        break
+    }
+  }
+
+  return {
+    live: () => live,
+    lastEnded: () => lastEnded,
+    run,
+    release: (error) => {
+      for (const id of Array.from(backoffs.keys())) cancelBackoff(id)
+      for (const id of Array.from(connects.keys())) discard(id)
+      if (live !== undefined) endLive(error())
+    },
+    closed
+  }
+}
 
 const causeOf = <A>(exit: Exit.Exit<A, unknown>): unknown => {
   if (Exit.isSuccess(exit)) return undefined
