@@ -16,7 +16,6 @@ import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as Tracer from "effect/Tracer"
 import * as Deadline from "./Deadline.ts"
 import * as Sessions from "./internal/sessions.ts"
 import * as LifecycleError from "./LifecycleError.ts"
@@ -163,8 +162,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
       fork,
       post,
       notify: (notice) => notices.push(notice),
-      counters: () => ({ attempt: machine.attempt, restarts: machine.restarts }),
-      traced: (yield* Effect.tracer) !== Tracer.nativeTracer
+      counters: () => ({ attempt: machine.attempt, restarts: machine.restarts })
     })
 
     const run = (command: Phase.Command): void => {

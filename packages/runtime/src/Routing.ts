@@ -9,7 +9,7 @@
  * tools changed, which is what `changes` reports.
  */
 import type { AgentConfig } from "@toolvisor/config"
-import { LifecycleError, State, type Toolset } from "@toolvisor/core"
+import { LifecycleError, State, type Toolset, Tracing } from "@toolvisor/core"
 import { LspRouter } from "@toolvisor/lsp"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -81,9 +81,6 @@ interface Routed {
   readonly routes: ReadonlyMap<string, Route>
   readonly members: ReadonlyArray<Member>
 }
-
-/** A call's span records no stack trace: its call site is always the same line of this file. */
-const noStackTrace = { captureStackTrace: false } as const
 
 const memberOf = (entry: Entry): Member => ({
   name: entry.config.name,
@@ -219,7 +216,7 @@ export const make = (options: Options): Routing => {
             Effect.flatMap(Clock.currentTimeMillis, (now) => route.recorder.record(now - started, failure))
           )
         }),
-        Effect.withSpan("toolvisor.callTool", route.span, noStackTrace),
+        Tracing.span("toolvisor.callTool", route.span),
         Effect.annotateLogs(route.logs)
       )
     )

@@ -19,6 +19,7 @@ import * as LifecycleError from "../LifecycleError.ts"
 import type * as Phase from "../Phase.ts"
 import * as Policy from "../Policy.ts"
 import type * as Session from "../Session.ts"
+import * as Tracing from "../Tracing.ts"
 
 /** How a session ended, as requests that were in flight on it see it. */
 export type Lost = LifecycleError.ServerCrashed | LifecycleError.NotStarted
@@ -66,11 +67,6 @@ export interface Options<A> {
   readonly notify: (notice: () => void) => void
   /** The episode's counters, for the connect's span. */
   readonly counters: () => { readonly attempt: number; readonly restarts: number }
-  /**
-   * Whether a tracer other than Effect's native one is installed. A connect's span is made only
-   * then: with the native tracer it reaches no one, and it costs a third of a start.
-   */
-  readonly traced: boolean
 }
 
 /** The commands that act on resources (the rest are the actor's own). */
@@ -115,11 +111,6 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
         Effect.sync(() => post(message))
       )
     )
-  /** A connect's span needs no stack trace: its call site is always the same line of this file. */
-  const spanOptions = () => ({
-    attributes: { toolset: name, kind: options.kind, ...options.counters() },
-    captureStackTrace: false
-  })
   const errorOf = (exit: Exit.Exit<unknown, unknown>) =>
     Exit.isSuccess(exit) ? undefined : Classify.classify(name, causeOf(exit))
 
@@ -153,7 +144,9 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
     // Never two servers of one toolset at once: wait for earlier closes, if any.
     const connector = options.connector.connect
     const connect = Scope.provide(closing.size === 0 ? connector : Effect.andThen(closed, connector), scope)
-    const traced = options.traced ? Effect.withSpan(connect, "toolvisor.connect", spanOptions()) : connect
+    const traced = Tracing.span("toolvisor.connect", {
+      attributes: { toolset: name, kind: options.kind, ...options.counters() }
+    })(connect)
     const fiber = fork(
       Effect.flatMap(Effect.exit(traced), (exit) => {
         result.connected = true
