@@ -98,20 +98,23 @@ const call = (
   tool: string,
   args: { readonly [key: string]: unknown }
 ): Effect.Effect<Toolset.ToolResult> =>
-  registry.callTool(tool, args, agent).pipe(
-    Effect.catch((error) =>
-      Effect.as(Effect.logDebug(`${tool}: ${error._tag}: ${error.message}`), errorResult(error._tag, error.message))
-    ),
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.succeed(errorResult("Interrupted", `the call to ${tool} was cancelled`))
-        : Effect.as(Effect.logError(`${tool} failed unexpectedly`, cause), errorResult("Defect", Cause.pretty(cause)))
-    )
-  )
+  Effect.catchCause(registry.callTool(tool, args, agent), (cause) => {
+    const error = Cause.findErrorOption(cause)
+    if (error._tag === "Some") {
+      const { _tag, message } = error.value
+      return Effect.as(Effect.logDebug(`${tool}: ${_tag}: ${message}`), errorResult(_tag, message))
+    }
+    return Cause.hasInterruptsOnly(cause)
+      ? Effect.succeed(errorResult("Interrupted", `the call to ${tool} was cancelled`))
+      : Effect.as(Effect.logError(`${tool} failed unexpectedly`, cause), errorResult("Defect", Cause.pretty(cause)))
+  })
 
 /** The toolsets still starting, as a client waiting for tools/list is told. */
 const waitingFor = (board: ReadonlyArray<State.StatusSnapshot>) =>
   board.filter((s) => s.state === "Starting").map((s) => s.name)
+
+/** Once settled (every request but the first few), a request costs no subscription and no race. */
+const isSettled = (ready: Deferred.Deferred<void> | undefined) => ready === undefined || Deferred.isDoneUnsafe(ready)
 
 /**
  * Waits for `ready`, telling the client what it waits for: a progress notification when the
@@ -123,8 +126,7 @@ const settled = (
   ready: Deferred.Deferred<void> | undefined,
   extra: RequestHandlerExtra<ServerRequest, ServerNotification>
 ) => {
-  // Once settled (every request but the first few), a request costs no subscription and no race.
-  if (ready === undefined || Deferred.isDoneUnsafe(ready)) return Effect.void
+  if (ready === undefined || isSettled(ready)) return Effect.void
   const token = extra._meta?.progressToken
   const tell = (board: ReadonlyArray<State.StatusSnapshot>) => {
     const pending = waitingFor(board)
@@ -164,15 +166,12 @@ const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: R
       { signal: extra.signal }
     )
   )
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    run(
-      Effect.andThen(
-        settled(server, registry, ready, extra),
-        call(registry, agent, request.params.name, request.params.arguments ?? {})
-      ),
-      { signal: extra.signal }
-    )
-  )
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    const answer = call(registry, agent, request.params.name, request.params.arguments ?? {})
+    return run(isSettled(ready) ? answer : Effect.andThen(settled(server, registry, ready, extra), answer), {
+      signal: extra.signal
+    })
+  })
   return server
 }
 

@@ -5,18 +5,25 @@
  * (a start, a restart) use `Effect.withSpan` directly.
  */
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import * as Tracer from "effect/Tracer"
 
 export interface Options {
   readonly attributes: Readonly<Record<string, unknown>>
 }
 
+const traced = (fiber: Fiber.Fiber<unknown, unknown>) => fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+
 /** `Effect.withSpan`, without a stack trace (the call site is always the same), when traced. */
 export const span =
   (name: string, options: Options) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.withFiber((fiber) =>
-      fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer
-        ? effect
-        : Effect.withSpan(effect, name, { attributes: options.attributes, captureStackTrace: false })
+      traced(fiber)
+        ? Effect.withSpan(effect, name, { attributes: options.attributes, captureStackTrace: false })
+        : effect
     )
+
+/** `Effect.annotateCurrentSpan` for a span made by `span`: nothing to annotate when none was made. */
+export const annotate = (key: string, value: unknown): Effect.Effect<void> =>
+  Effect.withFiber((fiber) => (traced(fiber) ? Effect.annotateCurrentSpan(key, value) : Effect.void))

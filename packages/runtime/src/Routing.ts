@@ -12,7 +12,6 @@ import type { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, State, type Toolset, Tracing } from "@toolvisor/core"
 import { LspRouter } from "@toolvisor/lsp"
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -206,20 +205,19 @@ export const make = (options: Options): Routing => {
     route: Route,
     args: { readonly [key: string]: unknown }
   ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> =>
-    Effect.flatMap(Clock.currentTimeMillis, (started) =>
-      route.owner.toolset.callTool(route.tool, args).pipe(
+    Effect.clockWith((clock) => {
+      const started = clock.currentTimeMillisUnsafe()
+      return route.owner.toolset.callTool(route.tool, args).pipe(
         Effect.onExit((exit) => {
           const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
           const outcome = failure ?? (Exit.isSuccess(exit) && exit.value.isError === true ? "ToolError" : "ok")
-          return Effect.andThen(
-            Effect.annotateCurrentSpan("outcome", outcome),
-            Effect.flatMap(Clock.currentTimeMillis, (now) => route.recorder.record(now - started, failure))
-          )
+          const recorded = route.recorder.record(clock.currentTimeMillisUnsafe() - started, failure)
+          return Effect.andThen(Tracing.annotate("outcome", outcome), recorded)
         }),
         Tracing.span("toolvisor.callTool", route.span),
         Effect.annotateLogs(route.logs)
       )
-    )
+    })
 
   /**
    * Before a name is declared unknown: wakes lazy toolsets and waits for first starts in flight,
