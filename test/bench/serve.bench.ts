@@ -48,12 +48,14 @@ import * as Scope from "effect/Scope"
 import * as Gateway from "../../apps/cli/src/Gateway.ts"
 import { ascending, formatter, gc, median, percentile, processCpuMs, renderTable, sum, TICK_MS } from "./stats.ts"
 
-const WARMUP = 100
+/** Calls per series before any is timed; `WARMUP=3000 npm run bench:serve` measures the steady state. */
+const WARMUP = Number(process.env.WARMUP ?? 100)
 const CALLS = 1_000
 /** Blocks per series, run in ABBA order (serve, …, direct, direct, …, serve) so drift falls on all alike. */
 const BLOCKS = 4
 const BLOCK = CALLS / BLOCKS
-const TARGET = 1.15
+/** The issue's target: serve's p50 over a bare SDK pass-through's (serve / proxy), on both backends. */
+const TARGET = 1.1
 const COLD_RUNS = 5
 const READY_TIMEOUT_MS = 30_000
 
@@ -477,7 +479,7 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
 
 /** The table of one backend: direct, proxy and serve, with the ratios the issue asks for. */
 const report = (title: string, o: Overhead) => {
-  const ratio = o.serve.p50 / o.direct.p50
+  const ratio = o.serve.p50 / o.proxy.p50
   const missed = ratio > TARGET
   const diagnostics = o.registry !== undefined && o.memory !== undefined
   const row = (label: string, pick: (s: Stats) => number, digits = 3) => [
@@ -532,7 +534,7 @@ const report = (title: string, o: Overhead) => {
           ]
         : []),
       `  serve − proxy at p50: ${fmt(o.serve.p50 - o.proxy.p50)} ms (what Toolvisor adds over a bare pass-through); proxy − direct: ${fmt(o.proxy.p50 - o.direct.p50)} ms (the second process and its hop)`,
-      `  p50 ratio serve / direct: ${fmt(ratio)} (target <= ${TARGET}): ${missed ? "MISSED" : "ok"}`
+      `  p50 ratio serve / SDK proxy: ${fmt(ratio)} (target <= ${TARGET}): ${missed ? "MISSED" : "ok"}`
     ].join("\n")
   )
   return missed
@@ -732,7 +734,7 @@ const main = async () => {
     NodeFs.rmSync(tempDir, { recursive: true, force: true })
     console.log(`total ${fmt((performance.now() - started) / 1000, 1)} s`)
   }
-  if (missed) console.log(`TARGET MISSED: serve's p50 is above ${TARGET}× the direct client's`)
+  if (missed) console.log(`TARGET MISSED: serve's p50 is above ${TARGET}× the bare SDK proxy's`)
 }
 
 if (mode === "proxy") await proxy(process.argv[4])
