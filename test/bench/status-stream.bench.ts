@@ -44,6 +44,7 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
     Effect.fail(new ToolsetRegistry.UnknownAgent({ agent: agent ?? "root", message: "none", known: [] })),
   catalogChanges: () => Stream.empty,
   callTool: () => Effect.die("unused"),
+  callToolNow: () => undefined,
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: () => Effect.void,

@@ -92,13 +92,10 @@ const errorResult = (tag: string, message: string): Toolset.ToolResult => ({
   isError: true
 })
 
-const call = (
-  registry: ToolsetRegistry.Registry,
-  agent: string | undefined,
-  tool: string,
-  args: { readonly [key: string]: unknown }
-): Effect.Effect<Toolset.ToolResult> =>
-  Effect.catchCause(registry.callTool(tool, args, agent), (cause) => {
+/** A failed call as the agent reads it: typed errors by tag, a cancelled call, and defects logged. */
+const failure =
+  (tool: string) =>
+  (cause: Cause.Cause<ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent>): Effect.Effect<Toolset.ToolResult> => {
     const error = Cause.findErrorOption(cause)
     if (error._tag === "Some") {
       const { _tag, message } = error.value
@@ -107,7 +104,7 @@ const call = (
     return Cause.hasInterruptsOnly(cause)
       ? Effect.succeed(errorResult("Interrupted", `the call to ${tool} was cancelled`))
       : Effect.as(Effect.logError(`${tool} failed unexpectedly`, cause), errorResult("Defect", Cause.pretty(cause)))
-  })
+  }
 
 /** The toolsets still starting, as a client waiting for tools/list is told. */
 const waitingFor = (board: ReadonlyArray<State.StatusSnapshot>) =>
@@ -167,10 +164,18 @@ const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: R
     )
   )
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-    const answer = call(registry, agent, request.params.name, request.params.arguments ?? {})
-    return run(isSettled(ready) ? answer : Effect.andThen(settled(server, registry, ready, extra), answer), {
-      signal: extra.signal
-    })
+    const { name } = request.params
+    const args = request.params.arguments ?? {}
+    const options = { signal: extra.signal }
+    if (isSettled(ready)) {
+      // Most calls: sent at once, the runtime entered only if the call fails.
+      const now = registry.callToolNow(name, args, agent, extra.signal)
+      if (now !== undefined) {
+        return now.then((exit) => (Exit.isSuccess(exit) ? exit.value : run(failure(name)(exit.cause), options)))
+      }
+    }
+    const answer = Effect.catchCause(registry.callTool(name, args, agent), failure(name))
+    return run(isSettled(ready) ? answer : Effect.andThen(settled(server, registry, ready, extra), answer), options)
   })
   return server
 }

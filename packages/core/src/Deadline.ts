@@ -23,6 +23,9 @@ export const Current = Context.Reference<Deadline | undefined>("@toolvisor/core/
   defaultValue: () => undefined
 })
 
+/** A deadline `millis` from now. */
+export const after = (millis: number): Deadline => ({ at: Date.now() + millis, millis })
+
 /** Runs `effect` with a deadline `millis` from now, unless it already runs under one; `undefined` adds none. */
 export const within =
   (millis: number | undefined) =>
@@ -30,7 +33,7 @@ export const within =
     millis === undefined
       ? effect
       : Effect.flatMap(Current, (current) =>
-          current === undefined ? Effect.provideService(effect, Current, { at: Date.now() + millis, millis }) : effect
+          current === undefined ? Effect.provideService(effect, Current, after(millis)) : effect
         )
 
 /** Milliseconds left before `deadline`, never negative. */

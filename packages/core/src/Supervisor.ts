@@ -69,6 +69,13 @@ export interface Supervisor<A> {
    */
   readonly use: <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>) => Effect.Effect<B, E | UseError, R>
   /**
+   * The handle `use` would run a request on at once, without waiting and without a race: the live
+   * session's, when the toolset is usable and the session's requests bound themselves
+   * (`Session.selfBounded`); `undefined` otherwise. For callers outside the Effect runtime that
+   * send the request themselves and report a failure through `lost`.
+   */
+  readonly liveNow: () => A | undefined
+  /**
    * A request on `handle` failed in a way that says the session is gone. With `evidence` (for
    * transports that may never notice by themselves) the actor ends that session as a crash with
    * this cause, once, counted like any crash; without it the actor's own end of session is
@@ -351,6 +358,10 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         })
       ),
       use,
+      liveNow: () => {
+        const current = view.live
+        return current?.session.selfBounded === true ? current.session.handle : undefined
+      },
       lost
     }
   })

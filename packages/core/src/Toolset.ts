@@ -4,6 +4,7 @@
  * take MCP's shape, which LSP toolsets adopt too, so one catalog can serve both.
  */
 import type * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type * as LifecycleError from "./LifecycleError.ts"
@@ -93,6 +94,18 @@ export interface Toolset {
     name: string,
     args: { readonly [key: string]: unknown }
   ) => Effect.Effect<ToolResult, ToolError | LifecycleError.LifecycleError>
+  /**
+   * The same call for a caller that lives in Promises (an MCP server's handler), sent at once
+   * without entering the Effect runtime while nothing has to wait: the toolset is usable and its
+   * session bounds its own requests. `undefined` when the call must go through `callTool`. A
+   * failure is recovered exactly as `callTool` recovers it (in the runtime, since it is rare), and
+   * the promise never rejects: it resolves with the call's `Exit`. `signal` cancels the call.
+   */
+  readonly callToolNow?: (
+    name: string,
+    args: { readonly [key: string]: unknown },
+    signal?: AbortSignal
+  ) => Promise<Exit.Exit<ToolResult, ToolError | LifecycleError.LifecycleError>> | undefined
 }
 
 /** The lifecycle half of a toolset: delegated as is to its supervisor. */

@@ -10,6 +10,8 @@ import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotoc
 import { Classify, Deadline, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import { identity } from "effect/Function"
 import type * as Scope from "effect/Scope"
 import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
@@ -56,6 +58,14 @@ const requestTimeout = -32001
 
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
+
+/** One call as it goes: its arguments, the session it was sent on, and whether sending it twice is harmless. */
+interface Call {
+  readonly tool: string
+  readonly args: { readonly [key: string]: unknown }
+  session: McpConnector.McpSession | undefined
+  safeToResend: boolean
+}
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -149,29 +159,55 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     }
 
     /**
-     * The SDK enforces what is left of the call's deadline with a plain timer (mapped to
-     * CallTimeout), and rejects a pending request as soon as its session closes, so a call on a
-     * stdio session needs no fiber of its own.
+     * Sends a call on a session: a plain promise. The SDK enforces what is left of the call's
+     * deadline with a plain timer (mapped to CallTimeout) and rejects a pending request as soon as
+     * its session closes, so a call on a stdio session needs no fiber of its own.
      */
-    const invoke = (session: McpConnector.McpSession, tool: string, args: { readonly [key: string]: unknown }) =>
-      Effect.withFiber((fiber) => {
-        const deadline = fiber.getRef(Deadline.Current)
-        const timeout = deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
-        return Effect.map(
-          Effect.tryPromise({
-            try: (signal) => session.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout }),
-            catch: (cause) => callFailure(tool, cause, deadline)
-          }),
-          toToolResult
-        )
+    const send = (
+      session: McpConnector.McpSession,
+      call: Call,
+      deadline: Deadline.Deadline | undefined,
+      signal?: AbortSignal
+    ) =>
+      session.client
+        .callTool({ name: call.tool, arguments: call.args }, undefined, {
+          ...(signal === undefined ? {} : { signal }),
+          timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
+        })
+        .then(toToolResult)
+
+    /**
+     * Checks the call against the session's current listing and records the session in the call.
+     * Only a current listing may veto a call: a stale one would miss a tool just added.
+     */
+    const prepare = (call: Call, session: McpConnector.McpSession): Toolset.ToolNotFound | undefined => {
+      call.session = session
+      const known = session.tools.currentUnsafe()
+      const found = known === undefined ? undefined : toolNamed(known, call.tool)
+      if (known !== undefined && found === undefined) return toolNotFound(known, call.tool)
+      call.safeToResend = Toolset.isSafeToRepeat(found)
+      return undefined
+    }
+
+    /** One attempt on the live session, under the call's deadline. */
+    const attempt = (call: Call) =>
+      supervisor.use((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
+        const notFound = prepare(call, session)
+        if (notFound !== undefined) return Effect.fail(notFound)
+        return Effect.withFiber((fiber) => {
+          const deadline = fiber.getRef(Deadline.Current)
+          return Effect.tryPromise({
+            try: (signal) => send(session, call, deadline, signal),
+            catch: (cause) => callFailure(call.tool, cause, deadline)
+          })
+        })
       })
 
     const remote = McpSpec.isRemote(spec)
 
     /**
-     * One attempt on the live session, then recovery by what the failure proves. The attempt
-     * reads the listing synchronously, and the recovery's effects are built only when an attempt
-     * fails: a call is one Effect operation per layer, which is what it costs under load.
+     * Recovery from a failed attempt, by what the failure proves; its effects are built only when
+     * an attempt fails, so a call that succeeds costs one Effect operation per layer.
      *
      * A failure that says the session is gone is reported to the Supervisor (`lost`), which
      * records the crash once, with its real cause; the call never restarts anything itself. It is
@@ -179,43 +215,60 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * reached the server or the tool says running it twice is harmless; otherwise it fails with
      * the crash as the Supervisor recorded it.
      */
-    const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
-      const sent = Toolset.stripNulls(args)
-      let used: McpConnector.McpSession | undefined
-      let safeToResend = false
-      const attempt = supervisor.use((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
-        used = session
-        // Only a current listing may veto a call: a stale one would miss a tool just added.
-        const known = session.tools.currentUnsafe()
-        const found = known === undefined ? undefined : toolNamed(known, tool)
-        if (known !== undefined && found === undefined) return Effect.fail(toolNotFound(known, tool))
-        safeToResend = Toolset.isSafeToRepeat(found)
-        return invoke(session, tool, sent)
-      })
+    const recover = (call: Call, error: AttemptError): Effect.Effect<Toolset.ToolResult, AttemptError> => {
       /** Tells the Supervisor, then resends or fails with the crash it recorded. */
-      const afterLoss = (error: LifecycleError.LifecycleError, neverSent: boolean) => {
-        const session = used
-        if (session === undefined) return Effect.fail(error)
+      const afterLoss = (lostBy: LifecycleError.LifecycleError, neverSent: boolean) => {
+        const session = call.session
+        if (session === undefined) return Effect.fail(lostBy)
         // A local process reports its own death with its exit; a remote session may never.
-        const lost = bounded(supervisor.lost(session, remote ? error : undefined))
-        return Effect.flatMap(lost, (crash) => (neverSent || safeToResend ? attempt : Effect.fail(crash)))
+        const lost = bounded(supervisor.lost(session, remote ? lostBy : undefined))
+        return Effect.flatMap(lost, (crash) => (neverSent || call.safeToResend ? attempt(call) : Effect.fail(crash)))
       }
-      return withDeadline(
-        Effect.catch(attempt, (error) => {
-          switch (error._tag) {
-            case "SessionMissing":
-              return afterLoss(error, true)
-            case "ServerUnavailable":
-              return remote ? afterLoss(error, true) : Effect.fail(error)
-            case "ServerCrashed":
-              return afterLoss(error, false)
-            case "TransportError":
-              // Over HTTP one failed request does not prove the session dead; the probe decides.
-              return remote && !safeToResend ? Effect.fail(error) : afterLoss(error, false)
-            default:
-              return Effect.fail(error)
-          }
-        })
+      switch (error._tag) {
+        case "SessionMissing":
+          return afterLoss(error, true)
+        case "ServerUnavailable":
+          return remote ? afterLoss(error, true) : Effect.fail(error)
+        case "ServerCrashed":
+          return afterLoss(error, false)
+        case "TransportError":
+          // Over HTTP one failed request does not prove the session dead; the probe decides.
+          return remote && !call.safeToResend ? Effect.fail(error) : afterLoss(error, false)
+        default:
+          return Effect.fail(error)
+      }
+    }
+
+    const callOf = (tool: string, args: { readonly [key: string]: unknown }): Call => ({
+      tool,
+      args: Toolset.stripNulls(args),
+      session: undefined,
+      safeToResend: false
+    })
+
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
+      const call = callOf(tool, args)
+      return withDeadline(Effect.catch(attempt(call), (error) => recover(call, error)))
+    }
+
+    /** What runs a failed fast call's recovery: the context the toolset was made in (its logger, its clock). */
+    const runExit = Effect.runPromiseExitWith(yield* Effect.context<never>())
+
+    const callToolNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
+      const session = supervisor.liveNow()
+      if (session === undefined) return undefined
+      const call = callOf(tool, args)
+      const notFound = prepare(call, session)
+      if (notFound !== undefined) return Promise.resolve(Exit.fail(notFound))
+      const deadline = callMillis === undefined ? undefined : Deadline.after(callMillis)
+      return send(session, call, deadline, signal).then(Exit.succeed, (cause) =>
+        signal?.aborted === true
+          ? Exit.interrupt()
+          : runExit(
+              recover(call, callFailure(tool, cause, deadline)).pipe(
+                deadline === undefined ? identity : Effect.provideService(Deadline.Current, deadline)
+              )
+            )
       )
     }
 
@@ -227,6 +280,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       tools: listing((session) => session.tools.get),
       prompts: listing((session) => session.prompts.get),
       callTool,
+      callToolNow,
       getPrompt: (prompt, args = {}) =>
         supervisor.use((session) =>
           Effect.tryPromise({

@@ -216,7 +216,8 @@ export const make = (
       entries: agentEntries,
       version: () => version,
       status: SubscriptionRef.changes(board),
-      start: (entry) => Effect.ignore(startOne(entry))
+      start: (entry) => Effect.ignore(startOne(entry)),
+      context: yield* Effect.context<never>()
     })
 
     const byName = (name: string) =>
@@ -302,6 +303,7 @@ export const make = (
       catalog: (name = defaultAgent) => routing.catalog(name),
       catalogChanges: (name = defaultAgent) => routing.changes(name),
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
+      callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
       stopToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.stop),
       restartToolset: (name) =>

@@ -12,6 +12,7 @@ import type { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, State, type Toolset, Tracing } from "@toolvisor/core"
 import { LspRouter } from "@toolvisor/lsp"
 import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -37,6 +38,8 @@ export interface Options {
   readonly status: Stream.Stream<unknown>
   /** Starts a lazy toolset (errors are the toolset's own business). */
   readonly start: (entry: Entry) => Effect.Effect<void>
+  /** The registry's context: the metrics and tracer of calls made outside the runtime (`callToolNow`). */
+  readonly context: Context.Context<never>
 }
 
 export interface Routing {
@@ -48,6 +51,12 @@ export interface Routing {
   ) => Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent>
   /** The agent's catalog now, then each time its offered tools or its completeness change. */
   readonly changes: (agent: string) => Stream.Stream<Catalog.Catalog, ToolsetRegistry.UnknownAgent>
+  readonly callToolNow: (
+    tool: string,
+    args: { readonly [key: string]: unknown },
+    agent: string,
+    signal?: AbortSignal
+  ) => Promise<Exit.Exit<Toolset.ToolResult, ToolsetRegistry.CallError>> | undefined
 }
 
 /** One part of an agent's catalog: a toolset, or a router over several LSP toolsets. */
@@ -118,6 +127,7 @@ const membersOf = (entries: ReadonlyArray<Entry>): ReadonlyArray<Member> => {
 const isSettled = (state: State.State) => State.isUsable(state) || State.isTerminal(state)
 
 export const make = (options: Options): Routing => {
+  const traced = Tracing.isTraced(options.context)
   const kept = new Map<string, Routed & { readonly at: number }>()
   /** What each member listed the last time it was usable, by member name. */
   const lastKnown = new Map<string, ReadonlyArray<Toolset.Tool>>()
@@ -290,13 +300,35 @@ export const make = (options: Options): Routing => {
       })
     })
 
+  /**
+   * `callTool` for the common case, outside the runtime: a kept route to a toolset that can send
+   * at once. Timed into the same metrics; left to `callTool` when a tracer wants the call's span.
+   */
+  const callToolNow = (
+    tool: string,
+    args: { readonly [key: string]: unknown },
+    agent: string,
+    signal?: AbortSignal
+  ) => {
+    if (traced) return undefined
+    const found = kept.get(agent)
+    const route = found !== undefined && found.at === options.version() ? found.routes.get(tool) : undefined
+    if (route === undefined) return undefined
+    const started = Date.now()
+    return route.owner.toolset.callToolNow?.(route.tool, args, signal)?.then((exit) => {
+      const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
+      route.recorder.recordUnsafe(Date.now() - started, failure, options.context)
+      return exit
+    })
+  }
+
   const changes = (agent: string) =>
     options.status.pipe(
       Stream.mapEffect(() => Effect.map(routed(agent), (r) => r.catalog)),
       Stream.changesWith((a, b) => a.version === b.version && a.complete === b.complete)
     )
 
-  return { catalog: (agent) => Effect.map(routed(agent), (r) => r.catalog), callTool, changes }
+  return { catalog: (agent) => Effect.map(routed(agent), (r) => r.catalog), callTool, changes, callToolNow }
 }
 
 /** The tag of a call's failure, for the failure metric. */

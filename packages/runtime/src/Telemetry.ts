@@ -4,6 +4,7 @@
  * name as an attribute.
  */
 import type { State } from "@toolvisor/core"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 
@@ -54,6 +55,8 @@ export const transition = (toolset: string, to: State.State) =>
 export interface CallRecorder {
   /** Records one call's latency and, when it failed, its error tag. */
   readonly record: (millis: number, failure: string | undefined) => Effect.Effect<void>
+  /** The same, outside the runtime, into the metrics of `context`. */
+  readonly recordUnsafe: (millis: number, failure: string | undefined, context: Context.Context<never>) => void
 }
 
 export const callRecorder = (toolset: string): CallRecorder => {
@@ -67,22 +70,16 @@ export const callRecorder = (toolset: string): CallRecorder => {
     }
     return counter
   }
+  const recordUnsafe = (millis: number, failure: string | undefined, context: Context.Context<never>) => {
+    latency.updateUnsafe(millis, context)
+    if (failure !== undefined) failuresTagged(failure).updateUnsafe(1, context)
+  }
   return {
     record: (millis, failure) =>
-      failure === undefined
-        ? Metric.update(latency, millis)
-        : Effect.andThen(Metric.update(latency, millis), Metric.update(failuresTagged(failure), 1))
+      Effect.withFiber((fiber) => {
+        recordUnsafe(millis, failure, fiber.context)
+        return Effect.void
+      }),
+    recordUnsafe
   }
 }
-
-/** Records one call's latency and, when it failed, its error tag. */
-export const call = (toolset: string, millis: number, failure: string | undefined) =>
-  Effect.all(
-    [
-      Metric.update(Metric.withAttributes(callLatency, { toolset }), millis),
-      failure === undefined
-        ? Effect.void
-        : Metric.update(Metric.withAttributes(callFailures, { toolset, tag: failure }), 1)
-    ],
-    { discard: true }
-  )

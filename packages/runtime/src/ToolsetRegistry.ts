@@ -8,6 +8,7 @@ import type { AgentConfig, ToolsetDiff } from "@toolvisor/config"
 import type { LifecycleError, State, Toolset } from "@toolvisor/core"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type * as Catalog from "./Catalog.ts"
@@ -87,6 +88,18 @@ export interface Registry {
     args: { readonly [key: string]: unknown },
     agent?: string
   ) => Effect.Effect<Toolset.ToolResult, CallError | UnknownAgent>
+  /**
+   * `callTool` for hosts that live in Promises (an MCP server's handler), when the call can be
+   * sent at once: its route is known and its toolset usable (`Toolset.callToolNow`). It then runs
+   * without entering the Effect runtime unless it fails, and resolves with the call's `Exit`;
+   * `undefined` means the call must go through `callTool`. `signal` cancels it.
+   */
+  readonly callToolNow: (
+    tool: string,
+    args: { readonly [key: string]: unknown },
+    agent?: string,
+    signal?: AbortSignal
+  ) => Promise<Exit.Exit<Toolset.ToolResult, CallError>> | undefined
   readonly startToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
   readonly stopToolset: (name: string) => Effect.Effect<void, UnknownToolset>
   readonly restartToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>

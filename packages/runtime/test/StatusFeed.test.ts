@@ -34,6 +34,7 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
     Effect.fail(new ToolsetRegistry.UnknownAgent({ agent: agent ?? "root", message: "no catalog", known: [] })),
   catalogChanges: () => Stream.empty,
   callTool: () => unused,
+  callToolNow: () => undefined,
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: (name) =>
