@@ -38,6 +38,9 @@ export type UseError = LifecycleError.NotStarted | LifecycleError.ServerCrashed 
 /** How a session ended, as requests that were in flight on it see it. */
 export type Lost = Sessions.Lost
 
+/** A session a request can be sent on at once (`liveNow`). */
+export type Now<A> = Sessions.Now<A>
+
 export interface Supervisor<A> {
   readonly name: string
   readonly policy: Policy.Policy
@@ -69,12 +72,12 @@ export interface Supervisor<A> {
    */
   readonly use: <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>) => Effect.Effect<B, E | UseError, R>
   /**
-   * The handle `use` would run a request on at once, without waiting and without a race: the live
-   * session's, when the toolset is usable and the session's requests bound themselves
-   * (`Session.selfBounded`); `undefined` otherwise. For callers outside the Effect runtime that
-   * send the request themselves and report a failure through `lost`.
+   * The session `use` would run a request on at once, without waiting: the live one, when the
+   * toolset is usable; `undefined` otherwise. For callers outside the Effect runtime that send the
+   * request themselves, bound it by its deadline, race it with `onEnd` when the session does not
+   * fail its requests itself, and report a failure through `lost`.
    */
-  readonly liveNow: () => A | undefined
+  readonly liveNow: () => Now<A> | undefined
   /**
    * A request on `handle` failed in a way that says the session is gone. With `evidence` (for
    * transports that may never notice by themselves) the actor ends that session as a crash with
@@ -358,10 +361,7 @@ export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never
         })
       ),
       use,
-      liveNow: () => {
-        const current = view.live
-        return current?.session.selfBounded === true ? current.session.handle : undefined
-      },
+      liveNow: () => view.live?.now,
       lost
     }
   })

@@ -27,6 +27,7 @@ export interface Options {
 
 export interface McpToolset extends Toolset.Toolset {
   readonly supervisor: Supervisor.Supervisor<McpConnector.McpSession>
+  readonly callToolNow: NonNullable<Toolset.Toolset["callToolNow"]>
   readonly prompts: Effect.Effect<Toolset.Listing<Prompt>, LifecycleError.LifecycleError>
   readonly getPrompt: (
     name: string,
@@ -58,6 +59,9 @@ const requestTimeout = -32001
 
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
+
+/** How a call sent outside the runtime ended. */
+type CallExit = Exit.Exit<Toolset.ToolResult, AttemptError>
 
 /** One call as it goes: its arguments, the session it was sent on, and whether sending it twice is harmless. */
 interface Call {
@@ -255,21 +259,39 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     const runExit = Effect.runPromiseExitWith(yield* Effect.context<never>())
 
     const callToolNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
-      const session = supervisor.liveNow()
-      if (session === undefined) return undefined
+      const now = supervisor.liveNow()
+      if (now === undefined) return undefined
       const call = callOf(tool, args)
-      const notFound = prepare(call, session)
+      const notFound = prepare(call, now.handle)
       if (notFound !== undefined) return Promise.resolve(Exit.fail(notFound))
       const deadline = callMillis === undefined ? undefined : Deadline.after(callMillis)
-      return send(session, call, deadline, signal).then(Exit.succeed, (cause) =>
-        signal?.aborted === true
-          ? Exit.interrupt()
-          : runExit(
-              recover(call, callFailure(tool, cause, deadline)).pipe(
-                deadline === undefined ? identity : Effect.provideService(Deadline.Current, deadline)
-              )
-            )
-      )
+      const failed = (error: AttemptError) =>
+        runExit(
+          recover(call, error).pipe(
+            deadline === undefined ? identity : Effect.provideService(Deadline.Current, deadline)
+          )
+        )
+      const sent = send(now.handle, call, deadline, signal)
+      const outcome = (cause: unknown) =>
+        signal?.aborted === true ? Exit.interrupt() : failed(callFailure(tool, cause, deadline))
+      const { onEnd } = now
+      if (onEnd === undefined) return sent.then(Exit.succeed, outcome)
+      // A remote session may never fail a request when it dies: the call ends with it, as in `use`.
+      return new Promise<CallExit>((resolve) => {
+        let over = false
+        const end = (exit: () => CallExit | Promise<CallExit>) => {
+          if (over) return
+          over = true
+          stopListening()
+          resolve(exit())
+        }
+        // Recovered after the Supervisor's actor is done with the session's end, not inside it.
+        const stopListening = onEnd((lost) => end(() => Promise.resolve(lost).then(failed)))
+        sent.then(
+          (result) => end(() => Exit.succeed(result)),
+          (cause) => end(() => outcome(cause))
+        )
+      })
     }
 
     return {

@@ -1,6 +1,7 @@
 import * as NodeHttp from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
@@ -13,13 +14,13 @@ import { awaitListening, everythingBin, fastPolicy, freePort, textOf, until } fr
 const everythingRemote = (mode: "streamableHttp" | "sse", port: number) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
-    yield* ServerProcess.spawn("everything", {
+    const server = yield* ServerProcess.spawn("everything", {
       command: process.execPath,
       args: [everythingBin, mode],
       env: { PORT: String(port) }
     }).pipe(Scope.provide(scope))
     yield* awaitListening(port)
-    return { stop: Scope.close(scope, Exit.void) }
+    return { pid: server.pid, stop: Scope.close(scope, Exit.void) }
   })
 
 const open = (options: McpToolset.Options) =>
@@ -124,6 +125,38 @@ describe("McpToolset over the network", () => {
       yield* until(toolset, (s) => s.state === "Restarting" || s.state === "Failed")
       yield* close
     })
+  )
+
+  it.live(
+    "callToolNow over HTTP answers at once; a call in flight on a hung server ends with its session, not at its deadline",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* freePort
+        const server = yield* everythingRemote("streamableHttp", port)
+        const { toolset, close } = yield* open({
+          name: "now",
+          spec: McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }),
+          policy: fastPolicy({ call_timeout: "60s", health: { interval: "300ms", timeout: "1s", failures: 2 } })
+        })
+        yield* toolset.start
+        const answered = yield* Effect.promise(
+          () => toolset.callToolNow("echo", { message: "now" }) ?? Promise.reject()
+        )
+        assert.isTrue(Exit.isSuccess(answered))
+        if (Exit.isSuccess(answered)) assert.include(textOf(answered.value), "now")
+        // A stopped server keeps its connections open: the SDK never fails the request; the probe
+        // ends the session, and a call that is not safe to send twice ends with it.
+        process.kill(server.pid, "SIGSTOP")
+        const started = Date.now()
+        const ended = yield* Effect.promise(
+          () => toolset.callToolNow("toggle-simulated-logging", {}) ?? Promise.reject()
+        )
+        const error = Exit.isFailure(ended) ? Cause.findErrorOption(ended.cause) : undefined
+        assert.strictEqual(error?._tag === "Some" ? error.value._tag : undefined, "ServerCrashed")
+        assert.isBelow(Date.now() - started, 15_000, "ended with the session, long before the 60 s deadline")
+        yield* close
+        yield* server.stop
+      })
   )
 
   it.live("HTTP 401 with invalid_token is AuthRequired, permanent: no retry storm", () =>

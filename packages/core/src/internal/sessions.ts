@@ -24,6 +24,17 @@ import * as Tracing from "../Tracing.ts"
 /** How a session ended, as requests that were in flight on it see it. */
 export type Lost = LifecycleError.ServerCrashed | LifecycleError.NotStarted
 
+/**
+ * The session a request sent outside the runtime goes to (`Supervisor.liveNow`). Such a request
+ * races the session's end itself when the session's requests do not fail when it dies: `onEnd`
+ * registers a listener for how it ended and returns its removal; it is undefined for sessions
+ * that bound their own requests (`selfBounded`).
+ */
+export interface Now<A> {
+  readonly handle: A
+  readonly onEnd: ((listener: (lost: Lost) => void) => () => void) | undefined
+}
+
 /** The established session and the fibers that watch it. */
 export interface Live<A> {
   readonly id: number
@@ -31,6 +42,9 @@ export interface Live<A> {
   readonly scope: Scope.Closeable
   /** Failed when the session ends, so requests in flight fail at once instead of hanging. */
   readonly closed: Deferred.Deferred<never, Lost>
+  /** The same end, for requests in flight outside the runtime. */
+  readonly ending: Set<(lost: Lost) => void>
+  readonly now: Now<A>
   readonly watchers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>
 }
 
@@ -212,7 +226,13 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
     if (policy.health !== undefined && session.probe !== undefined) {
       watchers.push(fork(probeLoop(id, session.probe, policy.health)))
     }
-    live = { id, session, scope: connect.scope, closed: Deferred.makeUnsafe<never, Lost>(), watchers }
+    const ending = new Set<(lost: Lost) => void>()
+    const onEnd = (listener: (lost: Lost) => void) => {
+      ending.add(listener)
+      return () => ending.delete(listener)
+    }
+    const now = { handle: session.handle, onEnd: session.selfBounded === true ? undefined : onEnd }
+    live = { id, session, scope: connect.scope, closed: Deferred.makeUnsafe<never, Lost>(), ending, now, watchers }
     const ended = connect.result.ended
     if (ended !== undefined) post({ _tag: "Ended", id, error: ended.error })
   }
@@ -222,7 +242,10 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
     if (current === undefined) return
     live = undefined
     lastEnded = { handle: current.session.handle, error }
-    options.notify(() => Deferred.doneUnsafe(current.closed, Exit.fail(error)))
+    options.notify(() => {
+      Deferred.doneUnsafe(current.closed, Exit.fail(error))
+      for (const listener of current.ending) listener(error)
+    })
     for (const watcher of current.watchers) watcher.interruptUnsafe()
     closeLater(Scope.close(current.scope, Exit.void))
   }
