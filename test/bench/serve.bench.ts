@@ -15,7 +15,10 @@
  *      `StreamableHTTPServerTransport`), the case of a gateway fronting a remote server: direct is
  *      an SDK `Client` + `StreamableHTTPClientTransport`, the proxy's upstream and serve's toolset
  *      reach the backend the same way;
- *   3. cold start: `toolvisor run config.yaml --json` spawned until its first `"state":"Ready"` line
+ *   3. recovery: the stdio backend SIGKILLed under the proxy and under serve, then a call every
+ *      50 ms until one answers again (or 10 s pass): a bare pass-through never does, serve does once
+ *      its Supervisor has restarted the server;
+ *   4. cold start: `toolvisor run config.yaml --json` spawned until its first `"state":"Ready"` line
  *      (SIGTERM after each; exit code 0 expected), next to what the fixture server alone needs to
  *      answer `initialize` through a raw SDK client, and to what the CLI takes for `--version`.
  * The CLI runs from source (`node --conditions=@toolvisor/source apps/cli/src/main.ts`, types
@@ -41,6 +44,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { ConfigLoader } from "@toolvisor/config"
+import { Procfs } from "@toolvisor/core"
 import { LocalRegistry, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -632,6 +636,52 @@ const coldStart = async (configPath: string) => {
   return { cli, fixture, version }
 }
 
+// ---- backend killed ----------------------------------------------------------------------------
+
+/** How long a gateway gets to answer again after its backend was SIGKILLed. */
+const RECOVERY_WAIT_MS = 10_000
+
+/** The backend server a gateway process spawned: its fixture child. */
+const backendOf = (gateway: number) =>
+  ourProcesses().find((p) => p.cmd.includes(fixtureServer) && Procfs.stat(p.pid)?.ppid === gateway)?.pid
+
+/**
+ * SIGKILLs the backend behind a gateway, then calls `fx_echo` every 50 ms until one answers right
+ * or RECOVERY_WAIT_MS pass: when it answered again (undefined: never), and how many calls failed.
+ */
+const afterBackendKill = async (gateway: Connected) => {
+  const backend = gateway.pid === undefined ? undefined : backendOf(gateway.pid)
+  if (backend === undefined) throw new Error("no backend process found under the gateway")
+  process.kill(backend, "SIGKILL")
+  const killed = performance.now()
+  let failed = 0
+  while (performance.now() - killed < RECOVERY_WAIT_MS) {
+    const answered = await gateway.client
+      .callTool({ name: "fx_echo", arguments: echoArgs }, undefined, { timeout: 2_000 })
+      .then(
+        (result) => result.isError !== true && textOf(result) === echoArgs.message,
+        () => false
+      )
+    if (answered) return { recoveredMs: performance.now() - killed, failed }
+    failed += 1
+    await sleep(50)
+  }
+  return { recoveredMs: undefined, failed }
+}
+
+/** The proxy and serve, each on a fixture of its own that is SIGKILLed under it. */
+const backendKilled = async (configPath: string) => {
+  const gateway = await connectStdio([...cliArgs, "serve", configPath], root)
+  const sdkProxy = await connectStdio([...thisFile, "--proxy", marker], root)
+  try {
+    await waitForTool(gateway, "fx_echo")
+    await sdkProxy.client.listTools()
+    return { proxy: await afterBackendKill(sdkProxy), serve: await afterBackendKill(gateway) }
+  } finally {
+    await Promise.all([gateway.close(), sdkProxy.close()])
+  }
+}
+
 // ---- run ---------------------------------------------------------------------------------------
 
 const writeConfig = (name: string, toolset: ReadonlyArray<string>) => {
@@ -697,13 +747,29 @@ const main = async () => {
     await backend.stop()
     backend = undefined
 
+    const k = await backendKilled(stdioConfig)
+    const recovered = (r: { readonly recoveredMs: number | undefined; readonly failed: number }) => [
+      r.recoveredMs === undefined ? `never (${RECOVERY_WAIT_MS / 1_000} s)` : `${fmt(r.recoveredMs, 0)} ms`,
+      String(r.failed)
+    ]
+    console.log("\n3. The stdio backend SIGKILLed under each gateway, then a call every 50 ms")
+    console.log(
+      renderTable(
+        ["gateway", "answers again after", "calls that failed meanwhile"],
+        [
+          ["SDK proxy*", ...recovered(k.proxy)],
+          ["serve (CLI)", ...recovered(k.serve)]
+        ]
+      )
+    )
+
     const c = await coldStart(stdioConfig)
     const summary = (values: ReadonlyArray<number>) => {
       const sorted = ascending(values)
       return [fmt(median(sorted), 0), fmt(sorted[0] ?? Number.NaN, 0), fmt(sorted.at(-1) ?? Number.NaN, 0)]
     }
     console.log(
-      `\n3. Cold start, ${COLD_RUNS} runs each (after one untimed run), interleaved; every run exited 0 on SIGTERM`
+      `\n4. Cold start, ${COLD_RUNS} runs each (after one untimed run), interleaved; every run exited 0 on SIGTERM`
     )
     console.log(
       renderTable(

@@ -173,12 +173,10 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       deadline: Deadline.Deadline | undefined,
       signal?: AbortSignal
     ) =>
-      session.client
-        .callTool({ name: call.tool, arguments: call.args }, undefined, {
-          ...(signal === undefined ? {} : { signal }),
-          timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
-        })
-        .then(toToolResult)
+      session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
+        ...(signal === undefined ? {} : { signal }),
+        timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
+      })
 
     /**
      * Checks the call against the session's current listing and records the session in the call.
@@ -201,7 +199,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         return Effect.withFiber((fiber) => {
           const deadline = fiber.getRef(Deadline.Current)
           return Effect.tryPromise({
-            try: (signal) => send(session, call, deadline, signal),
+            try: (signal) => send(session, call, deadline, signal).then(toToolResult),
             catch: (cause) => callFailure(call.tool, cause, deadline)
           })
         })
@@ -275,7 +273,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       const outcome = (cause: unknown) =>
         signal?.aborted === true ? Exit.interrupt() : failed(callFailure(tool, cause, deadline))
       const { onEnd } = now
-      if (onEnd === undefined) return sent.then(Exit.succeed, outcome)
+      const succeeded = (result: SdkResult) => Exit.succeed(toToolResult(result))
+      if (onEnd === undefined) return sent.then(succeeded, outcome)
       // A remote session may never fail a request when it dies: the call ends with it, as in `use`.
       return new Promise<CallExit>((resolve) => {
         let over = false
@@ -288,7 +287,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         // Recovered after the Supervisor's actor is done with the session's end, not inside it.
         const stopListening = onEnd((lost) => end(() => Promise.resolve(lost).then(failed)))
         sent.then(
-          (result) => end(() => Exit.succeed(result)),
+          (result) => end(() => succeeded(result)),
           (cause) => end(() => outcome(cause))
         )
       })
@@ -317,6 +316,9 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     } satisfies McpToolset
   })
 
+/** What the SDK's `callTool` resolves with. */
+type SdkResult = Awaited<ReturnType<Client["callTool"]>>
+
 /** Servers of the 2024-10-07 protocol answer `{ toolResult }`; it becomes one text item. */
-const toToolResult = (result: Awaited<ReturnType<Client["callTool"]>>): Toolset.ToolResult =>
+const toToolResult = (result: SdkResult): Toolset.ToolResult =>
   "toolResult" in result ? { content: [{ type: "text", text: JSON.stringify(result.toolResult) }] } : result
