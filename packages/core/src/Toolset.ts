@@ -96,8 +96,8 @@ export interface Toolset {
   ) => Effect.Effect<ToolResult, ToolError | LifecycleError.LifecycleError>
   /**
    * The same call for a caller that lives in Promises (an MCP server's handler), sent at once
-   * without entering the Effect runtime while nothing has to wait: the toolset is usable and its
-   * session bounds its own requests. `undefined` when the call must go through `callTool`. A
+   * without entering the Effect runtime while nothing has to wait: the toolset is usable (it ends
+   * with the session, as in `Supervisor.use`). `undefined` when the call must go through `callTool`. A
    * failure is recovered exactly as `callTool` recovers it (in the runtime, since it is rare), and
    * the promise never rejects: it resolves with the call's `Exit`. `signal` cancels the call.
    */

@@ -9,7 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Tracer from "effect/Tracer"
 
 export interface Options {
-  readonly attributes: Readonly<Record<string, unknown>>
+  /** Read only when the span is made. */
+  readonly attributes: () => Readonly<Record<string, unknown>>
 }
 
 /** Whether work run with `context` has a tracer to report to: then a call must take its span. */
@@ -22,7 +23,7 @@ export const span =
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.withFiber((fiber) =>
       isTraced(fiber.context)
-        ? Effect.withSpan(effect, name, { attributes: options.attributes, captureStackTrace: false })
+        ? Effect.withSpan(effect, name, { attributes: options.attributes(), captureStackTrace: false })
         : effect
     )
 

@@ -79,7 +79,7 @@ interface Route {
   readonly owner: Member
   /** The tool's name as its toolset knows it. */
   readonly tool: string
-  readonly span: { readonly attributes: { readonly toolset: string; readonly tool: string } }
+  readonly span: Tracing.Options
   readonly logs: { readonly toolset: string }
   readonly recorder: Telemetry.CallRecorder
 }
@@ -179,7 +179,7 @@ export const make = (options: Options): Routing => {
       routes.set(entry.name, {
         owner,
         tool: entry.tool.name,
-        span: { attributes: { toolset: owner.name, tool: entry.name } },
+        span: { attributes: () => ({ toolset: owner.name, tool: entry.name }) },
         logs: { toolset: owner.name },
         recorder: recorderOf(owner.name)
       })
@@ -209,6 +209,12 @@ export const make = (options: Options): Routing => {
         })
       )
     })
+
+  /** The route of `tool` in the agent's kept catalog, when that catalog is current: a call's common case. */
+  const keptRoute = (agent: string, tool: string): Route | undefined => {
+    const found = kept.get(agent)
+    return found !== undefined && found.at === options.version() ? found.routes.get(tool) : undefined
+  }
 
   /** One call on its toolset: timed into the metrics, traced, and its logs annotated with the toolset. */
   const invoke = (
@@ -283,8 +289,7 @@ export const make = (options: Options): Routing => {
   ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent> =>
     Effect.suspend(() => {
       // The common case, checked without building an effect: a kept catalog that has the tool.
-      const found = kept.get(agent)
-      const route = found !== undefined && found.at === options.version() ? found.routes.get(tool) : undefined
+      const route = keptRoute(agent, tool)
       if (route !== undefined) return invoke(route, args)
       return Effect.flatMap(routed(agent), (now) => {
         const late = now.routes.get(tool)
@@ -311,8 +316,7 @@ export const make = (options: Options): Routing => {
     signal?: AbortSignal
   ) => {
     if (traced) return undefined
-    const found = kept.get(agent)
-    const route = found !== undefined && found.at === options.version() ? found.routes.get(tool) : undefined
+    const route = keptRoute(agent, tool)
     if (route === undefined) return undefined
     const started = Date.now()
     return route.owner.toolset.callToolNow?.(route.tool, args, signal)?.then((exit) => {

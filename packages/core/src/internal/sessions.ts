@@ -42,8 +42,8 @@ export interface Live<A> {
   readonly scope: Scope.Closeable
   /** Failed when the session ends, so requests in flight fail at once instead of hanging. */
   readonly closed: Deferred.Deferred<never, Lost>
-  /** The same end, for requests in flight outside the runtime. */
-  readonly ending: Set<(lost: Lost) => void>
+  /** The same end, for requests in flight outside the runtime; only sessions that are not `selfBounded` have them. */
+  readonly ending: Set<(lost: Lost) => void> | undefined
   readonly now: Now<A>
   readonly watchers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>
 }
@@ -159,7 +159,7 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
     const connector = options.connector.connect
     const connect = Scope.provide(closing.size === 0 ? connector : Effect.andThen(closed, connector), scope)
     const traced = Tracing.span("toolvisor.connect", {
-      attributes: { toolset: name, kind: options.kind, ...options.counters() }
+      attributes: () => ({ toolset: name, kind: options.kind, ...options.counters() })
     })(connect)
     const fiber = fork(
       Effect.flatMap(Effect.exit(traced), (exit) => {
@@ -226,12 +226,16 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
     if (policy.health !== undefined && session.probe !== undefined) {
       watchers.push(fork(probeLoop(id, session.probe, policy.health)))
     }
-    const ending = new Set<(lost: Lost) => void>()
-    const onEnd = (listener: (lost: Lost) => void) => {
-      ending.add(listener)
-      return () => ending.delete(listener)
+    const ending = session.selfBounded === true ? undefined : new Set<(lost: Lost) => void>()
+    const now: Now<A> = {
+      handle: session.handle,
+      onEnd:
+        ending &&
+        ((listener) => {
+          ending.add(listener)
+          return () => ending.delete(listener)
+        })
     }
-    const now = { handle: session.handle, onEnd: session.selfBounded === true ? undefined : onEnd }
     live = { id, session, scope: connect.scope, closed: Deferred.makeUnsafe<never, Lost>(), ending, now, watchers }
     const ended = connect.result.ended
     if (ended !== undefined) post({ _tag: "Ended", id, error: ended.error })
@@ -244,7 +248,7 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
     lastEnded = { handle: current.session.handle, error }
     options.notify(() => {
       Deferred.doneUnsafe(current.closed, Exit.fail(error))
-      for (const listener of current.ending) listener(error)
+      if (current.ending !== undefined) for (const listener of current.ending) listener(error)
     })
     for (const watcher of current.watchers) watcher.interruptUnsafe()
     closeLater(Scope.close(current.scope, Exit.void))
