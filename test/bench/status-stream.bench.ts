@@ -12,7 +12,6 @@
  * Run: cd /work/main && npm run bench:status
  */
 import * as NodeHttp from "node:http"
-import { State } from "@toolvisor/core"
 import { LocalRegistry, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -83,7 +82,7 @@ const subscribe = (port: number): Promise<Subscriber> =>
 const transition = (i: number): ToolsetRegistry.ToolsetEvent => ({
   toolset: `t${i % 10}`,
   from: i % 2 === 0 ? "Ready" : "Restarting",
-  snapshot: new State.StatusSnapshot({
+  snapshot: {
     name: `t${i % 10}`,
     kind: "mcp-stdio",
     state: i % 2 === 0 ? "Restarting" : "Ready",
@@ -92,7 +91,7 @@ const transition = (i: number): ToolsetRegistry.ToolsetEvent => ({
     attempt: 0,
     toolsVersion: i,
     pid: 1000 + i
-  })
+  }
 })
 
 /** Publishes RATE events/s for SECONDS in 10 ms batches; returns each event's publish time by id. */

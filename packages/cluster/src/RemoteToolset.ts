@@ -53,24 +53,22 @@ export const make = (
     const within = (limit: Duration.Duration | undefined) =>
       limit === undefined ? undefined : Duration.sum(limit, requestTimeout)
 
-    const latest = yield* SubscriptionRef.make(
-      new State.StatusSnapshot({
-        name,
-        kind,
-        state: "Stopped",
-        since: yield* Clock.currentTimeMillis,
-        restarts: 0,
-        attempt: 0,
-        toolsVersion: 0
-      })
-    )
+    const latest = yield* SubscriptionRef.make<State.StatusSnapshot>({
+      name,
+      kind,
+      state: "Stopped",
+      since: yield* Clock.currentTimeMillis,
+      restarts: 0,
+      attempt: 0,
+      toolsVersion: 0
+    })
     const transitions = yield* PubSub.unbounded<State.Transition>()
 
     const publish = (next: State.StatusSnapshot) =>
       Effect.flatMap(SubscriptionRef.getAndSet(latest, next), (previous) =>
         previous.state === next.state
           ? Effect.void
-          : PubSub.publish(transitions, new State.Transition({ from: previous.state, snapshot: next }))
+          : PubSub.publish(transitions, { from: previous.state, snapshot: next })
       )
 
     /** While the toolset moves, it shows as Restarting with the reason, rather than as it was. */
@@ -79,14 +77,12 @@ export const make = (
         State.isTerminal(s.state)
           ? Effect.void
           : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              publish(
-                new State.StatusSnapshot({
-                  ...s,
-                  state: "Restarting",
-                  since: now,
-                  lastError: { tag: "Relocating", message: `${name}: ${why}` }
-                })
-              )
+              publish({
+                ...s,
+                state: "Restarting",
+                since: now,
+                lastError: { tag: "Relocating", message: `${name}: ${why}` }
+              })
             )
       )
 
@@ -100,7 +96,7 @@ export const make = (
         // A new owner builds the toolset (Stopped) and starts it at once: not worth showing.
         shown.lastError?.tag === "Relocating" && snapshot.state === "Stopped" && snapshot.lastError === undefined
           ? Effect.void
-          : publish(new State.StatusSnapshot({ ...snapshot, name }))
+          : publish({ ...snapshot, name })
       )
     }
 

@@ -104,6 +104,7 @@ export interface Machine {
   /** Position in the current restart episode; back to 0 once Ready has lasted `reset_after`. */
   readonly attempt: number
   readonly error: LifecycleError.LifecycleError | undefined
+  /** The live session's tool count as re-listed; undefined: what the session gave at handshake. */
   readonly toolCount: number | undefined
   readonly toolsVersion: number
   readonly waiters: ReadonlyArray<Reply>
@@ -158,7 +159,7 @@ export const transition = (context: Context, machine: Machine, message: Message)
       if (phase._tag === "Live")
         return { machine, commands: [{ _tag: "Settle", waiters: [message.reply], exit: "ready" }] }
       return phase._tag === "Stopped" || phase._tag === "Failed"
-        ? beginStart(context, wait(machine, message.reply))
+        ? beginStart(context, machine, [...machine.waiters, message.reply])
         : stay(wait(machine, message.reply))
     case "Restart":
       return onRestart(context, wait(machine, message.reply))
@@ -212,21 +213,23 @@ const release = (phase: Phase, error: LifecycleError.NotStarted): ReadonlyArray<
 }
 
 /** Stopped/Failed → Starting: a fresh start, adopting a parked connect if there is one. */
-const beginStart = (context: Context, machine: Machine): Step => {
-  const fresh = { ...machine, restarts: 0, attempt: 0, error: undefined }
-  const retry = !context.policy.required && context.policy.restart !== "never"
+const beginStart = (context: Context, machine: Machine, waiters: ReadonlyArray<Reply>): Step => {
   const parked = machine.phase._tag === "Stopped" ? machine.phase.parked : undefined
-  if (parked?.done === true) return goLive(fresh, parked.id)
-  if (parked !== undefined) {
-    return {
-      machine: { ...fresh, phase: { _tag: "Starting", connect: parked.id, retry } },
-      commands: [{ _tag: "ArmStartup", id: parked.id }]
-    }
-  }
-  const id = machine.nextId + 1
+  if (parked?.done === true)
+    return goLive({ ...machine, restarts: 0, attempt: 0, error: undefined, waiters }, parked.id)
+  const connect = parked?.id ?? machine.nextId + 1
+  const retry = !context.policy.required && context.policy.restart !== "never"
   return {
-    machine: { ...fresh, nextId: id, phase: { _tag: "Starting", connect: id, retry } },
-    commands: [{ _tag: "Connect", id }]
+    machine: {
+      ...machine,
+      phase: { _tag: "Starting", connect, retry },
+      restarts: 0,
+      attempt: 0,
+      error: undefined,
+      waiters,
+      nextId: Math.max(connect, machine.nextId)
+    },
+    commands: [parked === undefined ? { _tag: "Connect", id: connect } : { _tag: "ArmStartup", id: connect }]
   }
 }
 
@@ -237,6 +240,7 @@ const goLive = (machine: Machine, id: number): Step => ({
     phase: { _tag: "Live", session: id, probeFailures: 0 },
     error: undefined,
     toolsVersion: machine.toolsVersion + 1,
+    toolCount: undefined,
     waiters: []
   },
   // Only an episode with restarts has a step to reset: a first start arms no `reset_after` timer.
@@ -283,7 +287,7 @@ const onRestart = (context: Context, machine: Machine): Step => {
   switch (phase._tag) {
     case "Stopped":
     case "Failed":
-      return beginStart(context, machine)
+      return beginStart(context, machine, machine.waiters)
     case "Starting":
     case "Reconnecting":
       return stay(machine)

@@ -3,7 +3,6 @@
  * decides which transitions are valid; this module only names and describes them.
  */
 import * as Schema from "effect/Schema"
-import type * as LifecycleError from "./LifecycleError.ts"
 
 export const State = Schema.Literals(["Stopped", "Starting", "Ready", "Degraded", "Restarting", "Failed"])
 
@@ -21,8 +20,12 @@ export const ErrorSummary = Schema.Struct({
   message: Schema.String
 })
 
-/** What a status subscriber sees of one toolset at one moment. */
-export class StatusSnapshot extends Schema.Class<StatusSnapshot>("StatusSnapshot")({
+/**
+ * What a status subscriber sees of one toolset at one moment. Plain data, not a class: the
+ * Supervisor makes one on every transition of every toolset, from values it has already typed,
+ * so it is built as an object literal with no validating constructor; the schema is for the wire.
+ */
+export const StatusSnapshot = Schema.Struct({
   name: Schema.String,
   kind: Schema.String,
   state: State,
@@ -43,14 +46,14 @@ export class StatusSnapshot extends Schema.Class<StatusSnapshot>("StatusSnapshot
   toolsVersion: Schema.Int,
   server: Schema.optionalKey(Schema.Struct({ name: Schema.String, version: Schema.String })),
   instructions: Schema.optionalKey(Schema.String)
-}) {}
+})
+
+export interface StatusSnapshot extends Schema.Schema.Type<typeof StatusSnapshot> {}
 
 /** One state change, as the `events` stream delivers it. */
-export class Transition extends Schema.Class<Transition>("Transition")({
+export const Transition = Schema.Struct({
   from: State,
   snapshot: StatusSnapshot
-}) {}
+})
 
-/** The error fields of a snapshot, set or cleared. */
-export const errorFields = (error: LifecycleError.LifecycleError | undefined) =>
-  error === undefined ? {} : { lastError: { tag: error._tag, message: error.message } }
+export interface Transition extends Schema.Schema.Type<typeof Transition> {}

@@ -9,13 +9,17 @@
  * ignored by the transition.
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Types from "effect/Types"
 import * as Deadline from "./Deadline.ts"
 import * as Sessions from "./internal/sessions.ts"
 import * as LifecycleError from "./LifecycleError.ts"
@@ -23,6 +27,7 @@ import * as Phase from "./Phase.ts"
 import * as Policy from "./Policy.ts"
 import type * as Session from "./Session.ts"
 import * as State from "./State.ts"
+import * as Tracing from "./Tracing.ts"
 
 export interface Options<A> {
   readonly name: string
@@ -88,280 +93,333 @@ export interface Supervisor<A> {
   readonly lost: (handle: A, evidence?: LifecycleError.LifecycleError) => Effect.Effect<Lost>
 }
 
-/** What other fibers read: the snapshot, and the session to run requests on. */
-interface View<A> {
-  readonly status: State.StatusSnapshot
-  readonly live: Sessions.Live<A> | undefined
-}
-
-/** One published snapshot, and the state it left when it is a transition. */
+/** One published snapshot, and the transition it is when the state changed. */
 interface Published {
   readonly status: State.StatusSnapshot
-  readonly from: State.State | undefined
-  /** The `events` element, built once, by the first subscriber that needs it. */
-  transition?: State.Transition
+  readonly transition: State.Transition | undefined
 }
 
-const isTransition = (published: Published): published is Published & { readonly from: State.State } =>
-  published.from !== undefined
+const statusOf = (published: Published): State.StatusSnapshot => published.status
+
+const transitionOf = (published: Published): State.Transition | undefined => published.transition
+
+const startMessage = (reply: Phase.Reply): Phase.Message => ({ _tag: "Start", reply })
+const restartMessage = (reply: Phase.Reply): Phase.Message => ({ _tag: "Restart", reply })
 
 /** Creates a supervisor in the current scope; closing the scope stops it and everything it started. */
 export const make = <A>(options: Options<A>): Effect.Effect<Supervisor<A>, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const { name, connector } = options
-    const policy = options.policy ?? Policy.defaults
-    const fork = Effect.runForkWith(yield* Effect.context<never>())
-    /** Every snapshot, the newest replayed to each new subscriber: `changes`, `events` and waiters. */
+    const context = yield* Effect.context<never>()
     const hub = yield* PubSub.unbounded<Published>({ replay: 1 })
-    let view: View<A> = {
-      status: new State.StatusSnapshot({
-        name,
-        kind: options.kind,
-        state: "Stopped",
-        since: yield* Clock.currentTimeMillis,
-        restarts: 0,
-        attempt: 0,
-        toolsVersion: 0
-      }),
-      live: undefined
-    }
-    PubSub.publishUnsafe(hub, { status: view.status, from: undefined })
-    const clock = yield* Clock.Clock
-    const startupMillis = policy.startupTimeout === undefined ? 0 : Duration.toMillis(policy.startupTimeout)
-    const context: Phase.Context = {
-      name,
-      policy,
-      initTimeout: () =>
-        new LifecycleError.InitTimeout({
-          toolset: name,
-          message: `${name}: did not connect within ${Duration.format(Duration.millis(startupMillis))}`,
-          afterMillis: startupMillis
-        })
-    }
-
-    // The actor: messages are handled one at a time, to the end, in the order they were posted.
-    // Handling never waits, so a message posted while one is being handled (by a fiber the
-    // handling started or resumed) is queued and handled right after it.
-    let machine = Phase.initial
-    /** Each message, and what to do once it is handled and its snapshot published (`stop`'s wait). */
-    const inbox: Array<readonly [Phase.Message, (() => void) | undefined]> = []
-    let handling = false
-    /** Set by the finalizer: from then on nothing is handled. */
-    let closed = false
-    /** Replies and failures of requests in flight, sent once the new snapshot is published. */
-    let notices: Array<() => void> = []
-
-    const post = (message: Phase.Message, after?: () => void): boolean => {
-      if (closed) return false
-      inbox.push([message, after])
-      if (handling) return true
-      handling = true
-      try {
-        for (let next = inbox.shift(); next !== undefined && !closed; next = inbox.shift()) handle(...next)
-      } finally {
-        handling = false
-      }
-      return true
-    }
-
-    const sessions = Sessions.make<A>({
-      name,
-      kind: options.kind,
-      connector,
-      policy,
-      fork,
-      post,
-      notify: (notice) => notices.push(notice),
-      counters: () => ({ attempt: machine.attempt, restarts: machine.restarts })
-    })
-
-    const run = (command: Phase.Command): void => {
-      switch (command._tag) {
-        case "Settle": {
-          const exit = command.exit === "ready" ? Exit.void : Exit.fail(command.exit)
-          for (const reply of command.waiters) notices.push(() => Deferred.doneUnsafe(reply, exit))
-          return
-        }
-        case "Warn":
-          fork(Effect.logWarning(command.message))
-          return
-        case "GoLive":
-          sessions.run(command)
-          machine = { ...machine, toolCount: sessions.live()?.session.toolCount }
-          return
-        default:
-          sessions.run(command)
-      }
-    }
-
-    /** Publishes the machine's snapshot; a change of state is also a transition on `events`. */
-    const publish = () => {
-      const previous = view.status
-      const state = Phase.stateOf(machine)
-      const live = sessions.live()
-      const current = live !== undefined && State.isUsable(state) ? live : undefined
-      const session = current?.session
-      const error = machine.error
-      const toolCount = current === undefined ? undefined : machine.toolCount
-      // Most messages change nothing a reader sees: no snapshot is built for them.
-      if (
-        previous.state === state &&
-        previous.restarts === machine.restarts &&
-        previous.attempt === machine.attempt &&
-        previous.toolsVersion === machine.toolsVersion &&
-        previous.toolCount === toolCount &&
-        previous.pid === session?.pid &&
-        previous.lastError?.tag === error?._tag &&
-        previous.lastError?.message === error?.message
-      ) {
-        if (view.live !== current) view = { status: previous, live: current }
-        return
-      }
-      const status = new State.StatusSnapshot({
-        name,
-        kind: options.kind,
-        state,
-        since: state === previous.state ? previous.since : clock.currentTimeMillisUnsafe(),
-        restarts: machine.restarts,
-        attempt: machine.attempt,
-        ...State.errorFields(error),
-        ...(session?.pid === undefined ? {} : { pid: session.pid }),
-        ...(toolCount === undefined ? {} : { toolCount }),
-        toolsVersion: machine.toolsVersion,
-        ...(session?.server === undefined ? {} : { server: session.server }),
-        ...(session?.instructions === undefined ? {} : { instructions: session.instructions })
-      })
-      view = { status, live: current }
-      PubSub.publishUnsafe(hub, { status, from: previous.state === state ? undefined : previous.state })
-    }
-
-    const flushNotices = () => {
-      const due = notices
-      notices = []
-      for (const notice of due) notice()
-    }
-
-    /** One message: the transition, its commands, the new snapshot — and only then the replies. */
-    const handle = (message: Phase.Message, after: (() => void) | undefined) => {
-      if (after !== undefined) notices.push(after)
-      try {
-        const step = Phase.transition(context, machine, message)
-        machine = step.machine
-        for (const command of step.commands) run(command)
-        publish()
-      } catch (defect) {
-        // A defect in a handler is a bug, but it must not stop the actor and leave callers hanging.
-        fork(Effect.logError(`${name}: supervisor bug handling ${message._tag}`, defect))
-      }
-      flushNotices()
-    }
-
+    const actor = new Actor(options, context, hub)
     // Finalizers run last-in first-out: this one runs before the scope closes anything else, so
     // it stops the actor, then releases what it held and answers everyone still waiting.
-    yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
-        closed = true
-        // What was still queued is not handled; a `stop` waiting for its turn is answered.
-        for (const [, after] of inbox.splice(0)) after?.()
-        sessions.release(() => notStarted("supervisor closed while the request was in flight"))
-        if (machine.waiters.length > 0) {
-          const exit = Exit.fail(notStarted("supervisor closed"))
-          for (const reply of machine.waiters) Deferred.doneUnsafe(reply, exit)
-        }
-        flushNotices()
-        return Effect.andThen(sessions.closed, PubSub.shutdown(hub))
-      })
-    )
-
-    function notStarted(message: string, cause?: LifecycleError.LifecycleError) {
-      return new LifecycleError.NotStarted({ toolset: name, message: `${name}: ${message}`, cause })
-    }
-
-    const ask = (make: (reply: Phase.Reply) => Phase.Message) =>
-      Effect.suspend(() => {
-        const reply = Deferred.makeUnsafe<void, LifecycleError.LifecycleError>()
-        return post(make(reply)) ? Deferred.await(reply) : Effect.fail(notStarted("supervisor closed"))
-      })
-
-    const settled = (): Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> => {
-      if (view.live !== undefined) return Effect.succeed(view.live)
-      if (closed) return Effect.fail(notStarted("supervisor closed"))
-      const status = view.status
-      const cause = machine.error
-      return Effect.fail(
-        notStarted(`not running (${status.state}${cause === undefined ? "" : `: ${cause.message}`})`, cause)
-      )
-    }
-
-    const isSettled = () => closed || State.isUsable(view.status.state) || State.isTerminal(view.status.state)
-
-    /**
-     * The live session; reads the current view first, and subscribes only while starting or
-     * restarting. The hub replays its newest snapshot, so nothing published between the first
-     * look and the subscription is missed; the view is read again at each snapshot.
-     */
-    const awaitUsable: Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> = Effect.suspend(() =>
-      isSettled()
-        ? settled()
-        : Stream.fromPubSub(hub).pipe(Stream.filter(isSettled), Stream.runHead, Effect.flatMap(settled))
-    )
-
-    const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
-    const withDeadline = Deadline.within(callMillis)
-    const bounded = Deadline.bound(name)
-
-    const onLive = <B, E, R>(current: Sessions.Live<A>, f: (handle: A) => Effect.Effect<B, E, R>) =>
-      current.session.selfBounded === true
-        ? f(current.session.handle)
-        : bounded(Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
-
-    const use = <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | UseError, R> =>
-      withDeadline(
-        Effect.suspend(() => {
-          const current = view.live
-          return current !== undefined
-            ? onLive(current, f)
-            : Effect.flatMap(bounded(awaitUsable), (ready) => onLive(ready, f))
-        })
-      )
-
-    const lost = (handle: A, evidence?: LifecycleError.LifecycleError): Effect.Effect<Lost> =>
-      Effect.suspend(() => {
-        const current = view.live
-        if (current !== undefined && current.session.handle === handle) {
-          if (evidence !== undefined) post({ _tag: "Ended", id: current.id, error: evidence })
-          return Effect.flip(Deferred.await(current.closed))
-        }
-        const ended = sessions.lastEnded()
-        return Effect.succeed(
-          ended?.handle === handle ? ended.error : notStarted("the session was closed", machine.error)
-        )
-      })
-
-    return {
-      name,
-      policy,
-      start: ask((reply) => ({ _tag: "Start", reply })),
-      restart: ask((reply) => ({ _tag: "Restart", reply })),
-      stop: Effect.suspend(() => {
-        const handled = Deferred.makeUnsafe<void>()
-        return post({ _tag: "Stop" }, () => Deferred.doneUnsafe(handled, Exit.void))
-          ? Effect.andThen(Deferred.await(handled), sessions.closed)
-          : Effect.void
-      }),
-      awaitReady: Effect.asVoid(awaitUsable),
-      state: Effect.sync(() => view.status),
-      changes: Stream.map(Stream.fromPubSub(hub), (published) => published.status),
-      events: Stream.fromPubSub(hub).pipe(
-        Stream.drop(1),
-        Stream.filter(isTransition),
-        Stream.map((published) => {
-          published.transition ??= new State.Transition({ from: published.from, snapshot: published.status })
-          return published.transition
-        })
-      ),
-      use,
-      liveNow: () => view.live?.now,
-      lost
-    }
+    yield* Effect.addFinalizer(() => actor.close())
+    return actor
   })
+
+/**
+ * The actor: messages are handled one at a time, to the end, in the order they were posted.
+ * Handling never waits, so a message posted while one is being handled (by a fiber the handling
+ * started or resumed) is queued and handled right after it. A class, not a closure per
+ * operation: supervisors are made by the thousand.
+ */
+class Actor<A> implements Supervisor<A>, Sessions.Host<A>, Phase.Context {
+  readonly name: string
+  readonly kind: string
+  readonly connector: Session.Connector<A>
+  readonly policy: Policy.Policy
+  readonly traced: boolean
+  readonly fork: <X>(effect: Effect.Effect<X>) => Fiber.Fiber<X>
+  private readonly clock: Clock.Clock
+  /** Every snapshot, the newest replayed to each new subscriber: `changes`, `events` and waiters. */
+  private readonly hub: PubSub.PubSub<Published>
+  private readonly sessions: Sessions.Sessions<A>
+  private machine = Phase.initial
+  /** What other fibers read: the snapshot, and the session to run requests on while usable. */
+  private status: State.StatusSnapshot
+  private usable: Sessions.Live<A> | undefined
+  /** Each message, and what to do once it is handled and its snapshot published (`stop`'s wait). */
+  private readonly inbox: Array<readonly [Phase.Message, (() => void) | undefined]> = []
+  private handling = false
+  /** Set by the finalizer: from then on nothing is handled. */
+  private closed = false
+  /** Replies and failures of requests in flight, sent once the new snapshot is published. */
+  private notices: Array<() => void> = []
+  private readonly withDeadline: <B, E, R>(effect: Effect.Effect<B, E, R>) => Effect.Effect<B, E, R>
+  private readonly bounded: <B, E, R>(
+    effect: Effect.Effect<B, E, R>
+  ) => Effect.Effect<B, E | LifecycleError.CallTimeout, R>
+
+  constructor(options: Options<A>, context: Context.Context<never>, hub: PubSub.PubSub<Published>) {
+    this.hub = hub
+    this.name = options.name
+    this.kind = options.kind
+    this.connector = options.connector
+    this.policy = options.policy ?? Policy.defaults
+    this.traced = Tracing.isTraced(context)
+    this.fork = Effect.runForkWith(context)
+    this.clock = Context.get(context, Clock.Clock)
+    this.sessions = new Sessions.Sessions(this)
+    this.withDeadline = Deadline.within(
+      this.policy.callTimeout === undefined ? undefined : Duration.toMillis(this.policy.callTimeout)
+    )
+    this.bounded = Deadline.bound(this.name)
+    this.status = {
+      name: this.name,
+      kind: this.kind,
+      state: "Stopped",
+      since: this.clock.currentTimeMillisUnsafe(),
+      restarts: 0,
+      attempt: 0,
+      toolsVersion: 0
+    }
+    PubSub.publishUnsafe(hub, { status: this.status, transition: undefined })
+  }
+
+  get start(): Effect.Effect<void, LifecycleError.LifecycleError> {
+    return this.ask(startMessage)
+  }
+
+  get restart(): Effect.Effect<void, LifecycleError.LifecycleError> {
+    return this.ask(restartMessage)
+  }
+
+  get stop(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const handled = Deferred.makeUnsafe<void>()
+      return this.post({ _tag: "Stop" }, () => Deferred.doneUnsafe(handled, Exit.void))
+        ? Effect.andThen(Deferred.await(handled), this.sessions.closed())
+        : Effect.void
+    })
+  }
+
+  get awaitReady(): Effect.Effect<void, LifecycleError.NotStarted> {
+    return Effect.asVoid(this.awaitUsable())
+  }
+
+  get state(): Effect.Effect<State.StatusSnapshot> {
+    return Effect.sync(() => this.status)
+  }
+
+  get changes(): Stream.Stream<State.StatusSnapshot> {
+    return Stream.map(Stream.fromPubSub(this.hub), statusOf)
+  }
+
+  get events(): Stream.Stream<State.Transition> {
+    return Stream.fromPubSub(this.hub).pipe(
+      Stream.drop(1),
+      Stream.map(transitionOf),
+      Stream.filter(Predicate.isNotUndefined)
+    )
+  }
+
+  use<B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | UseError, R> {
+    return this.withDeadline(
+      Effect.suspend(() => {
+        const current = this.usable
+        return current !== undefined
+          ? this.onLive(current, f)
+          : Effect.flatMap(this.bounded(this.awaitUsable()), (ready) => this.onLive(ready, f))
+      })
+    )
+  }
+
+  liveNow(): Now<A> | undefined {
+    return this.usable?.now
+  }
+
+  lost(handle: A, evidence?: LifecycleError.LifecycleError): Effect.Effect<Lost> {
+    return Effect.suspend(() => {
+      const current = this.usable
+      if (current !== undefined && current.session.handle === handle) {
+        if (evidence !== undefined) this.post({ _tag: "Ended", id: current.id, error: evidence })
+        return Effect.flip(Deferred.await(current.closed))
+      }
+      const ended = this.sessions.lastEnded()
+      return Effect.succeed(
+        ended?.handle === handle ? ended.error : this.notStarted("the session was closed", this.machine.error)
+      )
+    })
+  }
+
+  /** Queues `message`, and handles it and any posted meanwhile unless a handling is under way. */
+  post(message: Phase.Message, after?: () => void): boolean {
+    if (this.closed) return false
+    this.inbox.push([message, after])
+    if (this.handling) return true
+    this.handling = true
+    try {
+      for (let next = this.inbox.shift(); next !== undefined && !this.closed; next = this.inbox.shift()) {
+        this.handle(next[0], next[1])
+      }
+    } finally {
+      this.handling = false
+    }
+    return true
+  }
+
+  notify(notice: () => void): void {
+    this.notices.push(notice)
+  }
+
+  counters(): { readonly attempt: number; readonly restarts: number } {
+    return { attempt: this.machine.attempt, restarts: this.machine.restarts }
+  }
+
+  initTimeout(): LifecycleError.InitTimeout {
+    const millis = this.policy.startupTimeout === undefined ? 0 : Duration.toMillis(this.policy.startupTimeout)
+    return new LifecycleError.InitTimeout({
+      toolset: this.name,
+      message: `${this.name}: did not connect within ${Duration.format(Duration.millis(millis))}`,
+      afterMillis: millis
+    })
+  }
+
+  /** Stops the actor, releases what it held and answers everyone still waiting (the finalizer). */
+  close(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.closed = true
+      // What was still queued is not handled; a `stop` waiting for its turn is answered.
+      for (const [, after] of this.inbox.splice(0)) after?.()
+      this.sessions.release(() => this.notStarted("supervisor closed while the request was in flight"))
+      if (this.machine.waiters.length > 0) {
+        const exit = Exit.fail(this.notStarted("supervisor closed"))
+        for (const reply of this.machine.waiters) Deferred.doneUnsafe(reply, exit)
+      }
+      this.flushNotices()
+      return Effect.andThen(this.sessions.closed(), PubSub.shutdown(this.hub))
+    })
+  }
+
+  /** One message: the transition, its commands, the new snapshot — and only then the replies. */
+  private handle(message: Phase.Message, after: (() => void) | undefined): void {
+    if (after !== undefined) this.notices.push(after)
+    try {
+      const step = Phase.transition(this, this.machine, message)
+      this.machine = step.machine
+      for (const command of step.commands) this.run(command)
+      this.publish()
+    } catch (defect) {
+      // A defect in a handler is a bug, but it must not stop the actor and leave callers hanging.
+      this.fork(Effect.logError(`${this.name}: supervisor bug handling ${message._tag}`, defect))
+    }
+    this.flushNotices()
+  }
+
+  private run(command: Phase.Command): void {
+    switch (command._tag) {
+      case "Settle": {
+        const exit = command.exit === "ready" ? Exit.void : Exit.fail(command.exit)
+        for (const reply of command.waiters) this.notices.push(() => Deferred.doneUnsafe(reply, exit))
+        return
+      }
+      case "Warn":
+        this.fork(Effect.logWarning(command.message))
+        return
+      default:
+        this.sessions.run(command)
+    }
+  }
+
+  /** Publishes the machine's snapshot; a change of state is also a transition on `events`. */
+  private publish(): void {
+    const { machine } = this
+    const previous = this.status
+    const state = Phase.stateOf(machine)
+    const live = this.sessions.live()
+    const current = live !== undefined && State.isUsable(state) ? live : undefined
+    this.usable = current
+    const session = current?.session
+    const error = machine.error
+    const toolCount = session === undefined ? undefined : (machine.toolCount ?? session.toolCount)
+    // Most messages change nothing a reader sees: no snapshot is built for them.
+    if (
+      previous.state === state &&
+      previous.restarts === machine.restarts &&
+      previous.attempt === machine.attempt &&
+      previous.toolsVersion === machine.toolsVersion &&
+      previous.toolCount === toolCount &&
+      previous.pid === session?.pid &&
+      previous.lastError?.tag === error?._tag &&
+      previous.lastError?.message === error?.message
+    ) {
+      return
+    }
+    // Assigned key by key: a snapshot is made on every transition, and spreads would make several.
+    const status: Types.Mutable<State.StatusSnapshot> = {
+      name: this.name,
+      kind: this.kind,
+      state,
+      since: state === previous.state ? previous.since : this.clock.currentTimeMillisUnsafe(),
+      restarts: machine.restarts,
+      attempt: machine.attempt,
+      toolsVersion: machine.toolsVersion
+    }
+    if (error !== undefined) status.lastError = { tag: error._tag, message: error.message }
+    if (session !== undefined) {
+      if (session.pid !== undefined) status.pid = session.pid
+      if (toolCount !== undefined) status.toolCount = toolCount
+      if (session.server !== undefined) status.server = session.server
+      if (session.instructions !== undefined) status.instructions = session.instructions
+    }
+    this.status = status
+    PubSub.publishUnsafe(this.hub, {
+      status,
+      transition: previous.state === state ? undefined : { from: previous.state, snapshot: status }
+    })
+  }
+
+  private flushNotices(): void {
+    const due = this.notices
+    this.notices = []
+    for (const notice of due) notice()
+  }
+
+  private notStarted(message: string, cause?: LifecycleError.LifecycleError): LifecycleError.NotStarted {
+    return new LifecycleError.NotStarted({ toolset: this.name, message: `${this.name}: ${message}`, cause })
+  }
+
+  private ask(make: (reply: Phase.Reply) => Phase.Message): Effect.Effect<void, LifecycleError.LifecycleError> {
+    return Effect.suspend(() => {
+      const reply = Deferred.makeUnsafe<void, LifecycleError.LifecycleError>()
+      return this.post(make(reply)) ? Deferred.await(reply) : Effect.fail(this.notStarted("supervisor closed"))
+    })
+  }
+
+  private settled(): Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> {
+    if (this.usable !== undefined) return Effect.succeed(this.usable)
+    if (this.closed) return Effect.fail(this.notStarted("supervisor closed"))
+    const cause = this.machine.error
+    return Effect.fail(
+      this.notStarted(`not running (${this.status.state}${cause === undefined ? "" : `: ${cause.message}`})`, cause)
+    )
+  }
+
+  private isSettled(): boolean {
+    return this.closed || State.isUsable(this.status.state) || State.isTerminal(this.status.state)
+  }
+
+  /**
+   * The live session; reads the current view first, and subscribes only while starting or
+   * restarting. The hub replays its newest snapshot, so nothing published between the first
+   * look and the subscription is missed; the view is read again at each snapshot.
+   */
+  private awaitUsable(): Effect.Effect<Sessions.Live<A>, LifecycleError.NotStarted> {
+    return Effect.suspend(() =>
+      this.isSettled()
+        ? this.settled()
+        : Stream.fromPubSub(this.hub).pipe(
+            Stream.filter(() => this.isSettled()),
+            Stream.runHead,
+            Effect.flatMap(() => this.settled())
+          )
+    )
+  }
+
+  private onLive<B, E, R>(current: Sessions.Live<A>, f: (handle: A) => Effect.Effect<B, E, R>) {
+    return current.session.selfBounded === true
+      ? f(current.session.handle)
+      : this.bounded(Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
+  }
+}

@@ -52,7 +52,7 @@ export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter 
     const statuses = yield* Effect.forEach(backends, (backend) => backend.state)
     const state = summarize(statuses.map((s) => s.state))
     const first = statuses.find((s) => s.lastError !== undefined)
-    return new State.StatusSnapshot({
+    return {
       name,
       kind: "lsp",
       state,
@@ -62,7 +62,7 @@ export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter 
       // Every backend's bump is a bump of the merged catalogue.
       toolsVersion: statuses.reduce((n, s) => n + s.toolsVersion, 0),
       ...(first?.lastError === undefined ? {} : { lastError: first.lastError })
-    })
+    }
   })
 
   const changes = Stream.mergeAll(
@@ -79,9 +79,7 @@ export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter 
       (previous: State.State | undefined, next: State.StatusSnapshot) =>
         [
           next.state,
-          previous === undefined || previous === next.state
-            ? []
-            : [new State.Transition({ from: previous, snapshot: next })]
+          previous === undefined || previous === next.state ? [] : [{ from: previous, snapshot: next }]
         ] as const
     )
   )

@@ -2,7 +2,7 @@
  * Values that came from the environment (tokens in headers, keys in args) are secrets: they are
  * masked in every message and snapshot the runtime lets out, on top of core's pattern redaction.
  */
-import { LifecycleError, SecretValues, State } from "@toolvisor/core"
+import { LifecycleError, SecretValues, type State } from "@toolvisor/core"
 
 /** Masks each secret (and anything `redact` recognises) in a text. Very short values are left alone. */
 export const masker = (secrets: ReadonlyArray<string>): ((text: string) => string) => {
@@ -12,6 +12,4 @@ export const masker = (secrets: ReadonlyArray<string>): ((text: string) => strin
 
 /** A snapshot whose error message is masked. */
 export const snapshot = (s: State.StatusSnapshot, mask: (text: string) => string): State.StatusSnapshot =>
-  s.lastError === undefined
-    ? s
-    : new State.StatusSnapshot({ ...s, lastError: { ...s.lastError, message: mask(s.lastError.message) } })
+  s.lastError === undefined ? s : { ...s, lastError: { ...s.lastError, message: mask(s.lastError.message) } }

@@ -5,7 +5,7 @@
  */
 
 import { assert, describe, it } from "@effect/vitest"
-import { State } from "@toolvisor/core"
+import type { State } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as HttpRouter from "effect/http/HttpRouter"
@@ -17,8 +17,15 @@ import * as StatusFeed from "../src/StatusFeed.ts"
 import * as StatusHttp from "../src/StatusHttp.ts"
 import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
 
-const snapshot = (state: State.State, since: number) =>
-  new State.StatusSnapshot({ name: "fx", kind: "mcp-stdio", state, since, restarts: 0, attempt: 0, toolsVersion: 0 })
+const snapshot = (state: State.State, since: number) => ({
+  name: "fx",
+  kind: "mcp-stdio",
+  state,
+  since,
+  restarts: 0,
+  attempt: 0,
+  toolsVersion: 0
+})
 
 const unused = Effect.die("not used by the status feed")
 

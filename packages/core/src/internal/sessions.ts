@@ -6,6 +6,9 @@
  * reports back through `post`. Closing is done in the background, so a server slow to die never
  * delays a transition; every close is tracked, a new connect waits for the earlier ones (never two
  * servers of one toolset at once), and `stop` and the finalizer await them.
+ *
+ * Classes rather than closures: a supervisor is created by the thousand, and what one holds
+ * should cost a few objects, not a closure per operation.
  */
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -36,155 +39,244 @@ export interface Now<A> {
 }
 
 /** The established session and the fibers that watch it. */
-export interface Live<A> {
+export class Live<A> {
+  /** Failed when the session ends, so requests in flight fail at once instead of hanging. */
+  readonly closed = Deferred.makeUnsafe<never, Lost>()
+  /** The same end, for requests in flight outside the runtime; made by the first of them. */
+  private listeners: Set<(lost: Lost) => void> | undefined
+  private cachedNow: Now<A> | undefined
+
   readonly id: number
   readonly session: Session.Session<A>
   readonly scope: Scope.Closeable
-  /** Failed when the session ends, so requests in flight fail at once instead of hanging. */
-  readonly closed: Deferred.Deferred<never, Lost>
-  /** The same end, for requests in flight outside the runtime; only sessions that are not `selfBounded` have them. */
-  readonly ending: Set<(lost: Lost) => void> | undefined
-  readonly now: Now<A>
   readonly watchers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>
+
+  constructor(
+    id: number,
+    session: Session.Session<A>,
+    scope: Scope.Closeable,
+    watchers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>
+  ) {
+    this.id = id
+    this.session = session
+    this.scope = scope
+    this.watchers = watchers
+  }
+
+  get now(): Now<A> {
+    this.cachedNow ??= {
+      handle: this.session.handle,
+      onEnd: this.session.selfBounded === true ? undefined : (listener) => this.onEnd(listener)
+    }
+    return this.cachedNow
+  }
+
+  private onEnd(listener: (lost: Lost) => void): () => void {
+    this.listeners ??= new Set()
+    const listeners = this.listeners
+    listeners.add(listener)
+    return () => listeners.delete(listener)
+  }
+
+  /** Tells everything in flight on the session how it ended. */
+  end(error: Lost): void {
+    Deferred.doneUnsafe(this.closed, Exit.fail(error))
+    if (this.listeners !== undefined) for (const listener of this.listeners) listener(error)
+  }
 }
 
 /**
- * A connect in flight (or finished, waiting to be taken), with its startup deadline. Its fiber
- * outlives the connect: once connected, it waits for the session's end, so a live session costs
- * no other fiber to watch.
+ * A connect in flight (or finished, waiting to be taken), with its startup deadline, and what its
+ * fiber learnt, filled in before it reports. The fiber outlives the connect: once connected, it
+ * waits for the session's end, so a live session costs no other fiber to watch.
  */
-interface Connect<A> {
-  readonly scope: Scope.Closeable
-  readonly fiber: Fiber.Fiber<void>
-  readonly result: Result<A>
+class Connect<A> {
+  readonly id: number
+  readonly scope = Scope.makeUnsafe()
+  fiber: Fiber.Fiber<void> | undefined
   deadline: Fiber.Fiber<void> | undefined
-}
-
-/** What the connect's fiber learnt, filled before it reports it. */
-interface Result<A> {
-  connected: boolean
+  connected = false
   session: Session.Session<A> | undefined
   /** How the session ended, when it ended before it went live (it is reported then). */
   ended: { readonly error: LifecycleError.LifecycleError | undefined } | undefined
+
+  constructor(id: number) {
+    this.id = id
+  }
 }
 
-export interface Options<A> {
+/** What the resources report to, and what they are for: the Supervisor's actor. */
+export interface Host<A> {
   readonly name: string
   readonly kind: string
   readonly connector: Session.Connector<A>
   readonly policy: Policy.Policy
+  /** Whether a tracer is installed: then each connect takes a span. */
+  readonly traced: boolean
   /** Starts a fiber with the Supervisor's services; it runs at once, up to its first wait. */
   readonly fork: <X>(effect: Effect.Effect<X>) => Fiber.Fiber<X>
   /** Reports back to the actor. */
-  readonly post: (message: Phase.Message) => void
+  post(message: Phase.Message): void
   /** Queues a completion for the actor to run once the new snapshot is published. */
-  readonly notify: (notice: () => void) => void
+  notify(notice: () => void): void
   /** The episode's counters, for the connect's span. */
-  readonly counters: () => { readonly attempt: number; readonly restarts: number }
+  counters(): { readonly attempt: number; readonly restarts: number }
 }
 
 /** The commands that act on resources (the rest are the actor's own). */
 export type Command = Exclude<Phase.Command, { readonly _tag: "Settle" | "Warn" }>
 
-export interface Sessions<A> {
-  readonly live: () => Live<A> | undefined
+export class Sessions<A> {
+  private readonly closing = new Set<Fiber.Fiber<void>>()
+  private readonly connects = new Map<number, Connect<A>>()
+  private backoffs: Map<number, Fiber.Fiber<void>> | undefined
+  private current: Live<A> | undefined
+  private ended: { readonly handle: A; readonly error: Lost } | undefined
+
+  private readonly host: Host<A>
+
+  constructor(host: Host<A>) {
+    this.host = host
+  }
+
+  live(): Live<A> | undefined {
+    return this.current
+  }
+
   /** The last session that ended, so a request that saw it die late still learns how. */
-  readonly lastEnded: () => { readonly handle: A; readonly error: Lost } | undefined
-  readonly run: (command: Command) => void
+  lastEnded(): { readonly handle: A; readonly error: Lost } | undefined {
+    return this.ended
+  }
+
+  run(command: Command): void {
+    switch (command._tag) {
+      case "Connect":
+        this.open(command.id)
+        break
+      case "ArmStartup": {
+        const connect = this.connects.get(command.id)
+        if (connect !== undefined) this.armStartup(connect)
+        break
+      }
+      case "Discard":
+        this.discard(command.id)
+        break
+      case "GoLive":
+        this.goLive(command.id, command.stable)
+        break
+      case "EndLive":
+        this.endLive(command.error)
+        break
+      case "Backoff":
+        this.backoff(command.id, command.attempt)
+        break
+      case "CancelBackoff":
+        this.cancelBackoff(command.id)
+        break
+    }
+  }
+
   /**
    * Releases everything (the Supervisor's finalizer); the closes are awaited by `closed`.
    * `error`, built only when a session is live, is what requests in flight on it get.
    */
-  readonly release: (error: () => LifecycleError.NotStarted) => void
-  /** Completes once every close started so far, and any started meanwhile, is done. */
-  readonly closed: Effect.Effect<void>
-}
-
-export const make = <A>(options: Options<A>): Sessions<A> => {
-  const { name, policy, post, fork } = options
-  const closing = new Set<Fiber.Fiber<void>>()
-  const connects = new Map<number, Connect<A>>()
-  const backoffs = new Map<number, Fiber.Fiber<void>>()
-  let live: Live<A> | undefined
-  let lastEnded: { readonly handle: A; readonly error: Lost } | undefined
-
-  const closed: Effect.Effect<void> = Effect.suspend(() =>
-    closing.size === 0 ? Effect.void : Effect.andThen(Fiber.awaitAll(Array.from(closing)), closed)
-  )
-  const closeLater = (close: Effect.Effect<void>) => {
-    const fiber = fork(close)
-    if (fiber.pollUnsafe() !== undefined) return
-    closing.add(fiber)
-    fiber.addObserver(() => closing.delete(fiber))
+  release(error: () => LifecycleError.NotStarted): void {
+    if (this.backoffs !== undefined) for (const id of Array.from(this.backoffs.keys())) this.cancelBackoff(id)
+    for (const id of Array.from(this.connects.keys())) this.discard(id)
+    if (this.current !== undefined) this.endLive(error())
   }
+
+  /** Completes once every close started so far, and any started meanwhile, is done. */
+  closed(): Effect.Effect<void> {
+    return Effect.suspend(() =>
+      this.closing.size === 0 ? Effect.void : Effect.andThen(Fiber.awaitAll(Array.from(this.closing)), this.closed())
+    )
+  }
+
+  private closeLater(close: Effect.Effect<void>): void {
+    const fiber = this.host.fork(close)
+    if (fiber.pollUnsafe() !== undefined) return
+    this.closing.add(fiber)
+    fiber.addObserver(() => this.closing.delete(fiber))
+  }
+
   /** Runs `work`, then posts `message` — unless the fiber was interrupted first. */
-  const report = (work: Effect.Effect<void>, message: Phase.Message) =>
-    fork(
+  private report(work: Effect.Effect<void>, message: Phase.Message): Fiber.Fiber<void> {
+    return this.host.fork(
       Effect.andThen(
         work,
-        Effect.sync(() => post(message))
+        Effect.sync(() => this.host.post(message))
       )
     )
-  const errorOf = (exit: Exit.Exit<unknown, unknown>) =>
-    Exit.isSuccess(exit) ? undefined : Classify.classify(name, causeOf(exit))
+  }
 
-  const armStartup = (id: number, connect: Connect<A>) => {
+  private errorOf(exit: Exit.Exit<unknown, unknown>): LifecycleError.LifecycleError | undefined {
+    return Exit.isSuccess(exit) ? undefined : Classify.classify(this.host.name, causeOf(exit))
+  }
+
+  private armStartup(connect: Connect<A>): void {
+    const timeout = this.host.policy.startupTimeout
     connect.deadline?.interruptUnsafe()
     connect.deadline =
-      policy.startupTimeout === undefined
-        ? undefined
-        : report(Effect.sleep(policy.startupTimeout), { _tag: "StartupTimeout", id })
+      timeout === undefined ? undefined : this.report(Effect.sleep(timeout), { _tag: "StartupTimeout", id: connect.id })
   }
 
   /**
-   * Reports the end of the session of connect `id`: when it is live, else when it goes live. It
+   * Reports the end of the session of `connect`: when it is live, else when it goes live. It
    * yields first, so a request that failed with the same event (a 401, a closed pipe) ends with
    * its own error rather than with "session ended while the request was in flight".
    */
-  const watchEnd = (id: number, session: Session.Session<A>, result: Result<A>) =>
-    Effect.flatMap(Effect.exit(session.ended), (exit) =>
+  private watchEnd(connect: Connect<A>, session: Session.Session<A>): Effect.Effect<void> {
+    return Effect.flatMap(Effect.exit(session.ended), (exit) =>
       Effect.andThen(
         Effect.yieldNow,
         Effect.sync(() => {
-          result.ended = { error: errorOf(exit) }
-          if (live?.id === id) post({ _tag: "Ended", id, error: result.ended.error })
+          const error = this.errorOf(exit)
+          connect.ended = { error }
+          if (this.current?.id === connect.id) this.host.post({ _tag: "Ended", id: connect.id, error })
         })
       )
     )
+  }
 
-  const open = (id: number) => {
-    const scope = Scope.makeUnsafe()
-    const result: Result<A> = { connected: false, session: undefined, ended: undefined }
+  private open(id: number): void {
+    const host = this.host
+    const connect = new Connect<A>(id)
     // Never two servers of one toolset at once: wait for earlier closes, if any.
-    const connector = options.connector.connect
-    const connect = Scope.provide(closing.size === 0 ? connector : Effect.andThen(closed, connector), scope)
-    const traced = Tracing.span("toolvisor.connect", {
-      attributes: () => ({ toolset: name, kind: options.kind, ...options.counters() })
-    })(connect)
-    const fiber = fork(
+    const opening =
+      this.closing.size === 0 ? host.connector.connect : Effect.andThen(this.closed(), host.connector.connect)
+    const provided = Scope.provide(opening, connect.scope)
+    const traced = host.traced
+      ? Tracing.span("toolvisor.connect", {
+          attributes: () => ({ toolset: host.name, kind: host.kind, ...host.counters() })
+        })(provided)
+      : provided
+    this.connects.set(id, connect)
+    connect.fiber = host.fork(
       Effect.flatMap(Effect.exit(traced), (exit) => {
-        result.connected = true
-        if (Exit.isSuccess(exit)) result.session = exit.value
-        post({ _tag: "Connected", id, error: errorOf(exit) })
-        return Exit.isSuccess(exit) ? watchEnd(id, exit.value, result) : Effect.void
+        connect.connected = true
+        if (Exit.isSuccess(exit)) connect.session = exit.value
+        host.post({ _tag: "Connected", id, error: this.errorOf(exit) })
+        return Exit.isSuccess(exit) ? this.watchEnd(connect, exit.value) : Effect.void
       })
     )
-    const opened: Connect<A> = { scope, fiber, result, deadline: undefined }
-    connects.set(id, opened)
     // A connect that finished as it was opened needs no deadline.
-    if (!result.connected) armStartup(id, opened)
+    if (!connect.connected) this.armStartup(connect)
   }
 
-  const discard = (id: number) => {
-    const connect = connects.get(id)
+  private discard(id: number): void {
+    const connect = this.connects.get(id)
     if (connect === undefined) return
-    connects.delete(id)
+    this.connects.delete(id)
     connect.deadline?.interruptUnsafe()
-    closeLater(Effect.andThen(Fiber.interrupt(connect.fiber), Scope.close(connect.scope, Exit.void)))
+    const fiber = connect.fiber
+    const close = Scope.close(connect.scope, Exit.void)
+    this.closeLater(fiber === undefined ? close : Effect.andThen(Fiber.interrupt(fiber), close))
   }
 
-  const probeLoop = (id: number, probe: Effect.Effect<void, LifecycleError.LifecycleError>, health: Policy.Health) =>
-    Effect.sleep(health.interval).pipe(
+  private probeLoop(id: number, probe: Effect.Effect<void, LifecycleError.LifecycleError>, health: Policy.Health) {
+    const name = this.host.name
+    return Effect.sleep(health.interval).pipe(
       Effect.andThen(
         probe.pipe(
           Effect.timeoutOrElse({
@@ -202,104 +294,60 @@ export const make = <A>(options: Options<A>): Sessions<A> => {
           Effect.exit
         )
       ),
-      Effect.flatMap((exit) => Effect.sync(() => post({ _tag: "Probed", id, error: errorOf(exit) }))),
+      Effect.flatMap((exit) => Effect.sync(() => this.host.post({ _tag: "Probed", id, error: this.errorOf(exit) }))),
       Effect.forever
     )
+  }
 
-  const goLive = (id: number, stable: boolean) => {
-    const connect = connects.get(id)
-    const session = connect?.result.session
-    if (connect === undefined || session === undefined) throw new Error(`${name}: no session for ${id}`)
-    connects.delete(id)
+  private goLive(id: number, stable: boolean): void {
+    const { host } = this
+    const connect = this.connects.get(id)
+    const session = connect?.session
+    if (connect?.fiber === undefined || session === undefined) throw new Error(`${host.name}: no session for ${id}`)
+    this.connects.delete(id)
     connect.deadline?.interruptUnsafe()
     const watchers: Array<Fiber.Fiber<unknown, unknown>> = [connect.fiber]
-    if (stable) watchers.push(report(Effect.sleep(policy.backoff.resetAfter), { _tag: "Stable", id }))
+    if (stable) watchers.push(this.report(Effect.sleep(host.policy.backoff.resetAfter), { _tag: "Stable", id }))
     if (session.toolCountChanges !== undefined) {
       watchers.push(
-        fork(
+        host.fork(
           Stream.runForEach(session.toolCountChanges, (count) =>
-            Effect.sync(() => post({ _tag: "ToolCount", id, count }))
+            Effect.sync(() => host.post({ _tag: "ToolCount", id, count }))
           )
         )
       )
     }
-    if (policy.health !== undefined && session.probe !== undefined) {
-      watchers.push(fork(probeLoop(id, session.probe, policy.health)))
+    if (host.policy.health !== undefined && session.probe !== undefined) {
+      watchers.push(host.fork(this.probeLoop(id, session.probe, host.policy.health)))
     }
-    const ending = session.selfBounded === true ? undefined : new Set<(lost: Lost) => void>()
-    const now: Now<A> = {
-      handle: session.handle,
-      onEnd:
-        ending &&
-        ((listener) => {
-          ending.add(listener)
-          return () => ending.delete(listener)
-        })
-    }
-    live = { id, session, scope: connect.scope, closed: Deferred.makeUnsafe<never, Lost>(), ending, now, watchers }
-    const ended = connect.result.ended
-    if (ended !== undefined) post({ _tag: "Ended", id, error: ended.error })
+    this.current = new Live(id, session, connect.scope, watchers)
+    if (connect.ended !== undefined) host.post({ _tag: "Ended", id, error: connect.ended.error })
   }
 
-  const endLive = (error: Lost) => {
-    const current = live
+  private endLive(error: Lost): void {
+    const current = this.current
     if (current === undefined) return
-    live = undefined
-    lastEnded = { handle: current.session.handle, error }
-    options.notify(() => {
-      Deferred.doneUnsafe(current.closed, Exit.fail(error))
-      if (current.ending !== undefined) for (const listener of current.ending) listener(error)
-    })
+    this.current = undefined
+    this.ended = { handle: current.session.handle, error }
+    this.host.notify(() => current.end(error))
     for (const watcher of current.watchers) watcher.interruptUnsafe()
-    closeLater(Scope.close(current.scope, Exit.void))
+    this.closeLater(Scope.close(current.scope, Exit.void))
   }
 
-  const cancelBackoff = (id: number) => {
-    backoffs.get(id)?.interruptUnsafe()
-    backoffs.delete(id)
+  /** A backoff timer is held only while it runs: a toolset that crashes all day keeps none. */
+  private backoff(id: number, attempt: number): void {
+    const wait = Effect.flatMap(Policy.delay(this.host.policy, attempt), Effect.sleep)
+    const timer = this.report(wait, { _tag: "BackoffElapsed", id })
+    if (timer.pollUnsafe() !== undefined) return
+    this.backoffs ??= new Map()
+    const backoffs = this.backoffs
+    backoffs.set(id, timer)
+    timer.addObserver(() => backoffs.delete(id))
   }
 
-  const run = (command: Command): void => {
-    switch (command._tag) {
-      case "Connect":
-        open(command.id)
-        break
-      case "ArmStartup": {
-        const connect = connects.get(command.id)
-        if (connect !== undefined) armStartup(command.id, connect)
-        break
-      }
-      case "Discard":
-        discard(command.id)
-        break
-      case "GoLive":
-        goLive(command.id, command.stable)
-        break
-      case "EndLive":
-        endLive(command.error)
-        break
-      case "Backoff": {
-        const { id, attempt } = command
-        const wait = Effect.flatMap(Policy.delay(policy, attempt), Effect.sleep)
-        backoffs.set(id, report(wait, { _tag: "BackoffElapsed", id }))
-        break
-      }
-      case "CancelBackoff":
-        cancelBackoff(command.id)
-        break
-    }
-  }
-
-  return {
-    live: () => live,
-    lastEnded: () => lastEnded,
-    run,
-    release: (error) => {
-      for (const id of Array.from(backoffs.keys())) cancelBackoff(id)
-      for (const id of Array.from(connects.keys())) discard(id)
-      if (live !== undefined) endLive(error())
-    },
-    closed
+  private cancelBackoff(id: number): void {
+    this.backoffs?.get(id)?.interruptUnsafe()
+    this.backoffs?.delete(id)
   }
 }
 
