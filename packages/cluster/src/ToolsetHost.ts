@@ -90,8 +90,7 @@ export const layer = (options: Options = {}) =>
           )
           .pipe(Scope.provide(scope))
 
-      const notStarted = (message: string) =>
-        new LifecycleError.NotStarted({ toolset: entity, message: `${entity}: ${message}` })
+      const notStarted = (message: string) => LifecycleError.notStarted(entity, message)
 
       /** The hosted toolset, waiting (bounded) for a replayed `Ensure` on a fresh activation. */
       const current = Effect.suspend(() => (installed !== undefined ? Effect.succeed(installed) : awaitInstalled))

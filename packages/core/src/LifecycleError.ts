@@ -124,3 +124,25 @@ const secrets: ReadonlyArray<readonly [RegExp, string]> = [
 /** Masks credentials (bearer tokens, `token=…`, URL passwords) so messages are safe to show and log. */
 export const redact = (text: string): string =>
   secrets.reduce((out, [pattern, replacement]) => out.replace(pattern, replacement), text)
+
+/** `NotStarted`, its message led by the toolset's name as every error's is. */
+export const notStarted = (toolset: string, message: string, cause?: LifecycleError): NotStarted =>
+  new NotStarted({ toolset, message: `${toolset}: ${message}`, cause })
+
+/**
+ * What a request in flight on a session that ended gets: a crash, caused by how the session
+ * ended, with the server's exit code, signal and stderr when it crashed.
+ */
+export const crashedInFlight = (toolset: string, ended: LifecycleError | undefined): ServerCrashed =>
+  new ServerCrashed({
+    toolset,
+    message: `${toolset}: session ended while the request was in flight${ended ? `: ${ended.message}` : ""}`,
+    cause: ended,
+    ...(ended?._tag === "ServerCrashed"
+      ? {
+          ...(ended.exitCode === undefined ? {} : { exitCode: ended.exitCode }),
+          ...(ended.signal === undefined ? {} : { signal: ended.signal }),
+          ...(ended.stderr === undefined ? {} : { stderr: ended.stderr })
+        }
+      : {})
+  })

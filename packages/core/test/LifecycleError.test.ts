@@ -255,4 +255,42 @@ describe("LifecycleError", () => {
       assert.strictEqual(LifecycleError.redact(once), once)
     })
   })
+
+  describe("the errors the Supervisor builds", () => {
+    it("notStarted leads its message with the toolset's name and keeps the error that stopped it", () => {
+      const stopped = LifecycleError.notStarted("fs", "not running (Failed)", samples.ServerUnavailable)
+      assert.strictEqual(stopped._tag, "NotStarted")
+      assert.strictEqual(stopped.toolset, "fs")
+      assert.strictEqual(stopped.message, "fs: not running (Failed)")
+      assert.strictEqual(stopped.cause, samples.ServerUnavailable)
+    })
+
+    it("crashedInFlight carries the server's exit code, signal and stderr when it crashed", () => {
+      const exit = new LifecycleError.ServerCrashed({
+        toolset: "fs",
+        message: "fs: server exited unexpectedly (signal SIGKILL)",
+        exitCode: null,
+        signal: "SIGKILL",
+        stderr: ["Error: out of memory"]
+      })
+      const crash = LifecycleError.crashedInFlight("fs", exit)
+      assert.strictEqual(
+        crash.message,
+        "fs: session ended while the request was in flight: fs: server exited unexpectedly (signal SIGKILL)"
+      )
+      assert.strictEqual(crash.cause, exit)
+      assert.strictEqual(crash.signal, "SIGKILL")
+      assert.isNull(crash.exitCode)
+      assert.deepStrictEqual(crash.stderr, ["Error: out of memory"])
+    })
+
+    it("crashedInFlight after a clean close or another error has no exit fields", () => {
+      const clean = LifecycleError.crashedInFlight("fs", undefined)
+      assert.strictEqual(clean.message, "fs: session ended while the request was in flight")
+      assert.isFalse("signal" in clean || "exitCode" in clean || "stderr" in clean)
+      const lost = LifecycleError.crashedInFlight("fs", samples.TransportError)
+      assert.strictEqual(lost.message, "fs: session ended while the request was in flight: transport failure")
+      assert.isFalse("signal" in lost)
+    })
+  })
 })

@@ -190,12 +190,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
         requests.close(
           proc.hasExited()
             ? serverGone
-            : Effect.fail(
-                new LifecycleError.NotStarted({
-                  toolset: name,
-                  message: `${name}: the session closed while the request was in flight`
-                })
-              )
+            : Effect.fail(LifecycleError.notStarted(name, "the session closed while the request was in flight"))
         )
       )
     )

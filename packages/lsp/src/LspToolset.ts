@@ -61,7 +61,7 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
     const tools: Effect.Effect<Toolset.Listing<Toolset.Tool>, LifecycleError.LifecycleError> = Effect.gen(function* () {
       const status = yield* supervisor.state
       if (!State.isUsable(status.state)) {
-        const reason = new LifecycleError.NotStarted({ toolset: name, message: `${name}: not ready (${status.state})` })
+        const reason = LifecycleError.notStarted(name, `not ready (${status.state})`)
         return { complete: false as const, items: catalogue(), reason }
       }
       return yield* supervisor.use((session) =>

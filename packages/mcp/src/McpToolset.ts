@@ -101,9 +101,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       Effect.gen(function* () {
         const status = yield* supervisor.state
         if (!State.isUsable(status.state)) {
-          return incomplete(
-            new LifecycleError.NotStarted({ toolset: name, message: `${name}: not ready (${status.state})` })
-          )
+          return incomplete(LifecycleError.notStarted(name, `not ready (${status.state})`))
         }
         const items = yield* supervisor.use(read)
         return { complete: true as const, items }

@@ -142,8 +142,7 @@ export const make = (options: Options): Routing => {
     return recorder
   }
 
-  const notStarted = (member: Member, message: string) =>
-    new LifecycleError.NotStarted({ toolset: member.name, message: `${member.name}: ${message}` })
+  const notStarted = (member: Member, message: string) => LifecycleError.notStarted(member.name, message)
 
   const neverStarted = (member: Member, state: State.State, error: string | undefined) =>
     member.lazy && state === "Stopped" && error === undefined

@@ -1,13 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Lifecycle from "../src/Lifecycle.ts"
 import * as LifecycleError from "../src/LifecycleError.ts"
 import * as Phase from "../src/Phase.ts"
 import type * as State from "../src/State.ts"
 import { auth, crash, policy, refused } from "./fakes.ts"
 
 /**
- * Walks every row of the transition table in Phase.ts's header: one case per row, from a machine
+ * Walks every row of the transition table in Lifecycle.ts's header: one case per row, from a machine
  * in the row's phase, the row's message, to the row's state and the commands that matter.
  */
 const context = (overrides: Parameters<typeof policy>[0] = {}): Phase.Context => ({
@@ -267,12 +268,12 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   }
 ]
 
-describe("Phase.transition", () => {
+describe("Lifecycle.transition", () => {
   it.effect("walks every row of the transition table", () =>
     Effect.gen(function* () {
       const reply = yield* Deferred.make<void, LifecycleError.LifecycleError>()
       for (const row of rows(reply)) {
-        const step = Phase.transition(row.context ?? context(), row.from, row.message)
+        const step = Lifecycle.transition(row.context ?? context(), row.from, row.message)
         assert.strictEqual(Phase.stateOf(step.machine), row.to, row.row)
         assert.deepStrictEqual(
           step.commands.map((c) => c._tag),
