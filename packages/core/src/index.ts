@@ -2,6 +2,7 @@
 export * as Classify from "./Classify.ts"
 export * as Deadline from "./Deadline.ts"
 export * as HttpUrl from "./HttpUrl.ts"
+export * as JsonLimits from "./JsonLimits.ts"
 export * as Levenshtein from "./Levenshtein.ts"
 export * as Lifecycle from "./Lifecycle.ts"
 export * as LifecycleError from "./LifecycleError.ts"
