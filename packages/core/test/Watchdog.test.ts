@@ -1,0 +1,119 @@
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Watchdog from "../src/internal/watchdog.ts"
+import * as Owner from "../src/Owner.ts"
+import * as Procfs from "../src/Procfs.ts"
+import { awaitMarked, group, liveOwner, stubborn, until } from "./processes.ts"
+
+/** The mark's variable in these tests: no Toolvisor on this host sweeps what carries it, so only the watchdog can. */
+const key = "TOOLVISOR_WATCHDOG_TEST_OWNER"
+
+/**
+ * The watchdog script for `owner`, as `Watchdog.start` runs it but with its stderr kept. Its pipe
+ * ends (and the script with it) when the test's scope closes, whatever the test did.
+ */
+const watchdog = (owner: string) =>
+  Effect.acquireRelease(
+    Effect.callback<NodeChildProcess.ChildProcessByStdio<NodeJS.WritableStream, null, NodeJS.ReadableStream>>(
+      (resume) => {
+        const child = NodeChildProcess.spawn(Watchdog.shell, Watchdog.args({ key, owner, graceMillis: 300 }), {
+          stdio: ["pipe", "ignore", "pipe"]
+        })
+        child.once("spawn", () => resume(Effect.succeed(child)))
+      }
+    ),
+    (child) => Effect.sync(() => child.kill("SIGKILL"))
+  ).pipe(
+    Effect.map((child) => {
+      let stderr = ""
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+      const closed = new Promise<number | null>((resolve) => child.once("close", resolve))
+      return { child, stderr: () => stderr, closed: Effect.promise(() => closed) }
+    })
+  )
+
+/** The arguments of a process, from /proc. */
+const cmdline = (pid: number) => {
+  try {
+    return NodeFs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, -1)
+  } catch {
+    return []
+  }
+}
+
+/** This process's watchdogs: its children that run as `toolvisor-watchdog`. */
+const watchdogs = () =>
+  Procfs.pids().filter((pid) => Procfs.stat(pid)?.ppid === process.pid && cmdline(pid)[0] === "toolvisor-watchdog")
+
+/** Resident memory of a process in kB, from /proc/<pid>/status. */
+const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(NodeFs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
+
+describe.runIf(Procfs.available)("the watchdog", () => {
+  it.live("once its owner is gone it ends the owner's groups, a stopped one too, and nothing else; then it exits", () =>
+    Effect.gen(function* () {
+      const owner = yield* liveOwner
+      const stopped = yield* stubborn(owner.mark, key)
+      const deaf = yield* stubborn(owner.mark, key)
+      const othersOwner = yield* liveOwner
+      const others = yield* stubborn(othersOwner.mark, key)
+      const unmarked = yield* group("sleep 1000 & wait", {})
+      // A marked process in a group that an unmarked one leads: the leader is not the owner's to end.
+      const foreignLed = yield* group(`${key}=${owner.mark} sleep 1000 & wait`, {})
+      for (const pgid of [stopped, deaf, others]) yield* awaitMarked(pgid, 2, key)
+      yield* awaitMarked(foreignLed, 1, key)
+      process.kill(-stopped, "SIGSTOP")
+      const { child, stderr, closed } = yield* watchdog(owner.mark)
+
+      yield* owner.kill
+      const started = Date.now()
+      child.stdin.end()
+      assert.strictEqual(yield* closed, 0)
+      const took = Date.now() - started
+      assert.isFalse(Procfs.groupAlive(stopped), "the stopped group is gone")
+      assert.isFalse(Procfs.groupAlive(deaf), "the group that ignores SIGTERM is gone")
+      for (const pgid of [others, unmarked, foreignLed]) assert.isTrue(Procfs.groupAlive(pgid), `${pgid} is left alone`)
+      assert.match(stderr(), new RegExp(`pid ${owner.pid} is gone; .*:(?=.* ${stopped}\\b)(?=.* ${deaf}\\b)`))
+      assert.isBelow(took, 3000)
+    })
+  )
+
+  it.live("an owner that still runs when the pipe ends keeps its servers; the watchdog exits", () =>
+    Effect.gen(function* () {
+      const owner = yield* liveOwner
+      const server = yield* stubborn(owner.mark, key)
+      yield* awaitMarked(server, 2, key)
+      const { child, stderr, closed } = yield* watchdog(owner.mark)
+      child.stdin.end()
+      assert.strictEqual(yield* closed, 0)
+      assert.isTrue(Procfs.groupAlive(server))
+      assert.strictEqual(stderr(), "")
+    })
+  )
+
+  it.live("the first claim starts one watchdog for this process: a session of its own, unmarked, small", () =>
+    Effect.gen(function* () {
+      const mark = Owner.encode(Owner.self ?? { pid: 0, startTime: 0 })
+      const first = yield* Owner.claim
+      const second = yield* Owner.claim
+      assert.notStrictEqual(first.server, second.server)
+      assert.deepStrictEqual(first.env, { [Owner.envKey]: mark, [Owner.serverKey]: first.server })
+      const [pid = 0, ...more] = watchdogs()
+      assert.isEmpty(more, "one watchdog, however many servers")
+      assert.strictEqual(Procfs.stat(pid)?.pgrp, pid, "it leads its own group")
+      assert.deepStrictEqual(cmdline(pid).slice(-3), [Owner.envKey, mark, "10"])
+      const env = Procfs.environ(pid)
+      assert.isFalse(env?.has(Owner.envKey) || env?.has(Owner.serverKey), "it carries no mark")
+      assert.isBelow(rss(pid), 8 * 1024, "resident kB")
+
+      // One that was killed is replaced at the next claim.
+      process.kill(pid, "SIGKILL")
+      yield* until(() => Procfs.stat(pid) === undefined)
+      yield* Owner.claim
+      const [replacement] = watchdogs()
+      assert.isDefined(replacement)
+      assert.notStrictEqual(replacement, pid)
+    })
+  )
+})
