@@ -1,5 +1,8 @@
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import type * as NodeStream from "node:stream"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Watchdog from "../src/internal/watchdog.ts"
@@ -11,27 +14,45 @@ import { awaitMarked, group, liveOwner, stubborn, until } from "./processes.ts"
 const key = "TOOLVISOR_WATCHDOG_TEST_OWNER"
 
 /**
- * The watchdog script for `owner`, as `Watchdog.start` runs it but with its stderr kept. Its pipe
- * ends (and the script with it) when the test's scope closes, whatever the test did.
+ * A directory whose `grep` has no `-z` (as some minimal systems' grep has not): first in PATH, it
+ * makes the watchdog read each environment with `tr | grep` instead of one `grep -z`. Removed with
+ * the test's scope.
  */
-const watchdog = (owner: string) =>
+const grepWithoutZ = Effect.acquireRelease(
+  Effect.sync(() => {
+    const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-grep-"))
+    const real = NodeChildProcess.execFileSync("sh", ["-c", "command -v grep"], { encoding: "utf8" }).trim()
+    const script = `#!/bin/sh\nfor a in "$@"; do case $a in -*z*) exit 2 ;; esac; done\nexec ${real} "$@"\n`
+    NodeFs.writeFileSync(NodePath.join(dir, "grep"), script, { mode: 0o755 })
+    return dir
+  }),
+  (dir) => Effect.sync(() => NodeFs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/**
+ * The watchdog script for `owner`, as `Watchdog.start` runs it but with its stderr kept, and with
+ * `path` first in PATH. Its pipe ends (and the script with it) when the test's scope closes.
+ */
+const watchdog = (owner: string, path?: string) =>
   Effect.acquireRelease(
-    Effect.callback<NodeChildProcess.ChildProcessByStdio<NodeJS.WritableStream, null, NodeJS.ReadableStream>>(
-      (resume) => {
-        const child = NodeChildProcess.spawn(Watchdog.shell, Watchdog.args({ key, owner, graceMillis: 300 }), {
-          stdio: ["pipe", "ignore", "pipe"]
-        })
-        child.once("spawn", () => resume(Effect.succeed(child)))
-      }
-    ),
-    (child) => Effect.sync(() => child.kill("SIGKILL"))
-  ).pipe(
-    Effect.map((child) => {
+    Effect.callback<{
+      readonly child: NodeChildProcess.ChildProcessByStdio<NodeStream.Writable, null, NodeStream.Readable>
+      readonly stderr: () => string
+      readonly closed: Effect.Effect<number | null>
+    }>((resume) => {
+      const env = path === undefined ? process.env : { ...process.env, PATH: `${path}:${process.env.PATH}` }
+      const child = NodeChildProcess.spawn(Watchdog.shell, Watchdog.args({ key, owner, graceMillis: 300 }), {
+        env,
+        stdio: ["pipe", "ignore", "pipe"]
+      })
       let stderr = ""
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
       const closed = new Promise<number | null>((resolve) => child.once("close", resolve))
-      return { child, stderr: () => stderr, closed: Effect.promise(() => closed) }
-    })
+      child.once("spawn", () =>
+        resume(Effect.succeed({ child, stderr: () => stderr, closed: Effect.promise(() => closed) }))
+      )
+    }),
+    ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
   )
 
 /** The arguments of a process, from /proc. */
@@ -51,33 +72,44 @@ const watchdogs = () =>
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(NodeFs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
 
 describe.runIf(Procfs.available)("the watchdog", () => {
-  it.live("once its owner is gone it ends the owner's groups, a stopped one too, and nothing else; then it exits", () =>
-    Effect.gen(function* () {
-      const owner = yield* liveOwner
-      const stopped = yield* stubborn(owner.mark, key)
-      const deaf = yield* stubborn(owner.mark, key)
-      const othersOwner = yield* liveOwner
-      const others = yield* stubborn(othersOwner.mark, key)
-      const unmarked = yield* group("sleep 1000 & wait", {})
-      // A marked process in a group that an unmarked one leads: the leader is not the owner's to end.
-      const foreignLed = yield* group(`${key}=${owner.mark} sleep 1000 & wait`, {})
-      for (const pgid of [stopped, deaf, others]) yield* awaitMarked(pgid, 2, key)
-      yield* awaitMarked(foreignLed, 1, key)
-      process.kill(-stopped, "SIGSTOP")
-      const { child, stderr, closed } = yield* watchdog(owner.mark)
+  for (const [reader, withoutZ] of [
+    ["one grep -z", false],
+    ["tr | grep each, without grep -z", true]
+  ] as const) {
+    it.live(`once its owner is gone it ends the owner's groups, a stopped one too, and nothing else (${reader})`, () =>
+      Effect.gen(function* () {
+        const owner = yield* liveOwner
+        const stopped = yield* stubborn(owner.mark, key)
+        const deaf = yield* stubborn(owner.mark, key)
+        const othersOwner = yield* liveOwner
+        const others = yield* stubborn(othersOwner.mark, key)
+        // A mark that only starts like the owner's, and one a newline inside another value tries to forge.
+        const lookalike = yield* stubborn(`${owner.mark}0`, key)
+        const forged = yield* group("sleep 1000 & wait", { FORGED: `x\n${key}=${owner.mark}` })
+        const unmarked = yield* group("sleep 1000 & wait", {})
+        // A marked process in a group that an unmarked one leads: the leader is not the owner's to end.
+        const foreignLed = yield* group(`${key}=${owner.mark} sleep 1000 & wait`, {})
+        for (const pgid of [stopped, deaf, others, lookalike]) yield* awaitMarked(pgid, 2, key)
+        yield* awaitMarked(foreignLed, 1, key)
+        yield* awaitMarked(forged, 2, "FORGED")
+        process.kill(-stopped, "SIGSTOP")
+        const { child, stderr, closed } = yield* watchdog(owner.mark, withoutZ ? yield* grepWithoutZ : undefined)
 
-      yield* owner.kill
-      const started = Date.now()
-      child.stdin.end()
-      assert.strictEqual(yield* closed, 0)
-      const took = Date.now() - started
-      assert.isFalse(Procfs.groupAlive(stopped), "the stopped group is gone")
-      assert.isFalse(Procfs.groupAlive(deaf), "the group that ignores SIGTERM is gone")
-      for (const pgid of [others, unmarked, foreignLed]) assert.isTrue(Procfs.groupAlive(pgid), `${pgid} is left alone`)
-      assert.match(stderr(), new RegExp(`pid ${owner.pid} is gone; .*:(?=.* ${stopped}\\b)(?=.* ${deaf}\\b)`))
-      assert.isBelow(took, 3000)
-    })
-  )
+        yield* owner.kill
+        const started = Date.now()
+        child.stdin.end()
+        assert.strictEqual(yield* closed, 0)
+        const took = Date.now() - started
+        assert.isFalse(Procfs.groupAlive(stopped), "the stopped group is gone")
+        assert.isFalse(Procfs.groupAlive(deaf), "the group that ignores SIGTERM is gone")
+        for (const pgid of [others, lookalike, forged, unmarked, foreignLed]) {
+          assert.isTrue(Procfs.groupAlive(pgid), `${pgid} is left alone`)
+        }
+        assert.match(stderr(), new RegExp(`pid ${owner.pid} is gone; .*:(?=.* ${stopped}\\b)(?=.* ${deaf}\\b)`))
+        assert.isBelow(took, 3000)
+      })
+    )
+  }
 
   it.live("an owner that still runs when the pipe ends keeps its servers; the watchdog exits", () =>
     Effect.gen(function* () {

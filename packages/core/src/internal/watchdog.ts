@@ -48,14 +48,28 @@ while look "$owner_pid" && [ "$start" = "$owner_start" ]; do
 done
 
 # Every live process with the owner's mark, as pid:start. Only this user's processes that started
-# after the owner can have it; a newline inside a value cannot forge an entry.
+# after the owner can have it. One grep reads them all where grep has -z (GNU grep has), else one
+# tr | grep each; either way an entry is a whole NUL-terminated string: a value cannot forge one.
 cd /proc || exit 1
-marked=
+found= files=
 for pid in [0-9]*; do
   [ -O "$pid/environ" ] && look "$pid" && [ "$start" -ge "$owner_start" ] || continue
-  tr '\\n\\000' '\\001\\n' 2>/dev/null < "$pid/environ" | grep -qxF "$key=$owner" || continue
-  marked="$marked $pid:$start"
+  found="$found $pid:$start" files="$files $pid/environ"
 done
+marked=
+if [ -z "$found" ]; then
+  exit 0
+elif printf 'x\\000' | grep -qzxF x 2>/dev/null; then
+  for file in $(grep -lzxF -e "$key=$owner" $files 2>/dev/null); do
+    pid=\${file%/environ}
+    rest=\${found#* "$pid":}
+    marked="$marked $pid:\${rest%% *}"
+  done
+else
+  for m in $found; do
+    tr '\\n\\000' '\\001\\n' 2>/dev/null < "\${m%:*}/environ" | grep -qxF "$key=$owner" && marked="$marked $m"
+  done
+fi
 
 # Sets group for marked process $1 if it still runs as the same process, in a group that a marked
 # process leads or whose leader is gone.
