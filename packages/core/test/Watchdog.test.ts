@@ -127,11 +127,22 @@ describe.runIf(Procfs.available)("the watchdog", () => {
   it.live("the first claim starts one watchdog for this process: a session of its own, unmarked, small", () =>
     Effect.gen(function* () {
       const mark = Owner.encode(Owner.self ?? { pid: 0, startTime: 0 })
+      // As when this process is itself a server of another Toolvisor: the watchdog must not inherit those marks.
+      yield* Effect.acquireRelease(
+        Effect.sync(() => Object.assign(process.env, { [Owner.envKey]: "1/2", [Owner.serverKey]: "7" })),
+        () =>
+          Effect.sync(() => {
+            delete process.env[Owner.envKey]
+            delete process.env[Owner.serverKey]
+          })
+      )
       const first = yield* Owner.claim
       const second = yield* Owner.claim
       assert.notStrictEqual(first.server, second.server)
       assert.deepStrictEqual(first.env, { [Owner.envKey]: mark, [Owner.serverKey]: first.server })
-      const [pid = 0, ...more] = watchdogs()
+      const [pid, ...more] = watchdogs()
+      // Never `process.kill(0)` below: that is this test's own process group.
+      if (pid === undefined) return assert.fail("no watchdog")
       assert.isEmpty(more, "one watchdog, however many servers")
       assert.strictEqual(Procfs.stat(pid)?.pgrp, pid, "it leads its own group")
       assert.deepStrictEqual(cmdline(pid).slice(-3), [Owner.envKey, mark, "10"])

@@ -11,7 +11,8 @@
  * It kills only what it can prove is the owner's: a process whose environment holds the owner's
  * exact mark (pid and start time), found again with the same start time right before each signal
  * (a pid freed and reused meanwhile is another process), in a group that one of them leads or
- * whose leader is gone. Bounded: SIGCONT and SIGTERM, `grace` for them to exit, SIGKILL, exit.
+ * whose leader is gone. Bounded: SIGCONT and SIGTERM, `grace` for them to exit, SIGKILL, up to 2 s
+ * for them to be gone, exit.
  */
 import * as NodeChildProcess from "node:child_process"
 import type * as NodeStream from "node:stream"
@@ -106,14 +107,19 @@ signal() {
   [ -n "$groups" ]
 }
 
+# Waits up to $1 tenths of a second while a marked process is still ours.
+await_gone() {
+  n=0
+  while [ $n -lt "$1" ] && signal 0; do
+    n=$((n + 1))
+    sleep 0.1
+  done
+}
+
 signal TERM || exit 0
 ended=$groups
-n=0
-while [ $n -lt "$grace" ] && signal 0; do
-  n=$((n + 1))
-  sleep 0.1
-done
-signal KILL
+await_gone "$grace"
+signal KILL && await_gone 20
 echo "toolvisor-watchdog: the Toolvisor with pid $owner_pid is gone; ended its servers' process groups:$ended" >&2
 `
 
