@@ -2,8 +2,9 @@
  * The one place that runs a server as a child process, for MCP stdio and LSP alike. The process
  * leads its own process group, so closing it reaches every descendant (an `npx` or `uvx` wrapper's
  * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
- * whole group — and returns only when no process of the group is left. Every server carries this
- * process's owner mark, so a sweep can find it if this process dies without closing it (`Owner`).
+ * whole group — and returns only when no process of the group is left, nor any that escaped it.
+ * Every server carries this process's owner mark and a number of its own, so what escapes its group
+ * is found at its close, and all of it if this process dies without closing it (`Owner`).
  */
 import * as NodeChildProcess from "node:child_process"
 import type * as NodeStream from "node:stream"
@@ -78,8 +79,9 @@ export const spawn = (
   Effect.gen(function* () {
     const exit = yield* Deferred.make<Exited>()
     const tail = makeTail(spec.stderrLines ?? 50)
-    const child = yield* Effect.acquireRelease(start(toolset, spec, exit, tail), (child) =>
-      close(child, Deferred.await(exit), spec.grace)
+    const claim = yield* Owner.claim
+    const child = yield* Effect.acquireRelease(start(toolset, spec, claim, exit, tail), (child) =>
+      close(toolset, child, claim, Deferred.await(exit), spec.grace)
     )
     let isEstablished = false
     const commandLine = [spec.command, ...(spec.args ?? [])].join(" ")
@@ -154,12 +156,12 @@ const stderrGrace = 200
 /** How long a failure on a closed pipe waits for the exit that usually follows it. */
 const exitReportGrace = 500
 
-const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tail: Tail) =>
+const start = (toolset: string, spec: Spec, claim: Owner.Claim, exit: Deferred.Deferred<Exited>, tail: Tail) =>
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
     const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
       cwd: spec.cwd,
       // The owner mark comes last: a server is this process's whatever its spec says.
-      env: { ...process.env, ...spec.env, ...Owner.mark },
+      env: { ...process.env, ...spec.env, ...claim.env },
       detached: true,
       stdio: ["pipe", "pipe", "pipe"]
     })
@@ -197,13 +199,30 @@ const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tai
     })
   })
 
+/** Ends the server's group, then what escaped it (a `setsid` descendant); returns once none is left. */
+const close = (
+  toolset: string,
+  child: Child,
+  claim: Owner.Claim,
+  awaitExit: Effect.Effect<Exited>,
+  grace: Spec["grace"]
+) =>
+  Effect.gen(function* () {
+    const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
+    yield* endGroup(child, awaitExit, Duration.fromInputUnsafe(grace?.stdin ?? "2 seconds"), termGrace)
+    yield* Owner.endEscaped(toolset, claim, termGrace)
+  })
+
 /** Ends stdin, then SIGTERM, then SIGKILL to the group; returns once no member is left. */
-const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grace"]) =>
+const endGroup = (
+  child: Child,
+  awaitExit: Effect.Effect<Exited>,
+  stdinGrace: Duration.Duration,
+  termGrace: Duration.Duration
+) =>
   Effect.gen(function* () {
     const pgid = child.pid
     if (pgid === undefined) return
-    const stdinGrace = Duration.fromInputUnsafe(grace?.stdin ?? "2 seconds")
-    const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
     child.stdin.end()
     // A stopped (SIGSTOP) server would read neither the end of its input nor a SIGTERM.
     ProcessGroup.signal(pgid, "SIGCONT")
