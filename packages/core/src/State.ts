@@ -36,7 +36,10 @@ export const StatusSnapshot = Schema.Struct({
   restarts: Schema.Int,
   /** Position in the current restart episode; back to 0 once Ready has lasted `reset_after`. */
   attempt: Schema.Int,
-  /** The process backing the session, when it is local. */
+  /**
+   * The process backing the session, when it is local; while Stopped, the process of a late first
+   * connect kept (parked) for the next start, which adopts it.
+   */
   pid: Schema.optionalKey(Schema.Int),
   toolCount: Schema.optionalKey(Schema.Int),
   /**
