@@ -41,6 +41,10 @@ export const StatusSnapshot = Schema.Struct({
    * connect kept (parked) for the next start, which adopts it.
    */
   pid: Schema.optionalKey(Schema.Int),
+  /**
+   * The tools the live session offers. A registry's snapshots count them after the toolset's
+   * `tools:` filter, which is the number every status output shows.
+   */
   toolCount: Schema.optionalKey(Schema.Int),
   /**
    * Bumped whenever the toolset's tool list may have changed (each Ready, each re-listing), so a
