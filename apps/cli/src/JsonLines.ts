@@ -54,11 +54,9 @@ const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effec
   const fail = (e: { readonly _tag: string; readonly message: string }) => error(header, e._tag, e.message)
   switch (cmd) {
     case "status":
-      return Effect.gen(function* () {
-        const board = yield* registry.snapshot
-        const exposed = yield* Output.exposed(registry)
-        yield* write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s, exposed)) })
-      })
+      return Effect.flatMap(registry.snapshot, (board) =>
+        write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s)) })
+      )
     case "tools":
       return registry.catalog().pipe(
         Effect.flatMap((catalog) => write({ ...Output.catalogJson(catalog), type: "result", ...header })),
@@ -107,9 +105,7 @@ export const run = (registry: ToolsetRegistry.Registry) =>
   Effect.gen(function* () {
     // A status line's `tools` counts what the agent is offered, after the toolset's `tools:` filter.
     yield* registry.events.pipe(
-      Stream.runForEach((e) =>
-        Effect.flatMap(Output.exposed(registry), (counts) => write(Output.statusJson(e.snapshot, counts)))
-      ),
+      Stream.runForEach((e) => write(Output.statusJson(e.snapshot))),
       Effect.forkScoped({ startImmediately: true })
     )
     const started = yield* registry.start.pipe(

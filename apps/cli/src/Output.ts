@@ -48,22 +48,11 @@ export const errorText = (s: State.StatusSnapshot): string => {
   return tag === "AuthRequired" ? `${text} (run: toolvisor auth ${s.name})` : text
 }
 
-/** The exposed counts of the registry's default agent now; undefined when it has no catalog. */
-export const exposed = StatusJson.exposed
-
 export interface TableOptions {
   readonly colour: boolean
   /** Animates a spinner for busy toolsets. */
   readonly frame?: number
   readonly width?: number
-  /** Exposed tool counts per toolset; a usable toolset missing from it exposes none. */
-  readonly exposed?: ReadonlyMap<string, number>
-}
-
-const toolsCell = (s: State.StatusSnapshot, exposed: ReadonlyMap<string, number> | undefined): string => {
-  if (s.toolCount === undefined) return "-"
-  if (exposed === undefined) return String(s.toolCount)
-  return String(exposed.get(s.name) ?? 0)
 }
 
 /** Columns a narrow terminal can spare, in the order they go: PID first, then KIND. */
@@ -86,7 +75,7 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
         s.kind,
         `${mark} ${state}`,
         String(s.restarts),
-        toolsCell(s, options.exposed),
+        s.toolCount === undefined ? "-" : String(s.toolCount),
         s.pid === undefined ? "-" : String(s.pid),
         errorText(s)
       ]

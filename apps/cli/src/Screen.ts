@@ -18,7 +18,6 @@ export interface Page {
 export interface View {
   readonly title: string
   readonly board: ReadonlyArray<State.StatusSnapshot>
-  readonly exposed: ReadonlyMap<string, number> | undefined
   readonly frame: number
   /** The newest `count` lines of the event log. */
   readonly events: (count: number) => ReadonlyArray<string>
@@ -73,12 +72,7 @@ export const paneHeight = (board: ReadonlyArray<State.StatusSnapshot>, height: n
 /** The frame's lines, top to bottom: exactly `height` of them, none wider than `width`. */
 export const render = (view: View, width: number, height: number): ReadonlyArray<string> => {
   const header = `toolvisor · ${view.title} · ${view.board.length} toolsets: ${summary(view.board)}`
-  const table = Output.table(view.board, {
-    colour: true,
-    frame: view.frame,
-    width,
-    ...(view.exposed === undefined ? {} : { exposed: view.exposed })
-  }).split("\n")
+  const table = Output.table(view.board, { colour: true, frame: view.frame, width }).split("\n")
   const rows = paneHeight(view.board, height)
   const page = view.page
   const pane =

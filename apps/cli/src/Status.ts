@@ -20,15 +20,12 @@ export const run = Effect.fn("toolvisor.status")(function* (options: Options) {
   const timeout = yield* DurationFlag.parse(options.timeout)
   const { config, registry } = yield* Open.open(options)
   const board = yield* Settle.settle(registry, timeout)
-  const counts = yield* Output.exposed(registry)
   const { ok, summary } = Settle.verdict(config, board)
   if (options.json) {
-    yield* Console.log(JSON.stringify(board.map((s) => Output.statusJson(s, counts))))
+    yield* Console.log(JSON.stringify(board.map((s) => Output.statusJson(s))))
   } else {
     const width = process.stdout.columns || 120
-    yield* Console.log(
-      Output.table(board, { colour: false, width, ...(counts === undefined ? {} : { exposed: counts }) })
-    )
+    yield* Console.log(Output.table(board, { colour: false, width }))
     for (const line of Output.problems(board)) yield* Console.log(line)
     if (ok && summary !== undefined) yield* Console.log(summary)
   }

@@ -6,7 +6,7 @@
  * wrong URL before an agent does.
  */
 import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
-import { LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
+import { Catalog, LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -82,17 +82,22 @@ export const parseInputs = (given: ReadonlyArray<string>) =>
   }).pipe(Effect.map((pairs) => Object.fromEntries(pairs)))
 
 /**
- * The dry run: every toolset once, one after another, through the registry, with allow-lists
- * lifted so the check sees every tool, and no retries so a failure is reported at once.
+ * The dry run: every toolset once, one after another, through the registry, and no retries so a
+ * failure is reported at once. Each toolset sits alone in an agent of its own (several LSP
+ * toolsets are not merged behind one router) with its filters lifted, so the check sees every
+ * tool: it prints those the toolset offers through its `tools:` filter — the count every status
+ * output shows — and warns of `tools:` entries that match none.
  */
 const check = (config: AgentConfig.Config) =>
   Effect.scoped(
     Effect.gen(function* () {
       const trial: AgentConfig.Config = {
         ...config,
+        agents: config.toolsets.map((t) => ({ name: t.identity, toolsets: [t.identity] })),
         toolsets: config.toolsets.map((t) => ({
           ...t,
           tools: undefined,
+          deny: undefined,
           policy: { ...t.policy, required: true, restart: "never" as const }
         }))
       }
@@ -107,11 +112,14 @@ const check = (config: AgentConfig.Config) =>
           yield* Console.log(`✗ ${toolset.name}: ${mask(`${started.failure._tag}: ${started.failure.message}`)}`)
           continue
         }
-        const agent = config.agents.find((a) => a.toolsets.includes(toolset.identity))?.name
-        const catalog = yield* registry.catalog(agent)
-        const offered = catalog.tools.filter((entry) => entry.toolset === toolset.name).map((entry) => entry.name)
+        const catalog = yield* registry.catalog(toolset.identity)
+        const filter = Catalog.filterOf(toolset)
+        const offered = catalog.tools.filter((entry) => Catalog.offers(filter, entry.tool.name)).map((e) => e.name)
         yield* Console.log(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
-        const unmatched = AllowList.check(toolset, offered)
+        const unmatched = AllowList.check(
+          toolset,
+          catalog.tools.map((entry) => entry.name)
+        )
         if (unmatched !== undefined) yield* Console.log(`warning ${AllowList.message(unmatched)}`)
         yield* registry.stopToolset(toolset.name)
       }
