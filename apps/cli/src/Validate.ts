@@ -30,6 +30,21 @@ export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
   return mask(`${transport._tag === "sse" ? "SSE" : "streamable HTTP"}: ${transport.url}${withHeaders}`)
 }
 
+/**
+ * What would run or be read when the toolset connects: loading ran nothing and read no other
+ * file, so `validate` says what a start would do instead (`--check` does it).
+ */
+export const onConnect = (toolset: AgentConfig.ToolsetConfig): ReadonlyArray<string> => {
+  const mask = Secrets.masker(toolset.secrets)
+  const transport = toolset.transport
+  if (transport._tag === "stdio") {
+    return transport.envFile === undefined ? [] : [mask(`envFile would be read: ${transport.envFile}`)]
+  }
+  return transport.headersHelper === undefined
+    ? []
+    : [mask(`headersHelper would run: ${transport.headersHelper.command} (in ${transport.headersHelper.cwd})`)]
+}
+
 /** The policy in one line: what a user tunes in `lifecycle`. */
 export const policyLine = (toolset: AgentConfig.ToolsetConfig): string => {
   const p = toolset.policy
@@ -63,7 +78,11 @@ export const describe = (path: string, config: AgentConfig.Config): ReadonlyArra
         const toolset = byIdentity.get(identity)
         return toolset === undefined
           ? []
-          : [`  ${toolset.name} (${toolset.type}) ${startsWith(toolset)}`, `    policy: ${policyLine(toolset)}`]
+          : [
+              `  ${toolset.name} (${toolset.type}) ${startsWith(toolset)}`,
+              ...onConnect(toolset).map((line) => `    ${line}`),
+              `    policy: ${policyLine(toolset)}`
+            ]
       })
     ]),
     ...config.skipped.map((s) => `skipped ${s.path} (${s.type}): ${s.reason}`),

@@ -1,6 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { everything, runCli, writeConfig } from "./helpers.ts"
+import { everything, freePort, runCli, writeConfig } from "./helpers.ts"
 
 const everythingServer = (extra: Record<string, unknown> = {}) => ({
   command: process.execPath,
@@ -76,6 +79,35 @@ describe("toolvisor validate", () => {
     )
     assert.match(result.stdout, /✗ missing: ServerUnavailable: .*\/nonexistent\/mcp-server/)
     assert.include(result.stderr, "toolset(s) that did not start: missing")
+  })
+
+  it("runs no headersHelper and reads no envFile, but says it would; --check runs and reads them", async () => {
+    const config = writeConfig(
+      JSON.stringify({
+        mcpServers: {
+          api: { type: "http", url: `http://127.0.0.1:${await freePort()}/mcp`, headersHelper: "touch helper-ran" },
+          local: everythingServer({ envFile: "secrets.env" })
+        }
+      }),
+      ".mcp.json"
+    )
+    const dir = NodePath.dirname(config)
+    const marker = NodePath.join(dir, "helper-ran")
+    // A FIFO nobody writes to: reading it would block, so a finished `validate` did not read it.
+    NodeChildProcess.execFileSync("mkfifo", [NodePath.join(dir, "secrets.env")])
+
+    const result = await runCli(["validate", config])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.isFalse(NodeFs.existsSync(marker), "validate ran the headersHelper")
+    assert.include(result.stdout, `    headersHelper would run: touch helper-ran (in ${dir})`)
+    assert.include(result.stdout, `    envFile would be read: ${NodePath.join(dir, "secrets.env")}`)
+
+    const checked = await runCli(["validate", config, "--check"])
+    assert.isTrue(NodeFs.existsSync(marker), "--check connects, and the helper is part of connecting")
+    assert.include(
+      checked.stdout,
+      `✗ local: ServerUnavailable: local: cannot read the env file ${NodePath.join(dir, "secrets.env")}: not a regular file`
+    )
   })
 
   it("--check passes when every toolset starts", async () => {

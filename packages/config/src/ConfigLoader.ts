@@ -16,8 +16,6 @@ import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ConfigText from "./ConfigText.ts"
-import * as EnvFile from "./EnvFile.ts"
-import * as HeadersHelper from "./HeadersHelper.ts"
 import * as HostConfig from "./HostConfig.ts"
 import * as HostResolver from "./HostResolver.ts"
 import * as Interpolation from "./Interpolation.ts"
@@ -276,8 +274,9 @@ const readError = (error: unknown): string => {
 }
 
 /**
- * Reads and parses a config file; relative directories in it resolve against the file's directory,
- * and an `envFile` is read and a `headersHelper` runs there.
+ * Reads and parses a config file; relative paths in it resolve against the file's folder. Reading
+ * a config runs nothing and reads no other file: a `headersHelper` runs, and an `envFile` is read,
+ * only when its toolset connects, so validating someone else's repository is safe.
  */
 export const load = (path: string, options: Options = {}): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
@@ -287,6 +286,5 @@ export const load = (path: string, options: Options = {}): Effect.Effect<AgentCo
       catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
     })
     const baseDir = NodePath.dirname(absolute)
-    const config = yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
-    return yield* HeadersHelper.apply(yield* EnvFile.apply(config, baseDir), baseDir)
+    return yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
   })

@@ -1,6 +1,7 @@
 /**
- * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio) or
- * reaches it over streamable HTTP or SSE, runs the `initialize` handshake and the first tool
+ * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio, with
+ * its `envFile` read now) or reaches it over streamable HTTP or SSE (with its `headersHelper` run
+ * now), runs the `initialize` handshake and the first tool
  * listing, and reports when the session ends. Each session has its own tool and prompt caches,
  * so a reconnect never serves the old server's list; `list_changed` notifications invalidate
  * them, and a burst of notifications is coalesced into one refetch.
@@ -22,6 +23,8 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as HeadersHelper from "./HeadersHelper.ts"
+import * as EnvFile from "./internal/envFile.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
 import type * as McpSpec from "./McpSpec.ts"
 import * as OAuthProvider from "./OAuthProvider.ts"
@@ -115,12 +118,19 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
   })
 })
 
+/** The server's environment: its `envFile`, read now (each start), under its own `env`. */
+const environment = (name: string, spec: McpSpec.Stdio) =>
+  spec.envFile === undefined
+    ? Effect.succeed(spec.env)
+    : Effect.map(EnvFile.read(name, spec.envFile), (values) => ({ ...values, ...spec.env }))
+
 const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
+    const env = yield* environment(name, spec)
     const proc = yield* ServerProcess.spawn(name, {
       command: spec.command,
       args: spec.args,
-      ...(spec.env === undefined ? {} : { env: spec.env }),
+      ...(env === undefined ? {} : { env }),
       ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
     })
     const context = yield* Effect.context<never>()
@@ -150,12 +160,13 @@ const remote = (
   spec: McpSpec.Http | McpSpec.Sse,
   client: Client,
   closed: Deferred.Deferred<void, LifecycleError.LifecycleError>
-): Effect.Effect<Link, never, Scope.Scope> =>
+): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const url = new URL(spec.url)
+    const headers = yield* headersOf(name, spec)
     const options = {
-      ...(spec.headers === undefined ? {} : { requestInit: { headers: { ...spec.headers } } }),
-      ...(yield* oauthOptions(name, spec))
+      ...(headers === undefined ? {} : { requestInit: { headers } }),
+      ...(yield* oauthOptions(name, spec, headers))
     }
     const transport =
       spec._tag === "http" ? new StreamableHTTPClientTransport(url, options) : new SSEClientTransport(url, options)
@@ -197,6 +208,19 @@ const remote = (
     }
   })
 
+/**
+ * The headers of this connection: the configured ones, under what the `headersHelper` prints when
+ * there is one (run now, at each connect). The helper's values live only in this connection's
+ * request headers; they are in no spec, config or status.
+ */
+const headersOf = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
+  spec.headersHelper === undefined
+    ? Effect.succeed(spec.headers === undefined ? undefined : { ...spec.headers })
+    : HeadersHelper.run(name, spec.headersHelper).pipe(
+        Effect.map((extra) => ({ ...spec.headers, ...extra })),
+        Effect.mapError(HeadersHelper.unavailable)
+      )
+
 /** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
 const authRequestTimeout = 5_000
 
@@ -205,9 +229,13 @@ const authRequestTimeout = 5_000
  * that answers 401 is then reached with the stored login, and one without a login fails with
  * AuthRequired at once. Never interactive: only `OAuth.login` opens a browser.
  */
-const oauthOptions = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
+const oauthOptions = (
+  name: string,
+  spec: McpSpec.Http | McpSpec.Sse,
+  headers: Readonly<Record<string, string>> | undefined
+) =>
   Effect.gen(function* () {
-    const configured = Object.keys(spec.headers ?? {}).some((header) => header.toLowerCase() === "authorization")
+    const configured = Object.keys(headers ?? {}).some((header) => header.toLowerCase() === "authorization")
     if (configured) return {}
     const provider = OAuthProvider.make({
       name,
