@@ -265,6 +265,28 @@ export const parse = (
     Effect.flatMap((raw) => fromDocument(raw, options))
   )
 
+/** A config is a few KiB; a file past this is someone's attempt at something else, refused unread. */
+export const maxBytes = 4 * 1024 * 1024
+
+/** The file's text, read no further than `maxBytes` (a pipe from `<(…)` is read as well as a file). */
+const readBounded = async (path: string): Promise<string | undefined> => {
+  const handle = await NodeFs.open(path, "r")
+  try {
+    const chunks: Array<Buffer> = []
+    let total = 0
+    while (total <= maxBytes) {
+      const chunk = Buffer.alloc(64 * 1024)
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null)
+      if (bytesRead === 0) return Buffer.concat(chunks).toString("utf8")
+      chunks.push(chunk.subarray(0, bytesRead))
+      total += bytesRead
+    }
+    return undefined
+  } finally {
+    await handle.close()
+  }
+}
+
 const readError = (error: unknown): string => {
   const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined
   if (code === "ENOENT") return "File not found"
@@ -282,9 +304,12 @@ export const load = (path: string, options: Options = {}): Effect.Effect<AgentCo
   Effect.gen(function* () {
     const absolute = NodePath.resolve(path)
     const text = yield* Effect.tryPromise({
-      try: () => NodeFs.readFile(absolute, "utf8"),
+      try: () => readBounded(absolute),
       catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
     })
+    if (text === undefined) {
+      return yield* fail(path, "", `Refused: larger than ${maxBytes / 1024 / 1024} MiB, which no config is`)
+    }
     const baseDir = NodePath.dirname(absolute)
     return yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
   })
