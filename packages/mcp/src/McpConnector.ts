@@ -55,7 +55,11 @@ const pageLimit = 1_000
 
 /** A request to the server as an Effect: interruption aborts it, failures are classified. */
 export const request = <A>(name: string, send: (signal: AbortSignal) => Promise<A>) =>
-  Effect.tryPromise({ try: send, catch: (cause) => OAuthProvider.classify(name, cause) })
+  Effect.tryPromise({ try: send, catch: (cause) => classify(name, cause) })
+
+/** A refused token store is a login to redo; anything else as the OAuth provider classifies it. */
+const classify = (name: string, cause: unknown): LifecycleError.LifecycleError =>
+  TokenStore.authRequired(name, cause) ?? OAuthProvider.classify(name, cause)
 
 interface Link {
   readonly transport: Transport
@@ -171,7 +175,7 @@ const remote = (
     const transport =
       spec._tag === "http" ? new StreamableHTTPClientTransport(url, options) : new SSEClientTransport(url, options)
     client.onerror = (cause) => {
-      const error = OAuthProvider.classify(name, cause)
+      const error = classify(name, cause)
       const fatal =
         LifecycleError.isPermanent(error) ||
         error._tag === "SessionMissing" ||
