@@ -26,6 +26,7 @@ import * as Stream from "effect/Stream"
 import * as HeadersHelper from "./HeadersHelper.ts"
 import * as EnvFile from "./internal/envFile.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
+import * as SecretErrors from "./internal/secretErrors.ts"
 import type * as McpSpec from "./McpSpec.ts"
 import * as OAuthProvider from "./OAuthProvider.ts"
 import * as TokenStore from "./TokenStore.ts"
@@ -70,6 +71,8 @@ interface Link {
   readonly established: Effect.Effect<void>
   readonly ended: Effect.Effect<void, LifecycleError.LifecycleError>
   readonly pid?: number
+  /** What connecting read that the config did not hold (env file values, helper headers): masked in errors. */
+  readonly secrets: ReadonlyArray<string>
 }
 
 export const make = (options: Options): Session.Connector<McpSession> => ({
@@ -79,9 +82,13 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const closed = yield* Deferred.make<void, LifecycleError.LifecycleError>()
     client.onclose = () => Deferred.doneUnsafe(closed, Effect.void)
     const link = spec._tag === "stdio" ? yield* stdio(name, spec) : yield* remote(name, spec, client, closed)
+    const masked = <A, R>(effect: Effect.Effect<A, LifecycleError.LifecycleError, R>) =>
+      Effect.mapError(effect, SecretErrors.masker(link.secrets))
 
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close().catch(() => undefined)))
-    yield* link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    yield* masked(
+      link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    )
     const capabilities = client.getServerCapabilities() ?? {}
     const tools = yield* ToolCache.make(
       capabilities.tools === undefined
@@ -102,7 +109,7 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
           )
     )
     yield* watchListChanges(client, tools, prompts, options.listChangedDebounce ?? "20 millis")
-    const initialTools = yield* link.guard(tools.get)
+    const initialTools = yield* masked(link.guard(tools.get))
     yield* link.established
 
     const server = client.getServerVersion()
@@ -111,8 +118,8 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
       handle: { client, tools, prompts, capabilities },
       // Over stdio the SDK rejects pending requests when the pipe closes; over HTTP it may not.
       selfBounded: spec._tag === "stdio",
-      ended: link.ended,
-      probe: request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout })).pipe(Effect.asVoid),
+      ended: masked(link.ended),
+      probe: masked(request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout }))).pipe(Effect.asVoid),
       toolCount: initialTools.length,
       toolCountChanges: Stream.map(tools.stored, (list) => list.length),
       ...(link.pid === undefined ? {} : { pid: link.pid }),
@@ -122,15 +129,11 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
   })
 })
 
-/** The server's environment: its `envFile`, read now (each start), under its own `env`. */
-const environment = (name: string, spec: McpSpec.Stdio) =>
-  spec.envFile === undefined
-    ? Effect.succeed(spec.env)
-    : Effect.map(EnvFile.read(name, spec.envFile), (values) => ({ ...values, ...spec.env }))
-
 const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
-    const env = yield* environment(name, spec)
+    // The `envFile`, read now (at each start), under the server's own `env`.
+    const fromFile = spec.envFile === undefined ? {} : yield* EnvFile.read(name, spec.envFile)
+    const env = spec.envFile === undefined ? spec.env : { ...fromFile, ...spec.env }
     const proc = yield* ServerProcess.spawn(name, {
       command: spec.command,
       args: spec.args,
@@ -150,7 +153,8 @@ const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, Lifecycle
       guard: proc.whileRunning,
       established: proc.established,
       ended: proc.exited,
-      pid: proc.pid
+      pid: proc.pid,
+      secrets: Object.values(fromFile)
     }
   })
 
@@ -167,7 +171,9 @@ const remote = (
 ): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const url = new URL(spec.url)
-    const headers = yield* headersOf(name, spec)
+    const helped = spec.headersHelper === undefined ? {} : yield* helperHeaders(name, spec.headersHelper)
+    const headers =
+      spec.headers === undefined && spec.headersHelper === undefined ? undefined : { ...spec.headers, ...helped }
     const options = {
       ...(headers === undefined ? {} : { requestInit: { headers } }),
       ...(yield* oauthOptions(name, spec, headers))
@@ -208,22 +214,17 @@ const remote = (
           )
         ),
       established: Effect.void,
-      ended: Deferred.await(closed)
+      ended: Deferred.await(closed),
+      secrets: Object.values(helped)
     }
   })
 
 /**
- * The headers of this connection: the configured ones, under what the `headersHelper` prints when
- * there is one (run now, at each connect). The helper's values live only in this connection's
- * request headers; they are in no spec, config or status.
+ * What the `headersHelper` prints, run now (at each connect); it wins over the configured headers.
+ * Its values live only in this connection's request headers, and are masked in its errors.
  */
-const headersOf = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
-  spec.headersHelper === undefined
-    ? Effect.succeed(spec.headers === undefined ? undefined : { ...spec.headers })
-    : HeadersHelper.run(name, spec.headersHelper).pipe(
-        Effect.map((extra) => ({ ...spec.headers, ...extra })),
-        Effect.mapError(HeadersHelper.unavailable)
-      )
+const helperHeaders = (name: string, helper: HeadersHelper.Spec) =>
+  Effect.mapError(HeadersHelper.run(name, helper), HeadersHelper.unavailable)
 
 /** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
 const authRequestTimeout = 5_000

@@ -55,6 +55,31 @@ describe("envFile", () => {
     })
   )
 
+  it.live("its values are masked in the errors of the server that got them (its stderr tail included)", () =>
+    Effect.gen(function* () {
+      const file = NodePath.join(folder(), ".env")
+      NodeFs.writeFileSync(file, "API_KEY=sk-from-file-1\n")
+      const toolset = yield* Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void)).pipe(
+        Effect.flatMap((scope) =>
+          McpToolset.make({
+            name: "leaky",
+            spec: McpSpec.Stdio.make({
+              command: process.execPath,
+              args: ["-e", 'console.error("cannot start with key " + process.env.API_KEY); process.exit(3)'],
+              envFile: file
+            }),
+            policy: fastPolicy({ restart: "never" })
+          }).pipe(Scope.provide(scope))
+        )
+      )
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      assert.include(error.message, "cannot start with key ***")
+      const shown = [error.message, JSON.stringify(error), JSON.stringify(yield* toolset.state)].join("\n")
+      assert.notInclude(shown, "sk-from-file-1")
+    })
+  )
+
   it.live("a file that cannot be read is a ServerUnavailable naming it; a FIFO is refused, not waited on", () =>
     Effect.gen(function* () {
       const dir = folder()

@@ -121,6 +121,33 @@ describe("headersHelper", () => {
     })
   )
 
+  it.live("its header values are masked in the errors of the connection, even when the server echoes them", () =>
+    Effect.gen(function* () {
+      // A server that refuses every request and quotes the header it got.
+      const echo = yield* Effect.acquireRelease(
+        Effect.callback<NodeHttp.Server>((resume) => {
+          const server = NodeHttp.createServer((request, response) => {
+            request.resume()
+            response.writeHead(400).end(`bad token ${String(request.headers["x-token"])}`)
+          })
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+      )
+      const address = echo.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      const cwd = folder()
+      NodeFs.writeFileSync(NodePath.join(cwd, "headers.json"), '{"X-Token": "vault-s3cret-42"}')
+      const toolset = yield* open(
+        McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp`, headersHelper: { command: "cat headers.json", cwd } })
+      )
+      const error = yield* Effect.flip(toolset.start)
+      assert.include(error.message, "bad token ***")
+      const shown = [error.message, JSON.stringify(error), JSON.stringify(yield* toolset.state)].join("\n")
+      assert.notInclude(shown, "vault-s3cret-42")
+    })
+  )
+
   it.live("a helper that prints no JSON object of strings, or too much, is refused the same way", () =>
     Effect.gen(function* () {
       const server = yield* recordedServer
