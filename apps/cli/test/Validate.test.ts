@@ -81,7 +81,7 @@ describe("toolvisor validate", () => {
     assert.include(result.stderr, "toolset(s) that did not start: missing")
   })
 
-  it("runs no headersHelper and reads no envFile, but says it would; --check runs and reads them", async () => {
+  it("runs no headersHelper and reads no envFile, but says it would (text and --json); --check runs and reads them", async () => {
     const config = writeConfig(
       JSON.stringify({
         mcpServers: {
@@ -101,6 +101,17 @@ describe("toolvisor validate", () => {
     assert.isFalse(NodeFs.existsSync(marker), "validate ran the headersHelper")
     assert.include(result.stdout, `    headersHelper would run: touch helper-ran (in ${dir})`)
     assert.include(result.stdout, `    envFile would be read: ${NodePath.join(dir, "secrets.env")}`)
+
+    const json = await runCli(["validate", config, "--json"])
+    assert.strictEqual(json.code, 0, json.stderr)
+    assert.isFalse(NodeFs.existsSync(marker), "validate --json ran the headersHelper")
+    const onConnect = Object.fromEntries(
+      JSON.parse(json.stdout).toolsets.map((t: { name: string; onConnect: unknown }) => [t.name, t.onConnect])
+    )
+    assert.deepStrictEqual(onConnect, {
+      api: { headersHelper: { command: "touch helper-ran", cwd: dir } },
+      local: { envFile: NodePath.join(dir, "secrets.env") }
+    })
 
     const checked = await runCli(["validate", config, "--check"])
     assert.isTrue(NodeFs.existsSync(marker), "--check connects, and the helper is part of connecting")
