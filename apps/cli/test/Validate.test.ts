@@ -121,6 +121,25 @@ describe("toolvisor validate", () => {
     )
   })
 
+  it("an alias bomb and a 200 KB line of nesting are refused (exit 2), naming the file, in a few short lines", async () => {
+    const rows = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for (const [name, previous] of ["ba", "cb", "dc", "ed", "fe", "gf"]) {
+      rows.push(`${name}: &${name} [${Array.from({ length: 9 }, () => `*${previous}`).join(", ")}]`)
+    }
+    const bomb = writeConfig(`${rows.join("\n")}\nagents: *g\n`)
+    const deep = writeConfig(`agents: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`)
+    for (const [config, refused] of [
+      [bomb, "Refused: its YAML aliases expand past 100 nodes, as an alias bomb does"],
+      [deep, "Refused: nested deeper than 64 levels at line 1, column 72"]
+    ] as const) {
+      const result = await runCli(["validate", config])
+      assert.strictEqual(result.code, 2, result.stderr)
+      assert.include(result.stderr, `Invalid config ${config}`)
+      assert.include(result.stderr, refused)
+      assert.isBelow(result.stderr.length, 1_000)
+    }
+  })
+
   it("--check passes when every toolset starts", async () => {
     const config = writeConfig(JSON.stringify({ everything: everythingServer() }), ".mcp.json")
     const result = await runCli(["validate", config, "--check"])
