@@ -99,11 +99,11 @@ const execute = (spec: Spec, env: NodeJS.ProcessEnv) =>
       clearTimeout(timer)
       resume(Effect.fail(cause))
     })
-    // `exit`, not `close`: a grandchild that keeps the pipes open must not hold the connect.
-    child.on("exit", (exitCode, signal) => {
+    // Whatever the shell left running goes with it, so a grandchild holding the pipes open cannot
+    // hold the connect; `close` then comes once everything written before has been read.
+    child.on("exit", killGroup)
+    child.on("close", (exitCode, signal) => {
       clearTimeout(timer)
-      // Whatever it left running goes with it; the output read so far is all there is.
-      killGroup()
       resume(Effect.succeed({ stdout: Buffer.concat(stdout).toString("utf8"), stderr, exitCode, signal, problem }))
     })
     return Effect.sync(() => {

@@ -163,6 +163,21 @@ describe("headersHelper", () => {
     })
   )
 
+  it.live("a helper that leaves a process behind holding its output is done when it exits, and the process goes", () =>
+    Effect.gen(function* () {
+      const server = yield* recordedServer
+      const cwd = folder()
+      const command = `sleep 300 & echo $! > leftover; printf '{"X-Token": "tok-bg"}'`
+      const toolset = yield* open(McpSpec.Http.make({ url: server.url, headersHelper: { command, cwd } }))
+      const started = Date.now()
+      yield* toolset.start
+      assert.isBelow(Date.now() - started, 8_000, "not held until the helper's 10 s deadline")
+      assert.strictEqual(server.tokens.at(-1), "tok-bg")
+      const leftover = Number(NodeFs.readFileSync(NodePath.join(cwd, "leftover"), "utf8"))
+      while (Procfs.isAlive(leftover)) yield* Effect.sleep("20 millis")
+    }).pipe(Effect.timeout("20 seconds"))
+  )
+
   it.live("a stop during a hanging helper kills its whole process group at once", () =>
     Effect.gen(function* () {
       const server = yield* recordedServer
