@@ -121,12 +121,10 @@ export const headersFrom = (stdout: string): Readonly<Record<string, string>> | 
     return undefined
   }
   if (!Predicate.isObject(value) || Array.isArray(value)) return undefined
-  const headers: Record<string, string> = {}
-  for (const [name, header] of Object.entries(value)) {
-    if (typeof header !== "string") return undefined
-    headers[name] = header
-  }
-  return headers
+  const entries = Object.entries(value)
+  const strings = entries.flatMap(([name, header]) => (typeof header === "string" ? [[name, header] as const] : []))
+  // `fromEntries` defines keys, so a `__proto__` key is a header name like any other.
+  return strings.length === entries.length ? Object.fromEntries(strings) : undefined
 }
 
 const reasonOf = (ended: Ended): string => {
