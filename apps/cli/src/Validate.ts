@@ -1,9 +1,10 @@
 /**
  * `toolvisor validate` and `toolvisor schema`. `validate` prints what Toolvisor understood of a
- * file: the format it was read as, each toolset (kind, how it starts, its policy) with secrets
- * masked, and each skipped entry and warning with its reason. `--check` also starts each toolset
- * through the registry, lists its tools and stops it: a dry run that finds a missing binary or a
- * wrong URL before an agent does.
+ * file (`--json`: as one document): the format it was read as, each toolset (kind, how it starts,
+ * its policy) with secrets masked, what would run or be read when it connects (loading runs and
+ * reads nothing), and each skipped entry and warning with its reason. `--check` also starts each
+ * toolset through the registry, lists its tools and stops it: a dry run that finds a missing
+ * binary or a wrong URL before an agent does.
  */
 import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
 import { Catalog, LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
@@ -28,6 +29,30 @@ export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
   const headers = Object.keys(transport.headers)
   const withHeaders = headers.length === 0 ? "" : ` headers: ${headers.join(", ")}`
   return mask(`${transport._tag === "sse" ? "SSE" : "streamable HTTP"}: ${transport.url}${withHeaders}`)
+}
+
+/**
+ * What would run or be read when the toolset connects: loading ran nothing and read no other
+ * file, so `validate` says what a start would do instead (`--check` does it). Masked.
+ */
+export const onConnect = (
+  toolset: AgentConfig.ToolsetConfig
+): { readonly headersHelper?: AgentConfig.HeadersHelper; readonly envFile?: string } => {
+  const mask = Secrets.masker(toolset.secrets)
+  const transport = toolset.transport
+  if (transport._tag === "stdio") return transport.envFile === undefined ? {} : { envFile: mask(transport.envFile) }
+  const helper = transport.headersHelper
+  return helper === undefined ? {} : { headersHelper: { command: mask(helper.command), cwd: mask(helper.cwd) } }
+}
+
+const onConnectLines = (toolset: AgentConfig.ToolsetConfig): ReadonlyArray<string> => {
+  const { headersHelper, envFile } = onConnect(toolset)
+  return [
+    ...(headersHelper === undefined
+      ? []
+      : [`headersHelper would run: ${headersHelper.command} (in ${headersHelper.cwd})`]),
+    ...(envFile === undefined ? [] : [`envFile would be read: ${envFile}`])
+  ]
 }
 
 /** The policy in one line: what a user tunes in `lifecycle`. */
@@ -63,13 +88,39 @@ export const describe = (path: string, config: AgentConfig.Config): ReadonlyArra
         const toolset = byIdentity.get(identity)
         return toolset === undefined
           ? []
-          : [`  ${toolset.name} (${toolset.type}) ${startsWith(toolset)}`, `    policy: ${policyLine(toolset)}`]
+          : [
+              `  ${toolset.name} (${toolset.type}) ${startsWith(toolset)}`,
+              ...onConnectLines(toolset).map((line) => `    ${line}`),
+              `    policy: ${policyLine(toolset)}`
+            ]
       })
     ]),
     ...config.skipped.map((s) => `skipped ${s.path} (${s.type}): ${s.reason}`),
     ...warnings.map((w) => `warning ${w.path === "" ? "" : `${w.path}: `}${w.message}`),
     `valid: ${counts.join(", ")}`
   ]
+}
+
+/** `validate --json`: what `describe` prints, as one JSON document (secrets masked the same way). */
+export const report = (path: string, config: AgentConfig.Config) => {
+  const names = new Map(config.toolsets.map((t) => [t.identity, t.name]))
+  return {
+    source: path,
+    format: config.format ?? "agent config",
+    agents: config.agents.map((agent) => ({
+      name: agent.name,
+      toolsets: agent.toolsets.flatMap((identity) => names.get(identity) ?? [])
+    })),
+    toolsets: config.toolsets.map((toolset) => ({
+      name: toolset.name,
+      type: toolset.type,
+      startsWith: startsWith(toolset),
+      policy: policyLine(toolset),
+      onConnect: onConnect(toolset)
+    })),
+    skipped: config.skipped,
+    warnings: config.warnings ?? []
+  }
 }
 
 /** `--input id=value`, as many as needed. */
@@ -88,7 +139,7 @@ export const parseInputs = (given: ReadonlyArray<string>) =>
  * tool: it prints those the toolset offers through its `tools:` filter — the count every status
  * output shows — and warns of `tools:` entries that match none.
  */
-const check = (config: AgentConfig.Config) =>
+const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effect<void>) =>
   Effect.scoped(
     Effect.gen(function* () {
       const trial: AgentConfig.Config = {
@@ -109,18 +160,18 @@ const check = (config: AgentConfig.Config) =>
         const started = yield* Effect.result(registry.startToolset(toolset.name))
         if (started._tag === "Failure") {
           failed.push(toolset.name)
-          yield* Console.log(`✗ ${toolset.name}: ${mask(`${started.failure._tag}: ${started.failure.message}`)}`)
+          yield* print(`✗ ${toolset.name}: ${mask(`${started.failure._tag}: ${started.failure.message}`)}`)
           continue
         }
         const catalog = yield* registry.catalog(toolset.identity)
         const filter = Catalog.filterOf(toolset)
         const offered = catalog.tools.filter((entry) => Catalog.offers(filter, entry.tool.name)).map((e) => e.name)
-        yield* Console.log(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
+        yield* print(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
         const unmatched = AllowList.check(
           toolset,
           catalog.tools.map((entry) => entry.name)
         )
-        if (unmatched !== undefined) yield* Console.log(`warning ${AllowList.message(unmatched)}`)
+        if (unmatched !== undefined) yield* print(`warning ${AllowList.message(unmatched)}`)
         yield* registry.stopToolset(toolset.name)
       }
       if (failed.length > 0) {
@@ -129,16 +180,22 @@ const check = (config: AgentConfig.Config) =>
     })
   )
 
-/** `toolvisor validate`: what was understood of the file and, with `check`, a dry run of each toolset. */
+/**
+ * `toolvisor validate`: what was understood of the file and, with `check`, a dry run of each
+ * toolset. With `json` the description is one JSON document on stdout and the dry run's lines go
+ * to stderr.
+ */
 export const run = Effect.fn("toolvisor.validate")(function* (options: {
   readonly config: string
   readonly check: boolean
   readonly input: ReadonlyArray<string>
+  readonly json: boolean
 }) {
   const inputs = yield* parseInputs(options.input)
   const loaded = yield* ConfigLoader.load(options.config, { inputs })
-  for (const line of describe(options.config, loaded)) yield* Console.log(line)
-  if (options.check) yield* check(loaded)
+  if (options.json) yield* Console.log(JSON.stringify(report(options.config, loaded)))
+  else for (const line of describe(options.config, loaded)) yield* Console.log(line)
+  if (options.check) yield* check(loaded, options.json ? Console.error : Console.log)
 })
 
 const formats: ReadonlyArray<string> = JsonSchema.formats

@@ -112,6 +112,7 @@ const validate = Command.make(
   "validate",
   {
     config: Argument.String("config").pipe(Argument.withDescription("The config file to check")),
+    json: Flags.json,
     check: Flag.Boolean("check").pipe(
       Flag.withDescription("Also start each toolset, list its tools and stop it (exit 1 if one does not start)"),
       Flag.withDefault(false)

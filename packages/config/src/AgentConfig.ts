@@ -346,13 +346,23 @@ export type Transport =
       readonly args: ReadonlyArray<string>
       readonly env: Readonly<Record<string, string>>
       readonly cwd: string | undefined
+      /** VS Code's `envFile`, absolute: a dotenv file read when the server starts (never at load). */
+      readonly envFile?: string | undefined
     }
   | {
       readonly _tag: "http" | "sse"
       readonly url: string
       readonly headers: Readonly<Record<string, string>>
       readonly oauth?: Omit<OAuth, "authServerMetadataUrl" | "xaa">
+      /** Claude Code's `headersHelper`: run each time the toolset connects (never at load). */
+      readonly headersHelper?: HeadersHelper | undefined
     }
+
+/** A shell command whose output is a JSON object of extra headers, and the folder it runs in (the config's). */
+export interface HeadersHelper {
+  readonly command: string
+  readonly cwd: string
+}
 
 /** One toolset, ready to build: every reference resolved, every variable expanded, the policy computed. */
 export interface ToolsetConfig {
@@ -377,13 +387,6 @@ export interface ToolsetConfig {
   /** Profile plus overrides. For remote MCP the MCP package still applies its remote defaults. */
   readonly policy: Policy.Policy
   readonly lazy: boolean
-  /**
-   * Claude Code's `headersHelper`: a shell command whose JSON output adds headers. `ConfigLoader.load`
-   * runs it once the file is read; `parse`, being pure, leaves it for the caller.
-   */
-  readonly headersHelper?: string | undefined
-  /** VS Code's `envFile`: a dotenv file `ConfigLoader.load` reads into a stdio server's `env`. */
-  readonly envFile?: string | undefined
   /** Every value that came from the environment: redact these wherever the toolset is shown. */
   readonly secrets: ReadonlyArray<string>
   /** Where it was declared, e.g. `agents.root.toolsets[2]` or `mcpServers.files`. */

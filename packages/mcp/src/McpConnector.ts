@@ -1,6 +1,7 @@
 /**
- * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio) or
- * reaches it over streamable HTTP or SSE, runs the `initialize` handshake and the first tool
+ * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio, with
+ * its `envFile` read now) or reaches it over streamable HTTP or SSE (with its `headersHelper` run
+ * now), runs the `initialize` handshake and the first tool
  * listing, and reports when the session ends. Each session has its own tool and prompt caches,
  * so a reconnect never serves the old server's list; `list_changed` notifications invalidate
  * them, and a burst of notifications is coalesced into one refetch.
@@ -22,7 +23,10 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as HeadersHelper from "./HeadersHelper.ts"
+import * as EnvFile from "./internal/envFile.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
+import * as SecretErrors from "./internal/secretErrors.ts"
 import type * as McpSpec from "./McpSpec.ts"
 import * as OAuthProvider from "./OAuthProvider.ts"
 import * as TokenStore from "./TokenStore.ts"
@@ -52,7 +56,11 @@ const pageLimit = 1_000
 
 /** A request to the server as an Effect: interruption aborts it, failures are classified. */
 export const request = <A>(name: string, send: (signal: AbortSignal) => Promise<A>) =>
-  Effect.tryPromise({ try: send, catch: (cause) => OAuthProvider.classify(name, cause) })
+  Effect.tryPromise({ try: send, catch: (cause) => classify(name, cause) })
+
+/** A refused token store is a login to redo; anything else as the OAuth provider classifies it. */
+const classify = (name: string, cause: unknown): LifecycleError.LifecycleError =>
+  TokenStore.authRequired(name, cause) ?? OAuthProvider.classify(name, cause)
 
 interface Link {
   readonly transport: Transport
@@ -63,6 +71,8 @@ interface Link {
   readonly established: Effect.Effect<void>
   readonly ended: Effect.Effect<void, LifecycleError.LifecycleError>
   readonly pid?: number
+  /** What connecting read that the config did not hold (env file values, helper headers): masked in errors. */
+  readonly secrets: ReadonlyArray<string>
 }
 
 export const make = (options: Options): Session.Connector<McpSession> => ({
@@ -72,9 +82,13 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const closed = yield* Deferred.make<void, LifecycleError.LifecycleError>()
     client.onclose = () => Deferred.doneUnsafe(closed, Effect.void)
     const link = spec._tag === "stdio" ? yield* stdio(name, spec) : yield* remote(name, spec, client, closed)
+    const masked = <A, R>(effect: Effect.Effect<A, LifecycleError.LifecycleError, R>) =>
+      Effect.mapError(effect, SecretErrors.masker(link.secrets))
 
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close().catch(() => undefined)))
-    yield* link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    yield* masked(
+      link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    )
     const capabilities = client.getServerCapabilities() ?? {}
     const tools = yield* ToolCache.make(
       capabilities.tools === undefined
@@ -95,7 +109,7 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
           )
     )
     yield* watchListChanges(client, tools, prompts, options.listChangedDebounce ?? "20 millis")
-    const initialTools = yield* link.guard(tools.get)
+    const initialTools = yield* masked(link.guard(tools.get))
     yield* link.established
 
     const server = client.getServerVersion()
@@ -104,8 +118,8 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
       handle: { client, tools, prompts, capabilities },
       // Over stdio the SDK rejects pending requests when the pipe closes; over HTTP it may not.
       selfBounded: spec._tag === "stdio",
-      ended: link.ended,
-      probe: request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout })).pipe(Effect.asVoid),
+      ended: masked(link.ended),
+      probe: masked(request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout }))).pipe(Effect.asVoid),
       toolCount: initialTools.length,
       toolCountChanges: Stream.map(tools.stored, (list) => list.length),
       ...(link.pid === undefined ? {} : { pid: link.pid }),
@@ -117,10 +131,13 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
 
 const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
+    // The `envFile`, read now (at each start), under the server's own `env`.
+    const fromFile = spec.envFile === undefined ? {} : yield* EnvFile.read(name, spec.envFile)
+    const env = spec.envFile === undefined ? spec.env : { ...fromFile, ...spec.env }
     const proc = yield* ServerProcess.spawn(name, {
       command: spec.command,
       args: spec.args,
-      ...(spec.env === undefined ? {} : { env: spec.env }),
+      ...(env === undefined ? {} : { env }),
       ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
     })
     const context = yield* Effect.context<never>()
@@ -136,7 +153,8 @@ const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, Lifecycle
       guard: proc.whileRunning,
       established: proc.established,
       ended: proc.exited,
-      pid: proc.pid
+      pid: proc.pid,
+      secrets: Object.values(fromFile)
     }
   })
 
@@ -150,17 +168,20 @@ const remote = (
   spec: McpSpec.Http | McpSpec.Sse,
   client: Client,
   closed: Deferred.Deferred<void, LifecycleError.LifecycleError>
-): Effect.Effect<Link, never, Scope.Scope> =>
+): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const url = new URL(spec.url)
+    const helped = spec.headersHelper === undefined ? {} : yield* helperHeaders(name, spec.headersHelper)
+    const headers =
+      spec.headers === undefined && spec.headersHelper === undefined ? undefined : { ...spec.headers, ...helped }
     const options = {
-      ...(spec.headers === undefined ? {} : { requestInit: { headers: { ...spec.headers } } }),
-      ...(yield* oauthOptions(name, spec))
+      ...(headers === undefined ? {} : { requestInit: { headers } }),
+      ...(yield* oauthOptions(name, spec, headers))
     }
     const transport =
       spec._tag === "http" ? new StreamableHTTPClientTransport(url, options) : new SSEClientTransport(url, options)
     client.onerror = (cause) => {
-      const error = OAuthProvider.classify(name, cause)
+      const error = classify(name, cause)
       const fatal =
         LifecycleError.isPermanent(error) ||
         error._tag === "SessionMissing" ||
@@ -193,9 +214,17 @@ const remote = (
           )
         ),
       established: Effect.void,
-      ended: Deferred.await(closed)
+      ended: Deferred.await(closed),
+      secrets: Object.values(helped)
     }
   })
+
+/**
+ * What the `headersHelper` prints, run now (at each connect); it wins over the configured headers.
+ * Its values live only in this connection's request headers, and are masked in its errors.
+ */
+const helperHeaders = (name: string, helper: HeadersHelper.Spec) =>
+  Effect.mapError(HeadersHelper.run(name, helper), HeadersHelper.unavailable)
 
 /** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
 const authRequestTimeout = 5_000
@@ -205,9 +234,13 @@ const authRequestTimeout = 5_000
  * that answers 401 is then reached with the stored login, and one without a login fails with
  * AuthRequired at once. Never interactive: only `OAuth.login` opens a browser.
  */
-const oauthOptions = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
+const oauthOptions = (
+  name: string,
+  spec: McpSpec.Http | McpSpec.Sse,
+  headers: Readonly<Record<string, string>> | undefined
+) =>
   Effect.gen(function* () {
-    const configured = Object.keys(spec.headers ?? {}).some((header) => header.toLowerCase() === "authorization")
+    const configured = Object.keys(headers ?? {}).some((header) => header.toLowerCase() === "authorization")
     if (configured) return {}
     const provider = OAuthProvider.make({
       name,

@@ -57,8 +57,6 @@ export interface Options {
 export interface Provider extends OAuthClientProvider {
   /** Fetch for the transport: retries a request whose token was refused, once, after a shared refresh. */
   readonly fetch: FetchLike
-  /** The state sent with the authorization request, to check against the callback's. */
-  readonly expectedState: () => string | undefined
 }
 
 /** The grant a config asks for: a secret and no callback port means no person is present. */
@@ -103,7 +101,6 @@ export const make = (options: Options): Provider => {
   let entry: TokenStore.Entry | undefined
   let loaded = false
   let codeVerifier: string | undefined
-  let state: string | undefined
   let renewing: Promise<OAuthTokens> | undefined
 
   const read = async (): Promise<TokenStore.Entry> => {
@@ -250,10 +247,8 @@ export const make = (options: Options): Provider => {
         ...(oauth?.scopes === undefined ? {} : { scope: oauth.scopes.join(" ") })
       }
     },
-    state: () => {
-      state = NodeCrypto.randomBytes(16).toString("base64url")
-      return state
-    },
+    // `OAuth.login` checks the callback against the state in the URL it opened.
+    state: () => NodeCrypto.randomBytes(16).toString("base64url"),
     clientInformation,
     saveClientInformation: ({ client_secret, ...information }) =>
       // A configured secret stays in the config: the file holds only what the server handed out.
@@ -327,8 +322,7 @@ export const make = (options: Options): Provider => {
         throw authRequired(name, "the server refused a freshly refreshed token")
       }
       return retried
-    },
-    expectedState: () => state
+    }
   }
   return provider
 }

@@ -16,14 +16,16 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
         command: transport.command,
         args: transport.args,
         env: transport.env,
-        ...(transport.cwd === undefined ? {} : { cwd: transport.cwd })
+        ...(transport.cwd === undefined ? {} : { cwd: transport.cwd }),
+        ...(transport.envFile === undefined ? {} : { envFile: transport.envFile })
       })
     case "http":
     case "sse": {
       const fields = {
         url: transport.url,
         headers: transport.headers,
-        ...(transport.oauth === undefined ? {} : { oauth: new McpSpec.OAuth(transport.oauth) })
+        ...(transport.oauth === undefined ? {} : { oauth: new McpSpec.OAuth(transport.oauth) }),
+        ...(transport.headersHelper === undefined ? {} : { headersHelper: transport.headersHelper })
       }
       return transport._tag === "http" ? McpSpec.Http.make(fields) : McpSpec.Sse.make(fields)
     }

@@ -33,8 +33,6 @@ export interface Declaration extends ToolsetDiff.Signed {
   readonly named: boolean
   /** The `mcps` definition it came from, if any. */
   readonly sourcePath: string
-  readonly headersHelper?: string | undefined
-  readonly envFile?: string | undefined
   readonly secrets: ReadonlyArray<string>
 }
 
@@ -105,9 +103,30 @@ export interface Declare {
 export const allowList = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<string> | undefined =>
   tools === undefined || tools.includes("*") ? undefined : tools
 
+/**
+ * What runs or is read only when the toolset connects: a stdio server's `envFile` (relative to the
+ * config file's folder) and a remote server's `headersHelper` (run in that folder). Loading reads
+ * neither; they are part of the transport, so changing one is a change of the toolset.
+ */
+const withConnectInputs = (
+  transport: AgentConfig.Transport,
+  input: Declare,
+  context: Context
+): AgentConfig.Transport => {
+  if (transport._tag === "stdio") {
+    return input.envFile === undefined
+      ? transport
+      : { ...transport, envFile: NodePath.resolve(context.baseDir, input.envFile) }
+  }
+  return input.headersHelper === undefined
+    ? transport
+    : { ...transport, headersHelper: { command: input.headersHelper, cwd: context.baseDir } }
+}
+
 export const declare = (input: Declare, context: Context): Outcome => {
-  const transport = transportOf(input.source, context, input.urlPath)
-  if (!("_tag" in transport)) return { _tag: "Invalid", issues: transport }
+  const bare = transportOf(input.source, context, input.urlPath)
+  if (!("_tag" in bare)) return { _tag: "Invalid", issues: bare }
+  const transport = withConnectInputs(bare, input, context)
   const signed: ToolsetDiff.Signed = {
     type: input.type,
     prefix: input.name,
@@ -131,8 +150,6 @@ export const declare = (input: Declare, context: Context): Outcome => {
     derivedName: input.name ?? input.ref ?? nameFrom(transport),
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
-    ...(input.headersHelper === undefined ? {} : { headersHelper: input.headersHelper }),
-    ...(input.envFile === undefined ? {} : { envFile: input.envFile }),
     secrets: [...new Set(input.secrets)]
   }
   return { _tag: "Declared", declaration }
