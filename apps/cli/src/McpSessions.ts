@@ -9,6 +9,7 @@
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 
@@ -46,6 +47,9 @@ export interface Table<S extends Session> {
   readonly sessions: () => ReadonlyArray<S>
 }
 
+/** Sessions open now, on `/metrics`: how near the cap the gateway runs, and that idle ones go. */
+export const gauge = Metric.gauge("toolvisor_mcp_sessions", { description: "MCP sessions open over HTTP" })
+
 interface Entry<S> {
   readonly session: S
   /** Requests and streams open now. */
@@ -61,11 +65,17 @@ interface Entry<S> {
 export const make = <S extends Session>(options: Options): Effect.Effect<Table<S>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const clock = yield* Clock.Clock
+    const context = yield* Effect.context<never>()
     const idleMillis = Duration.toMillis(options.idle)
     const entries = new Map<string, Entry<S>>()
     let opening = 0
+    const counted = () => gauge.updateUnsafe(entries.size, context)
+    const forget = (id: string) => {
+      entries.delete(id)
+      counted()
+    }
 
-    const open = (): Opening<S> | undefined => {
+    const reserve = (): Opening<S> | undefined => {
       if (entries.size + opening >= options.max) return undefined
       opening += 1
       let held = true
@@ -77,6 +87,7 @@ export const make = <S extends Session>(options: Options): Effect.Effect<Table<S
         add: (id, session) => {
           release()
           entries.set(id, { session, active: 0, lastUsed: clock.currentTimeMillisUnsafe() })
+          counted()
         },
         done: release
       }
@@ -98,7 +109,7 @@ export const make = <S extends Session>(options: Options): Effect.Effect<Table<S
 
     const close = (id: string, entry: Entry<S>) =>
       Effect.andThen(
-        Effect.sync(() => entries.delete(id)),
+        Effect.sync(() => forget(id)),
         entry.session.close
       )
 
@@ -114,12 +125,10 @@ export const make = <S extends Session>(options: Options): Effect.Effect<Table<S
     )
 
     return {
-      open,
+      open: reserve,
       enter,
       leave,
-      remove: (id) => {
-        entries.delete(id)
-      },
+      remove: forget,
       size: () => entries.size,
       sessions: () => Array.from(entries.values(), (e) => e.session)
     }
