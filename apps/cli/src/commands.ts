@@ -191,11 +191,11 @@ const serve = Command.make(
     ),
     ...Flags.httpAccess,
     sessionIdle: Flag.String("session-idle").pipe(
-      Flag.withDescription("Close an MCP session over HTTP that no client has used for this long"),
+      Flag.withDescription("Close an MCP session over HTTP that no client has used for this long (default 10m)"),
       Flag.withDefault("10m")
     ),
     maxSessions: Flag.Int("max-sessions").pipe(
-      Flag.withDescription("The most MCP sessions over HTTP open at once; an initialize past it is refused (503)"),
+      Flag.withDescription("The most MCP sessions over HTTP open at once, 1000 by default; an initialize past it is refused (503)"),
       Flag.withDefault(1000)
     ),
     otlp: Flags.otlp

@@ -237,12 +237,13 @@ describe("Gateway", () => {
     })
   )
 
-  it.live("HTTP requests outside the protocol are refused: foreign Host, other paths, unknown sessions", () =>
+  it.live("HTTP requests outside the protocol are refused: foreign Host or Origin, other paths, unknown sessions", () =>
     Effect.gen(function* () {
       const { registry, close } = yield* openRegistry([fixtureEntry("fx")])
       yield* Effect.addFinalizer(() => close)
       const { port } = yield* Gateway.listen(registry, { http: localhost })
       assert.strictEqual(yield* rawPost(port, "/mcp", { host: "evil.example" }), 403)
+      assert.strictEqual(yield* rawPost(port, "/mcp", { origin: "http://evil.example" }), 403)
       assert.strictEqual(yield* rawPost(port, "/other", {}), 404)
       assert.strictEqual(yield* rawPost(port, "/mcp", { "mcp-session-id": "no-such-session" }), 404)
       assert.strictEqual(yield* rawPost(port, "/mcp", {}), 400)

@@ -84,7 +84,7 @@ const hostOf = (headers: Headers): string | undefined => {
 }
 
 /** Whether `Host` names this server: any host off loopback, and on a loopback bind only a loopback name. */
-const hostAllowed = (bound: string, host: string | undefined): boolean =>
+const hostAllowed = (bound: string, host: string | undefined): host is string =>
   host !== undefined && (!isLoopback(bound) || isLoopback(new URL(`http://${host}`).hostname))
 
 /** A browser's request from another origin (or an opaque one, `null`): its page may not drive or read us. */
@@ -100,13 +100,13 @@ export const make = (options: Options): Effect.Effect<Gate, BearerAuth.JwksError
     const auth = yield* BearerAuth.make(options)
     const resourcePath = options.resourcePath ?? "/"
     const audience = options.jwt?.audience
-    const resource = (host: string | undefined) =>
+    const resource = (host: string) =>
       audience !== undefined && HttpUrl.is(audience) ? audience : `http://${host}${resourcePath}`
-    const metadataUrl = (host: string | undefined) => {
+    const metadataUrl = (host: string) => {
       const url = new URL(resource(host))
       return `${url.origin}${metadataRoot}${url.pathname === "/" ? "" : url.pathname}`
     }
-    const unauthorized = (host: string | undefined, verdict: "missing" | "invalid"): Refusal => ({
+    const unauthorized = (host: string, verdict: "missing" | "invalid"): Refusal => ({
       status: 401,
       message: "Unauthorized: send Authorization: Bearer <token>",
       headers: {
@@ -135,7 +135,8 @@ export const make = (options: Options): Effect.Effect<Gate, BearerAuth.JwksError
     }
 
     const metadata = (headers: Headers): OAuthProtectedResourceMetadata => ({
-      resource: resource(hostOf(headers)),
+      // Served only past the gate, so `Host` is there; the bound address is the type's fallback.
+      resource: resource(hostOf(headers) ?? options.host),
       ...(auth.issuer === undefined ? {} : { authorization_servers: [auth.issuer] }),
       bearer_methods_supported: ["header"],
       resource_name: "Toolvisor"
