@@ -195,7 +195,9 @@ const serve = Command.make(
       Flag.withDefault("10m")
     ),
     maxSessions: Flag.Int("max-sessions").pipe(
-      Flag.withDescription("The most MCP sessions over HTTP open at once, 1000 by default; an initialize past it is refused (503)"),
+      Flag.withDescription(
+        "The most MCP sessions over HTTP open at once, 1000 by default; an initialize past it is refused (503)"
+      ),
       Flag.withDefault(1000)
     ),
     otlp: Flags.otlp
