@@ -6,6 +6,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as LifecycleError from "./LifecycleError.ts"
+import * as Redaction from "./Redaction.ts"
 
 type Classified = LifecycleError.LifecycleError
 
@@ -35,7 +36,7 @@ const authRequired = (toolset: string, message: string, cause: unknown, challeng
     toolset,
     message: `${toolset}: authentication required: ${message}`,
     cause,
-    ...(challenge === undefined ? {} : { challenge: LifecycleError.redact(challenge) })
+    ...(challenge === undefined ? {} : { challenge: Redaction.redact(challenge) })
   })
 
 /** Node system error codes, as raised by spawn, net, http and streams. */
@@ -161,7 +162,7 @@ const byStatus = (toolset: string, e: unknown, status: number, text: string, roo
 }
 
 const structural = (toolset: string, e: unknown, root: unknown): Classified | undefined => {
-  const text = LifecycleError.redact(messageOf(e))
+  const text = Redaction.redact(messageOf(e))
   const code = Predicate.hasProperty(e, "code") ? e.code : undefined
   if (Predicate.isString(code) && code in byNodeCode) return byNodeCode[code]!(toolset, `${code}: ${text}`, root)
   const status = httpStatusOf(e)
@@ -193,7 +194,7 @@ export const classify = (toolset: string, u: unknown): Classified => {
     const found = structural(toolset, e, u)
     if (found !== undefined) return found
   }
-  const text = LifecycleError.redact(chain.map(messageOf).join(": "))
+  const text = Redaction.redact(chain.map(messageOf).join(": "))
   return (
     textual(toolset, text, u) ??
     new LifecycleError.TransportError({
