@@ -15,7 +15,7 @@ import {
   type ServerCapabilities,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
+import { LifecycleError, Redaction, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -127,7 +127,7 @@ const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, Lifecycle
     const transport = new PipeTransport(proc.stdout, proc.stdin, (line) =>
       Effect.runForkWith(context)(
         Effect.logWarning(
-          `${name}: ignored a line on stdout that is not JSON-RPC: ${LifecycleError.redact(line.slice(0, 200))}`
+          `${name}: ignored a line on stdout that is not JSON-RPC: ${Redaction.redact(line.slice(0, 200))}`
         )
       )
     )
@@ -214,6 +214,7 @@ const oauthOptions = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
       serverUrl: spec.url,
       oauth: spec.oauth,
       store: yield* TokenStore.Current,
+      redactor: yield* Redaction.Current,
       fetch: (input, init) =>
         fetch(input, init?.signal ? init : { ...init, signal: AbortSignal.timeout(authRequestTimeout) })
     })

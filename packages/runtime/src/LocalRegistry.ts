@@ -16,7 +16,6 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
 import * as Routing from "./Routing.ts"
-import * as Secrets from "./Secrets.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
@@ -110,14 +109,13 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const mask = Secrets.masker(entry.secrets)
         const { toolset, lsp } = yield* (options.build ?? Toolsets.make)(entry).pipe(Scope.provide(scope))
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
             PubSub.publish(hub, {
               toolset: entry.name,
               from: t.from,
-              snapshot: Secrets.snapshot(t.snapshot, mask)
+              snapshot: t.snapshot
             }).pipe(Effect.andThen(Telemetry.transition(entry.name, t.snapshot.state)))
           ),
           Effect.forkIn(scope, { startImmediately: true })
@@ -126,7 +124,7 @@ export const make = (
         yield* toolset.changes.pipe(
           Stream.runForEach((snapshot) =>
             Effect.suspend(() => {
-              latest.set(entry.identity, Secrets.snapshot(snapshot, mask))
+              latest.set(entry.identity, snapshot)
               if (!State.isUsable(snapshot.state) || snapshot.toolsVersion === listed) return publishBoard
               // A new tool list: read it now, so routing knows it even if the toolset restarts
               // before anyone asks for a catalog.
@@ -159,9 +157,7 @@ export const make = (
         Effect.tapError((error) =>
           entry.config.policy.required
             ? Effect.void
-            : Effect.logWarning(
-                `optional toolset did not start: ${Secrets.masker(entry.config.secrets)(error.message)}`
-              )
+            : Effect.logWarning(`optional toolset did not start: ${error.message}`)
         ),
         Effect.annotateLogs({ toolset: entry.config.name })
       )
@@ -179,7 +175,7 @@ export const make = (
                 {
                   toolset: entry.config.name,
                   tag: result.failure._tag,
-                  message: Secrets.masker(entry.config.secrets)(result.failure.message)
+                  message: result.failure.message
                 }
               ]
             : []
@@ -258,7 +254,7 @@ export const make = (
           entry.streak = 0
           recovered.push(name)
         } else {
-          const error = Secrets.masker(entry.config.secrets)(result.failure.message)
+          const error = result.failure.message
           if (entry.streak === 0) yield* Effect.logWarning(`${name} is still failing: ${error}`)
           entry.streak += 1
           failing.push({ toolset: name, error })
