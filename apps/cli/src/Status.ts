@@ -9,6 +9,7 @@ import { Failure } from "./CliError.ts"
 import * as DurationFlag from "./DurationFlag.ts"
 import * as Open from "./Open.ts"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 import * as Settle from "./Settle.ts"
 
 export interface Options extends Open.Target {
@@ -30,7 +31,7 @@ export const run = Effect.fn("toolvisor.status")(function* (options: Options) {
       Output.table(board, { colour: false, width, ...(counts === undefined ? {} : { exposed: counts }) })
     )
     for (const line of Output.problems(board)) yield* Console.log(line)
-    if (ok && summary !== undefined) yield* Console.log(summary)
+    if (ok && summary !== undefined) yield* Console.log(Printable.line(summary))
   }
   if (!ok) return yield* new Failure({ message: summary ?? "no toolset is Ready" })
   if (options.json && summary !== undefined) yield* Effect.logWarning(summary)

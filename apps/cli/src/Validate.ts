@@ -1,23 +1,26 @@
 /**
  * `toolvisor validate` and `toolvisor schema`. `validate` prints what Toolvisor understood of a
  * file: the format it was read as, each toolset (kind, how it starts, its policy) with secrets
- * masked, and each skipped entry and warning with its reason. `--check` also starts each toolset
+ * masked and control characters escaped (a config from someone else's repository is hostile
+ * text), and each skipped entry and warning with its reason. `--check` also starts each toolset
  * through the registry, lists its tools and stops it: a dry run that finds a missing binary or a
  * wrong URL before an agent does.
  */
 import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
-import { LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
+import { Redaction } from "@toolvisor/core"
+import { LocalRegistry, OrphanSweep } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Failure, UsageError } from "./CliError.ts"
+import * as Printable from "./Printable.ts"
 
 const seconds = (duration: Duration.Duration | undefined) =>
   duration === undefined ? "none" : `${Duration.toSeconds(duration)}s`
 
-/** How a toolset starts, with every environment value masked. */
+/** How a toolset starts, with every secret of its config masked. */
 export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
-  const mask = Secrets.masker(toolset.secrets)
+  const mask = Redaction.make(toolset.secrets).text
   const transport = toolset.transport
   if (transport._tag === "stdio") {
     const cwd = transport.cwd === undefined ? "" : ` (in ${transport.cwd})`
@@ -100,19 +103,18 @@ const check = (config: AgentConfig.Config) =>
       const registry = yield* Effect.andThen(OrphanSweep.start, LocalRegistry.make(trial))
       const failed: Array<string> = []
       for (const toolset of config.toolsets) {
-        const mask = Secrets.masker(toolset.secrets)
         const started = yield* Effect.result(registry.startToolset(toolset.name))
         if (started._tag === "Failure") {
           failed.push(toolset.name)
-          yield* Console.log(`✗ ${toolset.name}: ${mask(`${started.failure._tag}: ${started.failure.message}`)}`)
+          yield* Console.log(Printable.line(`✗ ${toolset.name}: ${started.failure._tag}: ${started.failure.message}`))
           continue
         }
         const agent = config.agents.find((a) => a.toolsets.includes(toolset.identity))?.name
         const catalog = yield* registry.catalog(agent)
         const offered = catalog.tools.filter((entry) => entry.toolset === toolset.name).map((entry) => entry.name)
-        yield* Console.log(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
+        yield* Console.log(Printable.line(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`))
         const unmatched = AllowList.check(toolset, offered)
-        if (unmatched !== undefined) yield* Console.log(`warning ${AllowList.message(unmatched)}`)
+        if (unmatched !== undefined) yield* Console.log(Printable.line(`warning ${AllowList.message(unmatched)}`))
         yield* registry.stopToolset(toolset.name)
       }
       if (failed.length > 0) {
@@ -129,7 +131,7 @@ export const run = Effect.fn("toolvisor.validate")(function* (options: {
 }) {
   const inputs = yield* parseInputs(options.input)
   const loaded = yield* ConfigLoader.load(options.config, { inputs })
-  for (const line of describe(options.config, loaded)) yield* Console.log(line)
+  for (const line of describe(options.config, loaded)) yield* Console.log(Printable.line(line))
   if (options.check) yield* check(loaded)
 })
 
