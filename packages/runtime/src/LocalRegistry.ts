@@ -6,7 +6,7 @@
  * stops and replaces toolsets, and shuts them all down at once.
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
-import { State } from "@toolvisor/core"
+import { Redaction, State } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -53,6 +53,9 @@ export const make = (
     const running = new Map<string, Running>()
     const latest = new Map<string, State.StatusSnapshot>()
     let config = initial
+    /** One for every toolset: a secret of one entry is masked in what any server says. */
+    const redactor = Redaction.make()
+    const build = options.build ?? ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor))
     const agentNames = () => config.agents.map((a) => a.name)
     const defaultAgent = options.agent ?? initial.agents[0]?.name ?? "default"
     if (!initial.agents.some((a) => a.name === defaultAgent)) {
@@ -109,7 +112,7 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const { toolset, lsp } = yield* (options.build ?? Toolsets.make)(entry).pipe(Scope.provide(scope))
+        const { toolset, lsp } = yield* build(entry).pipe(Scope.provide(scope))
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
             PubSub.publish(hub, {

@@ -46,11 +46,16 @@ export type Buildable = Pick<
 
 /**
  * Builds the toolset of one config entry in the current scope (closing it stops the toolset),
- * masked by a redactor that starts with the entry's secrets. The redactor is the toolset's
+ * masked by `redactor` with the entry's secrets added. A registry passes one redactor to all its
+ * toolsets, so a secret of one entry is masked in whatever any server echoes (a server's `get-env`
+ * shows the variables another entry's headers use). The redactor is the toolset's
  * `Redaction.Current` while it runs, so secrets met at connect time (an OAuth token) join it.
  */
-export const make = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
-  const redactor = Redaction.make(config.secrets)
+export const make = (
+  config: Buildable,
+  redactor: Redaction.Redactor = Redaction.make()
+): Effect.Effect<Built, never, Scope.Scope> => {
+  redactor.add(config.secrets)
   return Effect.map(Effect.provideService(transportOf(config), Redaction.Current, redactor), ({ toolset, lsp }) => {
     if (lsp === undefined) return { toolset: Secrets.guard(toolset, redactor), lsp }
     const masked = Secrets.guard(lsp, redactor)
