@@ -94,7 +94,6 @@ beforeAll(async () => {
       "        name: ev",
       `        command: "${process.execPath}"`,
       `        args: ["${everything}", "stdio", "--api-key", "${planted.flag}", "--token=${planted.flagEquals}"]`,
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config's own ${VAR} syntax
       `        env: { API_TOKEN: "${planted.envLiteral}", TENANT: "${planted.envOther}", FROM_VAR: "\${PLANTED_VAR}" }`,
       "      - type: mcp",
       "        name: leaky",
