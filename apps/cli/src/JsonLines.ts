@@ -15,8 +15,9 @@ import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 
-const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${JSON.stringify(value)}\n`))
+const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${Printable.json(value)}\n`))
 
 /** What an answer carries of its command: the name, and the `id` when the command had one. */
 interface Header {

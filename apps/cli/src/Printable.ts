@@ -3,8 +3,8 @@
  * made safe for a terminal. Every character that acts instead of printing (C0 and C1 controls,
  * DEL, the bidirectional overrides that reorder what is shown) is written as an escape such as
  * `\x1b` or `\u202e`: `ESC[2J` cannot clear the screen, `ESC]0;…BEL` cannot set the title, and a
- * name with a newline cannot break a table. JSON output needs none of this: it is data, and
- * `JSON.stringify` already escapes what could break a line.
+ * name with a newline cannot break a table. JSON output stays JSON: `json` writes the few acting
+ * characters `JSON.stringify` leaves raw (DEL, C1, bidi) as `\u` escapes, the same text once parsed.
  */
 
 const acting = "\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
@@ -29,3 +29,11 @@ export const line = (text: string): string => text.replace(everyControl, escapeC
 
 /** Text for a terminal that keeps its line breaks and tabs (a result, a description); `\r\n` becomes `\n`. */
 export const lines = (text: string): string => text.replaceAll("\r\n", "\n").replace(inText, escapeChar)
+
+/** What `JSON.stringify` leaves raw of the acting characters: DEL, C1 and the bidi controls. */
+const rawInJson = new RegExp(`[${acting.replace("\\u0000-\\u001f", "")}]`, "g")
+
+const unicodeEscape = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`
+
+/** A value as one JSON line that is safe on a terminal and parses to the same value. */
+export const json = (value: unknown): string => JSON.stringify(value).replace(rawInJson, unicodeEscape)

@@ -24,7 +24,7 @@ export const run = Effect.fn("toolvisor.status")(function* (options: Options) {
   const counts = yield* Output.exposed(registry)
   const { ok, summary } = Settle.verdict(config, board)
   if (options.json) {
-    yield* Console.log(JSON.stringify(board.map((s) => Output.statusJson(s, counts))))
+    yield* Console.log(Printable.json(board.map((s) => Output.statusJson(s, counts))))
   } else {
     const width = process.stdout.columns || 120
     yield* Console.log(
