@@ -54,7 +54,7 @@ describe("Interpolation in a config", () => {
           headers: { Authorization: "Bearer \${WEB_TOKEN}" }
 `)
 
-  it.effect("expands command, args, env, url and headers; environment values (not paths) become secrets", () =>
+  it.effect("expands command, args, env, url and headers; environment values (not paths or host names) become secrets", () =>
     Effect.gen(function* () {
       const env = {
         SERVER_BIN: "/opt/api-server",
@@ -79,7 +79,8 @@ describe("Interpolation in a config", () => {
         url: "https://mcp.example.com/mcp",
         headers: { Authorization: "Bearer w-secret-42" }
       })
-      assert.sameMembers([...web.secrets], ["mcp.example.com", "w-secret-42", "Bearer w-secret-42"])
+      // A host name is a setting too; the token is the secret.
+      assert.sameMembers([...web.secrets], ["w-secret-42", "Bearer w-secret-42"])
     })
   )
 

@@ -191,6 +191,7 @@ const secretNameWords = new Set([
   "secrets",
   "password",
   "passwd",
+  "pass",
   "passphrase",
   "pwd",
   "apikey",
@@ -223,13 +224,15 @@ export const isSecretName = (name: string): boolean => {
 }
 
 /**
- * A value that is a setting, not a secret, whatever its name: a boolean, a number, a version or a
- * date, one lowercase word (`debug`, `production`), a media type, or a path. Masking these would
- * garble every path and log level in the results an agent reads.
+ * A value that is a setting, not a secret, unless its name says otherwise: a boolean, a number, a
+ * version or a date, a word (`debug`, `INFO`), a short lower-case identifier (`us-east-1`,
+ * `gpt-4o`), a media type, or a path. Masking these would garble every path, region and log level
+ * in the results an agent reads; keys are long, or mixed-case, or live under a secret name.
  */
 export const isPlainSetting = (value: string): boolean =>
-  /^(?:true|false|yes|no|on|off|none|null|-?v?\d+(?:[.-]\d+)*|[a-z]{1,12}|[a-z]+\/[a-z0-9.+-]+)$/.test(value) ||
-  /^(?:\/|~\/|\.\.?\/|[A-Za-z]:[\\/])[^\s]*$/.test(value)
+  /^(?:true|false|yes|no|on|off|none|null|-?v?\d+(?:[.-]\d+)*|[A-Z]{1,12}|[a-z][a-z0-9._-]{0,15}|[a-z]+\/[a-z0-9.+-]+)$/.test(
+    value
+  ) || /^(?:\/|~\/|\.\.?\/|[A-Za-z]:[\\/])[^\s]*$/.test(value)
 
 /** Known token prefixes (OpenAI, GitHub, Slack, GitLab, AWS, Google). */
 const tokenPrefix = /^(?:sk-|pk-|rk-|gh[pousr]_|github_pat_|xox[abprs]-|glpat-|AKIA|AIza)/

@@ -201,10 +201,11 @@ describe("Redaction", () => {
         LOG_LEVEL: "debug",
         DATA_DIR: "/var/data",
         PORT: "3000",
-        TENANT: "acme-corp-7",
+        REGION: "us-east-1",
+        TENANT: "Acme-Corp-7x",
         GREETING: "hello there"
       })
-      assert.sameMembers([...env], ["debug", "acme-corp-7"])
+      assert.sameMembers([...env], ["debug", "Acme-Corp-7x"])
       const headers = Redaction.headerSecrets({ Authorization: "Bearer hdr-token-1", Accept: "application/json" })
       assert.includeMembers([...headers], ["Bearer hdr-token-1", "hdr-token-1"])
       assert.notInclude(headers, "json")
