@@ -41,9 +41,10 @@ export const redact = (text: string): string =>
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The secrets of one toolset. `add` takes values learnt later (OAuth tokens, helper headers);
- * masking is one pass over a text whatever the number of secrets, and no work at all while there
- * are none, so tool results on the gateway's hot path pay only for toolsets that have secrets.
+ * Known secrets: a registry keeps one for all its toolsets. `add` takes values learnt later (OAuth
+ * tokens, helper headers); a text is masked in one pass whatever the number of secrets (a text
+ * without any costs one `test` and no copy), and nothing is done while none is known, so tool
+ * results on the gateway's hot path pay only when the config has secrets.
  */
 export interface Redactor {
   readonly add: (values: Iterable<string>) => void
@@ -97,13 +98,16 @@ export const make = (values: Iterable<string> = []): Redactor => {
   }
 }
 
+/** Knows nothing and learns nothing: `Current` outside a toolset the runtime built. */
+export const none: Redactor = { add: () => {}, isEmpty: () => true, values: (text) => text, text: redact }
+
 /**
- * The redactor of the toolset being built. The runtime provides one per toolset around its
- * construction, so code that meets a secret at connect time (an OAuth token, a header helper's
- * output) adds it with `Effect.map(Redaction.Current, (r) => r.add([value]))`. Outside a toolset
- * it is a fresh redactor nobody reads.
+ * The redactor of the toolset being built: the runtime provides its redactor around a toolset's
+ * construction, and the toolset's fibers keep it, so code that meets a secret at connect time (an
+ * OAuth token, a header helper's output) adds it with
+ * `Effect.map(Redaction.Current, (redactor) => redactor.add([value]))`.
  */
-export const Current = Context.Reference<Redactor>("@toolvisor/core/Redaction", { defaultValue: () => make() })
+export const Current = Context.Reference<Redactor>("@toolvisor/core/Redaction", { defaultValue: () => none })
 
 // ---------------------------------------------------------------------------------------------
 // Masking values: JSON and errors

@@ -3,7 +3,7 @@
  * the server's instructions), listings (descriptions a server may fill with its config), call
  * results (a server echoing its environment) and errors (an SDK quoting the URL it called). The
  * registry, the gateway, the status routes and the cluster see only the masked toolset, so no
- * output path can forget to mask. Results cost nothing while the toolset has no secrets.
+ * output path can forget to mask. Results cost nothing while no secret is known.
  */
 import { Redaction, type State, type Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
