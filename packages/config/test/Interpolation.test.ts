@@ -54,7 +54,7 @@ describe("Interpolation in a config", () => {
           headers: { Authorization: "Bearer \${WEB_TOKEN}" }
 `)
 
-  it.effect("expands command, args, env, url and headers; environment values (not paths or host names) become secrets", () =>
+  it.effect("expands command, args, env, url and headers; environment values (not paths, host names) are secrets", () =>
     Effect.gen(function* () {
       const env = {
         SERVER_BIN: "/opt/api-server",
