@@ -2,23 +2,26 @@
  * `toolvisor validate` and `toolvisor schema`. `validate` prints what Toolvisor understood of a
  * file (`--json`: as one document): the format it was read as, each toolset (kind, how it starts,
  * its policy) with secrets masked, what would run or be read when it connects (loading runs and
- * reads nothing), and each skipped entry and warning with its reason. `--check` also starts each
+ * reads nothing), control characters escaped (a config from someone else's repository is
+ * hostile text), and each skipped entry and warning with its reason. `--check` also starts each
  * toolset through the registry, lists its tools and stops it: a dry run that finds a missing
  * binary or a wrong URL before an agent does.
  */
 import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
-import { Catalog, LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
+import { Redaction } from "@toolvisor/core"
+import { Catalog, LocalRegistry, OrphanSweep } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Failure, UsageError } from "./CliError.ts"
+import * as Printable from "./Printable.ts"
 
 const seconds = (duration: Duration.Duration | undefined) =>
   duration === undefined ? "none" : `${Duration.toSeconds(duration)}s`
 
-/** How a toolset starts, with every environment value masked. */
+/** How a toolset starts, with every secret of its config masked. */
 export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
-  const mask = Secrets.masker(toolset.secrets)
+  const mask = Redaction.make(toolset.secrets).text
   const transport = toolset.transport
   if (transport._tag === "stdio") {
     const cwd = transport.cwd === undefined ? "" : ` (in ${transport.cwd})`
@@ -38,7 +41,7 @@ export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
 export const onConnect = (
   toolset: AgentConfig.ToolsetConfig
 ): { readonly headersHelper?: AgentConfig.HeadersHelper; readonly envFile?: string } => {
-  const mask = Secrets.masker(toolset.secrets)
+  const mask = Redaction.make(toolset.secrets).text
   const transport = toolset.transport
   if (transport._tag === "stdio") return transport.envFile === undefined ? {} : { envFile: mask(transport.envFile) }
   const helper = transport.headersHelper
@@ -156,22 +159,21 @@ const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effec
       const registry = yield* Effect.andThen(OrphanSweep.start, LocalRegistry.make(trial))
       const failed: Array<string> = []
       for (const toolset of config.toolsets) {
-        const mask = Secrets.masker(toolset.secrets)
         const started = yield* Effect.result(registry.startToolset(toolset.name))
         if (started._tag === "Failure") {
           failed.push(toolset.name)
-          yield* print(`✗ ${toolset.name}: ${mask(`${started.failure._tag}: ${started.failure.message}`)}`)
+          yield* print(Printable.line(`✗ ${toolset.name}: ${started.failure._tag}: ${started.failure.message}`))
           continue
         }
         const catalog = yield* registry.catalog(toolset.identity)
         const filter = Catalog.filterOf(toolset)
         const offered = catalog.tools.filter((entry) => Catalog.offers(filter, entry.tool.name)).map((e) => e.name)
-        yield* print(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
+        yield* print(Printable.line(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`))
         const unmatched = AllowList.check(
           toolset,
           catalog.tools.map((entry) => entry.name)
         )
-        if (unmatched !== undefined) yield* print(`warning ${AllowList.message(unmatched)}`)
+        if (unmatched !== undefined) yield* print(Printable.line(`warning ${AllowList.message(unmatched)}`))
         yield* registry.stopToolset(toolset.name)
       }
       if (failed.length > 0) {
@@ -193,8 +195,8 @@ export const run = Effect.fn("toolvisor.validate")(function* (options: {
 }) {
   const inputs = yield* parseInputs(options.input)
   const loaded = yield* ConfigLoader.load(options.config, { inputs })
-  if (options.json) yield* Console.log(JSON.stringify(report(options.config, loaded)))
-  else for (const line of describe(options.config, loaded)) yield* Console.log(line)
+  if (options.json) yield* Console.log(Printable.json(report(options.config, loaded)))
+  else for (const line of describe(options.config, loaded)) yield* Console.log(Printable.line(line))
   if (options.check) yield* check(loaded, options.json ? Console.error : Console.log)
 })
 

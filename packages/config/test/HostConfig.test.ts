@@ -293,7 +293,7 @@ describe("HostConfig: variables", () => {
       assert.deepStrictEqual(a.transport._tag !== "stdio" && a.transport.headers, {
         Authorization: "Bearer sk-given-123"
       })
-      assert.deepStrictEqual(a.secrets, ["sk-given-123"])
+      assert.sameMembers([...a.secrets], ["sk-given-123", "Bearer sk-given-123"])
       const fromEnv = yield* host(text, source, { TOOLVISOR_INPUT_API_KEY: "sk-env-456" })
       assert.include(JSON.stringify(toolset(fromEnv, "mcp/a").transport), "sk-env-456")
       const error = yield* issues(text, source)

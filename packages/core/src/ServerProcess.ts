@@ -18,6 +18,7 @@ import * as ProcessGroup from "./internal/processGroup.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 import * as Owner from "./Owner.ts"
 import { groupAlive } from "./Procfs.ts"
+import * as Redaction from "./Redaction.ts"
 import * as WallClock from "./WallClock.ts"
 
 export interface Spec {
@@ -95,7 +96,7 @@ export const spawn = (
           return Effect.fail(
             new LifecycleError.ServerUnavailable({
               toolset,
-              message: LifecycleError.redact(`${toolset}: "${commandLine}" exited (${how}) before it was ready${last}`),
+              message: Redaction.redact(`${toolset}: "${commandLine}" exited (${how}) before it was ready${last}`),
               exitCode: info.code,
               signal: info.signal,
               stderr
@@ -106,7 +107,7 @@ export const spawn = (
         return Effect.fail(
           new LifecycleError.ServerCrashed({
             toolset,
-            message: LifecycleError.redact(`${toolset}: server exited unexpectedly (${how})${last}`),
+            message: Redaction.redact(`${toolset}: server exited unexpectedly (${how})${last}`),
             exitCode: info.code,
             signal: info.signal,
             stderr

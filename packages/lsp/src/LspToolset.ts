@@ -8,7 +8,7 @@
  * soon as the connection is lost, so `Supervisor.use` runs a call on it directly, with no race
  * against the session's end and no sleeping deadline fiber.
  */
-import { LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import { LifecycleError, Policy, Redaction, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -93,7 +93,7 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
             new Toolset.ToolCallFailed({
               toolset: name,
               tool,
-              message: `${name}/${tool}: ${error.method} failed: ${LifecycleError.redact(error.message)}`,
+              message: `${name}/${tool}: ${error.method} failed: ${Redaction.redact(error.message)}`,
               code: error.code
             })
           )

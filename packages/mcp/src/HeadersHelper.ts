@@ -9,7 +9,7 @@
  * toolset, which command, how it ended and the tail of its stderr, masked.
  */
 import * as NodeChildProcess from "node:child_process"
-import { LifecycleError, SecretValues } from "@toolvisor/core"
+import { LifecycleError, Redaction } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -30,7 +30,7 @@ const stderrTailLines = 5
 
 /** How a command is shown in messages: credential shapes masked, and cut short. */
 const shown = (command: string): string => {
-  const masked = LifecycleError.redact(command)
+  const masked = Redaction.redact(command)
   return masked.length > 120 ? `${masked.slice(0, 120)}…` : masked
 }
 
@@ -163,7 +163,7 @@ export const run = (
           .split(/\r?\n/)
           .filter((line) => line.trim() !== "")
           .slice(-stderrTailLines)
-          .map((line) => LifecycleError.redact(mask(line)).slice(0, 300))
+          .map((line) => Redaction.redact(mask(line)).slice(0, 300))
       })
     const ended = yield* execute(spec, env).pipe(
       Effect.mapError((cause) => failed(`could not start: ${cause.message}`, {}))
@@ -176,7 +176,7 @@ export const run = (
       parsed === undefined
         ? ended.stdout.split(/\r?\n/).map((line) => line.trim())
         : [...Object.values(parsed), ...Object.values(parsed).flatMap((value) => value.split(/\s+/))]
-    return yield* failed(reasonOf(ended), ended, SecretValues.masker(printed))
+    return yield* failed(reasonOf(ended), ended, Redaction.make(printed).text)
   })
 
 /** `run`'s failure as the connect failure it is: the server cannot be reached without its headers. */

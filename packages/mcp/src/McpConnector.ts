@@ -16,7 +16,7 @@ import {
   type ServerCapabilities,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
+import { LifecycleError, Redaction, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -26,7 +26,6 @@ import * as Stream from "effect/Stream"
 import * as HeadersHelper from "./HeadersHelper.ts"
 import * as EnvFile from "./internal/envFile.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
-import * as SecretErrors from "./internal/secretErrors.ts"
 import type * as McpSpec from "./McpSpec.ts"
 import * as OAuthProvider from "./OAuthProvider.ts"
 import * as TokenStore from "./TokenStore.ts"
@@ -71,7 +70,7 @@ interface Link {
   readonly established: Effect.Effect<void>
   readonly ended: Effect.Effect<void, LifecycleError.LifecycleError>
   readonly pid?: number
-  /** What connecting read that the config did not hold (env file values, helper headers): masked in errors. */
+  /** What connecting read that the config did not hold (env file values, helper headers): secrets. */
   readonly secrets: ReadonlyArray<string>
 }
 
@@ -82,8 +81,12 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const closed = yield* Deferred.make<void, LifecycleError.LifecycleError>()
     client.onclose = () => Deferred.doneUnsafe(closed, Effect.void)
     const link = spec._tag === "stdio" ? yield* stdio(name, spec) : yield* remote(name, spec, client, closed)
+    // What connecting read (env file values, helper headers) joins the registry's secrets, so it is
+    // masked wherever this toolset's output goes, and in this connection's own errors at once.
+    const redactor = yield* Redaction.Current
+    redactor.add(link.secrets)
     const masked = <A, R>(effect: Effect.Effect<A, LifecycleError.LifecycleError, R>) =>
-      Effect.mapError(effect, SecretErrors.masker(link.secrets))
+      Effect.mapError(effect, (error) => Redaction.error(error, redactor.text))
 
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close().catch(() => undefined)))
     yield* masked(
@@ -144,7 +147,7 @@ const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, Lifecycle
     const transport = new PipeTransport(proc.stdout, proc.stdin, (line) =>
       Effect.runForkWith(context)(
         Effect.logWarning(
-          `${name}: ignored a line on stdout that is not JSON-RPC: ${LifecycleError.redact(line.slice(0, 200))}`
+          `${name}: ignored a line on stdout that is not JSON-RPC: ${Redaction.redact(line.slice(0, 200))}`
         )
       )
     )
@@ -247,6 +250,7 @@ const oauthOptions = (
       serverUrl: spec.url,
       oauth: spec.oauth,
       store: yield* TokenStore.Current,
+      redactor: yield* Redaction.Current,
       fetch: (input, init) =>
         fetch(input, init?.signal ? init : { ...init, signal: AbortSignal.timeout(authRequestTimeout) })
     })

@@ -7,7 +7,7 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, Deadline, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import { Classify, Deadline, LifecycleError, Policy, Redaction, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -130,7 +130,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             ? new Toolset.ToolCallFailed({
                 toolset: name,
                 tool,
-                message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
+                message: `${name}/${tool}: ${Redaction.redact(cause.message)}`,
                 code: cause.code,
                 cause
               })

@@ -10,7 +10,7 @@
 import * as NodeHttp from "node:http"
 import { extractWWWAuthenticateParams, auth as sdkAuth } from "@modelcontextprotocol/sdk/client/auth.js"
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js"
-import { LifecycleError } from "@toolvisor/core"
+import { LifecycleError, Redaction } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -37,7 +37,7 @@ interface Callback {
 const failure = (name: string, message: string, cause?: unknown) =>
   new LifecycleError.AuthRequired({
     toolset: name,
-    message: `${name}: login failed: ${LifecycleError.redact(message)}`,
+    message: `${name}: login failed: ${Redaction.redact(message)}`,
     ...(cause === undefined ? {} : { cause })
   })
 

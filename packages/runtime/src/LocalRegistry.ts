@@ -6,7 +6,7 @@
  * stops and replaces toolsets, and shuts them all down at once.
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
-import { State, type Toolset } from "@toolvisor/core"
+import { Redaction, State, type Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -16,7 +16,6 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
 import * as Routing from "./Routing.ts"
-import * as Secrets from "./Secrets.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
@@ -54,6 +53,9 @@ export const make = (
     const running = new Map<string, Running>()
     const latest = new Map<string, State.StatusSnapshot>()
     let config = initial
+    /** One for every toolset: a secret of one entry is masked in what any server says. */
+    const redactor = Redaction.make()
+    const build = options.build ?? ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor))
     const agentNames = () => config.agents.map((a) => a.name)
     const defaultAgent = options.agent ?? initial.agents[0]?.name ?? "default"
     if (!initial.agents.some((a) => a.name === defaultAgent)) {
@@ -110,8 +112,7 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const mask = Secrets.masker(entry.secrets)
-        const { toolset, lsp } = yield* (options.build ?? Toolsets.make)(entry).pipe(Scope.provide(scope))
+        const { toolset, lsp } = yield* build(entry).pipe(Scope.provide(scope))
         const counted = offeredCounts(entry, toolset)
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
@@ -119,7 +120,7 @@ export const make = (
               PubSub.publish(hub, {
                 toolset: entry.name,
                 from: t.from,
-                snapshot: Secrets.snapshot(snapshot, mask)
+                snapshot
               }).pipe(Effect.andThen(Telemetry.transition(entry.name, t.snapshot.state)))
             )
           ),
@@ -130,7 +131,7 @@ export const make = (
           Stream.mapEffect(counted),
           Stream.runForEach((snapshot) =>
             Effect.suspend(() => {
-              latest.set(entry.identity, Secrets.snapshot(snapshot, mask))
+              latest.set(entry.identity, snapshot)
               const recorded =
                 snapshot.toolCount === undefined ? Effect.void : Telemetry.toolCount(entry.name, snapshot.toolCount)
               if (!State.isUsable(snapshot.state) || snapshot.toolsVersion === listed) {
@@ -167,9 +168,7 @@ export const make = (
         Effect.tapError((error) =>
           entry.config.policy.required
             ? Effect.void
-            : Effect.logWarning(
-                `optional toolset did not start: ${Secrets.masker(entry.config.secrets)(error.message)}`
-              )
+            : Effect.logWarning(`optional toolset did not start: ${error.message}`)
         ),
         Effect.annotateLogs({ toolset: entry.config.name })
       )
@@ -187,7 +186,7 @@ export const make = (
                 {
                   toolset: entry.config.name,
                   tag: result.failure._tag,
-                  message: Secrets.masker(entry.config.secrets)(result.failure.message)
+                  message: result.failure.message
                 }
               ]
             : []
@@ -266,7 +265,7 @@ export const make = (
           entry.streak = 0
           recovered.push(name)
         } else {
-          const error = Secrets.masker(entry.config.secrets)(result.failure.message)
+          const error = result.failure.message
           if (entry.streak === 0) yield* Effect.logWarning(`${name} is still failing: ${error}`)
           entry.streak += 1
           failing.push({ toolset: name, error })

@@ -4,7 +4,7 @@
  * identities shared, display names made unique, policies computed.
  */
 import * as NodePath from "node:path"
-import { HttpUrl, Policy } from "@toolvisor/core"
+import { HttpUrl, Policy, Redaction } from "@toolvisor/core"
 import type * as AgentConfig from "../AgentConfig.ts"
 import type * as ConfigError from "../ConfigError.ts"
 import * as ToolsetDiff from "../ToolsetDiff.ts"
@@ -76,6 +76,19 @@ const transportOf = (
     ...(source.oauth === undefined ? {} : { oauth })
   }
 }
+
+/**
+ * The secrets written into the file itself, which no `${VAR}` announced: keys after secret flags
+ * and in `env`, literal header values, URL credentials and tokens, a configured client secret.
+ */
+const literalSecrets = (transport: AgentConfig.Transport): ReadonlyArray<string> =>
+  transport._tag === "stdio"
+    ? [...Redaction.argSecrets(transport.args), ...Redaction.envSecrets(transport.env)]
+    : [
+        ...Redaction.urlSecrets(transport.url),
+        ...Redaction.headerSecrets(transport.headers),
+        ...(transport.oauth?.clientSecret === undefined ? [] : [transport.oauth.clientSecret])
+      ]
 
 const nameFrom = (transport: AgentConfig.Transport): string =>
   transport._tag === "stdio" ? NodePath.basename(transport.command) : new URL(transport.url).host
@@ -150,7 +163,7 @@ export const declare = (input: Declare, context: Context): Outcome => {
     derivedName: input.name ?? input.ref ?? nameFrom(transport),
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
-    secrets: [...new Set(input.secrets)]
+    secrets: [...new Set([...input.secrets, ...literalSecrets(transport)])]
   }
   return { _tag: "Declared", declaration }
 }
