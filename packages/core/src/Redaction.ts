@@ -175,12 +175,22 @@ const maskError = <E extends object>(e: E, maskText: (text: string) => string, d
     change("cause", maskError(e.cause, maskText, depth + 1), e.cause)
   }
   if (changes.length === 0) return e
-  const copy: E = Object.create(Object.getPrototypeOf(e))
-  Object.defineProperties(copy, Object.getOwnPropertyDescriptors(e))
+  const descriptors: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(e)
   for (const [key, value] of changes) {
-    const enumerable = Object.getOwnPropertyDescriptor(e, key)?.enumerable ?? false
-    Object.defineProperty(copy, key, { value, enumerable, writable: true, configurable: true })
+    const enumerable = descriptors[key]?.enumerable ?? false
+    descriptors[key] = { value, enumerable, writable: true, configurable: true }
   }
+  // Effect's errors keep their constructor arguments under a symbol, and `toJSON` (hence
+  // `JSON.stringify`) reads the message from there: those arguments are masked too.
+  for (const symbol of Object.getOwnPropertySymbols(e)) {
+    const held: unknown = descriptors[symbol]?.value
+    if (typeof held !== "object" || held === null || Array.isArray(held)) continue
+    const within = changes.filter(([key]) => Object.hasOwn(held, key))
+    if (within.length > 0)
+      descriptors[symbol] = { ...descriptors[symbol], value: { ...held, ...Object.fromEntries(within) } }
+  }
+  const copy: E = Object.create(Object.getPrototypeOf(e))
+  Object.defineProperties(copy, descriptors)
   return copy
 }
 

@@ -212,3 +212,13 @@ describe("Redaction", () => {
     })
   })
 })
+
+describe("Redaction.error and JSON", () => {
+  it("masks what JSON.stringify shows of an Effect error, not only its message", () => {
+    const e = new LifecycleError.TransportError({ toolset: "a", message: "bad sekrit-value-1" })
+    const masked = Redaction.error(e, Redaction.make(["sekrit-value-1"]).text)
+    assert.strictEqual(masked.message, "bad ***")
+    assert.notInclude(JSON.stringify(masked), "sekrit-value-1")
+    assert.include(JSON.stringify(e), "sekrit-value-1", "the original is left as it was")
+  })
+})

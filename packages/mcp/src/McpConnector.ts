@@ -83,10 +83,12 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const link = spec._tag === "stdio" ? yield* stdio(name, spec) : yield* remote(name, spec, client, closed)
     // What connecting read (env file values, helper headers) joins the registry's secrets, so it is
     // masked wherever this toolset's output goes, and in this connection's own errors at once.
+    // (A toolset built outside a registry has no shared redactor: its own errors are masked anyway.)
     const redactor = yield* Redaction.Current
     redactor.add(link.secrets)
+    const own = Redaction.make(link.secrets)
     const masked = <A, R>(effect: Effect.Effect<A, LifecycleError.LifecycleError, R>) =>
-      Effect.mapError(effect, (error) => Redaction.error(error, redactor.text))
+      Effect.mapError(effect, (error) => Redaction.error(error, (text) => redactor.text(own.values(text))))
 
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close().catch(() => undefined)))
     yield* masked(
