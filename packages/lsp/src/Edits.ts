@@ -2,13 +2,20 @@
  * Applies text edits and workspace edits (from `lsp_rename`, `lsp_format` and the server's
  * `workspace/applyEdit`) to files on disk. Edits of one file are applied from the end backwards,
  * so earlier offsets stay valid; positions count UTF-16 code units, like JavaScript strings.
+ *
+ * Only files inside the workspace are touched, and a workspace edit is all or nothing: every file
+ * it names (text edits, and the files it creates, renames and deletes) is checked before the
+ * first write, and one outside refuses the whole edit. A rename applied in part would leave the
+ * code half renamed and broken, and a hostile server would get the part it asked for. Each file is
+ * checked again right before it is written, to keep the window of a swapped symlink small.
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
 import type * as Protocol from "vscode-languageserver-protocol"
-import * as Paths from "./Paths.ts"
+import * as Workspace from "./Workspace.ts"
 
 export class EditFailed extends Data.TaggedError("EditFailed")<{ readonly path: string; readonly message: string }> {}
 
@@ -68,47 +75,115 @@ const plainEdits = (
 
 type DocumentChange = NonNullable<Protocol.WorkspaceEdit["documentChanges"]>[number]
 
-const applyChange = (change: DocumentChange): Effect.Effect<Change, EditFailed> => {
-  if (!("kind" in change)) {
-    const path = Paths.fromUri(change.textDocument.uri)
-    return editFile(path, plainEdits(change.edits)).pipe(Effect.as({ path, kind: "edit", edits: change.edits.length }))
-  }
-  switch (change.kind) {
-    case "create": {
-      const path = Paths.fromUri(change.uri)
-      return attempt(path, async () => {
-        await NodeFs.mkdir(NodePath.dirname(path), { recursive: true })
-        await NodeFs.writeFile(path, "", { flag: change.options?.overwrite === true ? "w" : "wx" }).catch(
-          (error: unknown) => {
-            if (change.options?.ignoreIfExists !== true) throw error
-          }
-        )
-      }).pipe(Effect.as({ path, kind: "create", edits: 0 }))
-    }
-    case "rename": {
-      const path = Paths.fromUri(change.newUri)
-      return attempt(path, () => NodeFs.rename(Paths.fromUri(change.oldUri), path)).pipe(
-        Effect.as({ path, kind: "rename", edits: 0 })
-      )
-    }
-    case "delete": {
-      const path = Paths.fromUri(change.uri)
-      return attempt(path, () =>
-        NodeFs.rm(path, { recursive: change.options?.recursive === true, force: change.options?.ignoreIfNotExists })
-      ).pipe(Effect.as({ path, kind: "delete", edits: 0 }))
-    }
-  }
+export type Refused = Workspace.InvalidPath | Workspace.OutsideWorkspace
+
+/** A file a workspace edit names, with where in the edit, for the error that refuses it. */
+interface Target {
+  readonly at: string
+  readonly uri: string
 }
 
-/** Applies a workspace edit in order: `documentChanges` when present, else `changes`. */
-export const applyWorkspaceEdit = (edit: Protocol.WorkspaceEdit): Effect.Effect<ReadonlyArray<Change>, EditFailed> =>
+const targets = (edit: Protocol.WorkspaceEdit): ReadonlyArray<Target> =>
   edit.documentChanges !== undefined
-    ? Effect.forEach(edit.documentChanges, applyChange)
-    : Effect.forEach(Object.entries(edit.changes ?? {}), ([uri, edits]) => {
-        const path = Paths.fromUri(uri)
-        return editFile(path, edits).pipe(Effect.as<Change>({ path, kind: "edit", edits: edits.length }))
+    ? edit.documentChanges.flatMap((change, index): ReadonlyArray<Target> => {
+        const at = `documentChanges[${index}]`
+        if (!("kind" in change)) return [{ at: `${at}.textDocument.uri`, uri: change.textDocument.uri }]
+        return change.kind === "rename"
+          ? [
+              { at: `${at}.oldUri`, uri: change.oldUri },
+              { at: `${at}.newUri`, uri: change.newUri }
+            ]
+          : [{ at: `${at}.uri`, uri: change.uri }]
       })
+    : Object.keys(edit.changes ?? {}).map((uri) => ({ at: "changes", uri }))
 
-/** Applies edits to one file. */
-export const applyToFile = (path: string, edits: ReadonlyArray<Protocol.TextEdit>): Effect.Effect<Change, EditFailed> =>
-  editFile(path, edits).pipe(Effect.as<Change>({ path, kind: "edit", edits: edits.length }))
+/** The path of a file the edit names, if it is a file inside the workspace. */
+const locate = (workspace: Workspace.Workspace, { at, uri }: Target): Effect.Effect<string, Refused> =>
+  Effect.fromResult(
+    Result.flatMap(Workspace.fromFileUri(at, uri), (path) => Workspace.confine(workspace, at, path, uri))
+  )
+
+const refusedWhole = (error: Refused): Refused => {
+  const message = `the server's edit was refused whole, nothing was written: ${error.message}`
+  return error._tag === "InvalidPath"
+    ? new Workspace.InvalidPath({ ...error, message })
+    : new Workspace.OutsideWorkspace({ ...error, message })
+}
+
+const applyChange = (
+  workspace: Workspace.Workspace,
+  change: DocumentChange,
+  index: number
+): Effect.Effect<Change, EditFailed | Refused> =>
+  Effect.gen(function* () {
+    const at = `documentChanges[${index}]`
+    if (!("kind" in change)) {
+      const path = yield* locate(workspace, { at: `${at}.textDocument.uri`, uri: change.textDocument.uri })
+      yield* editFile(path, plainEdits(change.edits))
+      return { path, kind: "edit", edits: change.edits.length }
+    }
+    switch (change.kind) {
+      case "create": {
+        const path = yield* locate(workspace, { at: `${at}.uri`, uri: change.uri })
+        yield* attempt(path, async () => {
+          await NodeFs.mkdir(NodePath.dirname(path), { recursive: true })
+          await NodeFs.writeFile(path, "", { flag: change.options?.overwrite === true ? "w" : "wx" }).catch(
+            (error: unknown) => {
+              if (change.options?.ignoreIfExists !== true) throw error
+            }
+          )
+        })
+        return { path, kind: "create", edits: 0 }
+      }
+      case "rename": {
+        const from = yield* locate(workspace, { at: `${at}.oldUri`, uri: change.oldUri })
+        const path = yield* locate(workspace, { at: `${at}.newUri`, uri: change.newUri })
+        yield* attempt(path, () => NodeFs.rename(from, path))
+        return { path, kind: "rename", edits: 0 }
+      }
+      case "delete": {
+        const path = yield* locate(workspace, { at: `${at}.uri`, uri: change.uri })
+        yield* attempt(path, () =>
+          NodeFs.rm(path, {
+            recursive: change.options?.recursive === true,
+            force: change.options?.ignoreIfNotExists === true
+          })
+        )
+        return { path, kind: "delete", edits: 0 }
+      }
+    }
+  })
+
+/**
+ * Applies a workspace edit in order: `documentChanges` when present, else `changes`; refused
+ * whole, before anything is written, if it names a file outside the workspace.
+ */
+export const applyWorkspaceEdit = (
+  workspace: Workspace.Workspace,
+  edit: Protocol.WorkspaceEdit
+): Effect.Effect<ReadonlyArray<Change>, EditFailed | Refused> =>
+  Effect.gen(function* () {
+    yield* Effect.forEach(targets(edit), (target) => locate(workspace, target), { discard: true }).pipe(
+      Effect.mapError(refusedWhole)
+    )
+    if (edit.documentChanges !== undefined) {
+      return yield* Effect.forEach(edit.documentChanges, (change, index) => applyChange(workspace, change, index))
+    }
+    return yield* Effect.forEach(Object.entries(edit.changes ?? {}), ([uri, edits]) =>
+      Effect.flatMap(locate(workspace, { at: "changes", uri }), (path) =>
+        editFile(path, edits).pipe(Effect.as<Change>({ path, kind: "edit", edits: edits.length }))
+      )
+    )
+  })
+
+/** Applies edits to one file (`argument` names it), if it is inside the workspace. */
+export const applyToFile = (
+  workspace: Workspace.Workspace,
+  argument: string,
+  path: string,
+  edits: ReadonlyArray<Protocol.TextEdit>
+): Effect.Effect<Change, EditFailed | Workspace.OutsideWorkspace> =>
+  Effect.fromResult(Workspace.confine(workspace, argument, path)).pipe(
+    Effect.andThen(editFile(path, edits)),
+    Effect.as<Change>({ path, kind: "edit", edits: edits.length })
+  )

@@ -79,13 +79,17 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
     type CallResult = Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
 
     /**
-     * What a handler's failure is to the agent: a bad file or edit is a result it reads and acts
-     * on, a server's error answer a typed failure; the session's own errors pass as they are.
+     * What a handler's failure is to the agent: a bad file or edit, or a path outside the
+     * workspace, is a result it reads and acts on, a server's error answer a typed failure; the
+     * session's own errors pass as they are.
      */
     const recover = (tool: string, error: ToolHandlers.HandlerError): CallResult => {
       switch (error._tag) {
         case "FileProblem":
           return Effect.succeed(ToolHandlers.failure(error.message))
+        case "InvalidPath":
+        case "OutsideWorkspace":
+          return Effect.succeed(ToolHandlers.refusal(error))
         case "EditFailed":
           return Effect.succeed(ToolHandlers.failure(`${tool}: ${error.message}`))
         case "ResponseFailed":

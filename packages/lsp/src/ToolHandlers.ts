@@ -1,8 +1,8 @@
 /**
- * What each tool does on a live session: validate the arguments, open or re-sync the file,
- * send the request with 0-based positions, and render the answer. Argument and file problems
- * become results with `isError: true` that name the argument; a server's error answer stays a
- * typed failure for the toolset to map.
+ * What each tool does on a live session: validate the arguments, confine the file to the
+ * workspace, open or re-sync it, send the request with 0-based positions, and render the answer.
+ * Argument and file problems become results with `isError: true` that name the argument; a
+ * server's error answer stays a typed failure for the toolset to map.
  */
 import type { Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
@@ -21,8 +21,14 @@ import * as Paths from "./Paths.ts"
 import * as Render from "./Render.ts"
 import type * as Requests from "./Requests.ts"
 import * as TypeHierarchy from "./TypeHierarchy.ts"
+import * as Workspace from "./Workspace.ts"
 
-export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed
+export type HandlerError =
+  | Requests.RequestError
+  | Documents.FileProblem
+  | Edits.EditFailed
+  | Workspace.InvalidPath
+  | Workspace.OutsideWorkspace
 
 export interface Handler {
   readonly definition: LspTools.Definition<Schema.ConstraintDecoder<unknown>>
@@ -37,7 +43,32 @@ export const result = (text: string, structured: { readonly [key: string]: unkno
   structuredContent: structured
 })
 
-export const failure = (text: string): Toolset.ToolResult => ({ content: [{ type: "text", text }], isError: true })
+/** A result the agent reads as an error; `structured` carries the typed error's fields, when there is one. */
+export const failure = (text: string, structured?: { readonly [key: string]: unknown }): Toolset.ToolResult => ({
+  content: [{ type: "text", text }],
+  ...(structured === undefined ? {} : { structuredContent: structured }),
+  isError: true
+})
+
+/**
+ * A path the tools refused, as the agent reads it: the message, and the typed error's fields as
+ * structured content, so a program can tell a path outside the workspace from a malformed one.
+ */
+export const refusal = (error: Workspace.InvalidPath | Workspace.OutsideWorkspace): Toolset.ToolResult =>
+  error._tag === "InvalidPath"
+    ? failure(error.message, { error: { _tag: error._tag, argument: error.argument } })
+    : failure(
+        `${error.message}. Nothing outside was read or written; allow_outside_workspace in the toolset's config lets the tools reach other folders.`,
+        {
+          error: {
+            _tag: error._tag,
+            argument: error.argument,
+            path: error.path,
+            resolved: error.resolved,
+            root: error.root
+          }
+        }
+      )
 
 const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   definition: LspTools.Definition<S>,
@@ -53,24 +84,37 @@ const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   }
 }
 
-/** The path of the file argument, or a problem if this server does not handle its type. */
-const pathOf = (session: LspConnector.LspSession, file: string): Result.Result<string, Documents.FileProblem> => {
-  const path = Paths.resolve(session.spec.cwd, file)
-  if (LspSpec.handles(session.spec, path)) return Result.succeed(path)
-  return Result.fail(
-    new Documents.FileProblem({
-      argument: "file",
-      path,
-      message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`
-    })
+/**
+ * The absolute path of the file argument, before the disk is asked anything: refused if it is
+ * malformed or of a type this server does not handle.
+ */
+const pathOf = (
+  session: LspConnector.LspSession,
+  file: string
+): Result.Result<string, Documents.FileProblem | Workspace.InvalidPath> =>
+  Result.flatMap(Workspace.given(session.spec.cwd, "file", file), (path) =>
+    LspSpec.handles(session.spec, path)
+      ? Result.succeed(path)
+      : Result.fail(
+          new Documents.FileProblem({
+            argument: "file",
+            path,
+            message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`
+          })
+        )
   )
-}
 
-/** Opens (or re-syncs) the file argument, refusing files of a type this server does not handle. */
+/** Opens (or re-syncs) `path`, the file argument's, if it lies inside the workspace: checked right before it is read. */
+const openAt = (session: LspConnector.LspSession, file: string, path: string) =>
+  Effect.flatMap(Effect.fromResult(Workspace.confine(session.workspace, "file", path, file)), (inside) =>
+    session.documents.sync(inside)
+  )
+
+/** Opens (or re-syncs) the file argument, refusing files outside the workspace or of another type. */
 const open = (session: LspConnector.LspSession, file: string) =>
   Result.match(pathOf(session, file), {
     onFailure: Effect.fail,
-    onSuccess: (path) => session.documents.sync(path)
+    onSuccess: (path) => openAt(session, file, path)
   })
 
 /**
@@ -79,6 +123,11 @@ const open = (session: LspConnector.LspSession, file: string) =>
  * works, and if it changed, that request is dropped and sent again once the document is re-synced.
  * Checking first would put a stat between the call and the server; after the write, it runs while
  * the server works (on a core the server does not need).
+ *
+ * The workspace check of an open document is part of that check: the request sent on the guess
+ * is about text read when the file was opened, inside the workspace, so it shows nothing else; a
+ * path that leads out since (a file swapped for a symlink) fails the check and is refused when the
+ * request is sent again.
  */
 const ask = <P, R, E>(
   session: LspConnector.LspSession,
@@ -89,10 +138,15 @@ const ask = <P, R, E>(
   const path = pathOf(session, file)
   if (Result.isFailure(path)) return Effect.fail(path.failure)
   const synced = () =>
-    Effect.flatMap(session.documents.sync(path.success), ({ document }) => session.request(type, params(document)))
+    Effect.flatMap(openAt(session, file, path.success), ({ document }) => session.request(type, params(document)))
   const guess = session.documents.opened(path.success)
   if (guess === undefined) return synced()
-  return session.speculate(type, params(guess), () => session.documents.unchanged(guess), synced)
+  return session.speculate(
+    type,
+    params(guess),
+    () => Workspace.contains(session.workspace, guess.path) && session.documents.unchanged(guess),
+    synced
+  )
 }
 
 const positionParams = (
@@ -109,7 +163,7 @@ const at = (file: string, args: { readonly line: number; readonly character: num
 const placesResult = (session: LspConnector.LspSession, what: string, places: ReadonlyArray<Render.Place>) =>
   places.length === 0
     ? result(`No ${what} found.`, { [what]: [] })
-    : result(`${places.length} ${what}:\n${Render.placesText(session.spec.cwd, places)}`, { [what]: places })
+    : result(`${places.length} ${what}:\n${Render.placesText(session.workspace, places)}`, { [what]: places })
 
 const changesText = (session: LspConnector.LspSession, changes: ReadonlyArray<Edits.Change>) =>
   changes
@@ -296,7 +350,7 @@ const format = bind(LspTools.format, (session, args) =>
     })
     const file = Paths.display(session.spec.cwd, document.path)
     if (edits === null || edits.length === 0) return result(`${file} is already formatted.`, { file, edits: 0 })
-    yield* Edits.applyToFile(document.path, edits)
+    yield* Edits.applyToFile(session.workspace, "file", document.path, edits)
     yield* session.documents.refresh(document.path)
     return result(`Formatted ${file} (${edits.length} edits).`, { file, edits: edits.length })
   })
