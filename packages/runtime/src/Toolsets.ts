@@ -37,7 +37,10 @@ export interface Built {
 }
 
 /** The fields of a config entry that building its toolset reads. */
-export type Buildable = Pick<AgentConfig.ToolsetConfig, "name" | "type" | "transport" | "fileTypes" | "policy">
+export type Buildable = Pick<
+  AgentConfig.ToolsetConfig,
+  "name" | "type" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "policy"
+>
 
 /** Builds the toolset of one config entry in the current scope (closing it stops the toolset). */
 export const make = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
@@ -65,6 +68,7 @@ export const lspSpec = (config: Buildable): LspSpec.LspSpec => {
     args: stdio.args,
     env: stdio.env,
     cwd: stdio.cwd ?? process.cwd(),
-    fileTypes: config.fileTypes
+    fileTypes: config.fileTypes,
+    ...(config.allowOutsideWorkspace === undefined ? {} : { allowOutsideWorkspace: config.allowOutsideWorkspace })
   })
 }
