@@ -91,6 +91,7 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
         case "OutsideWorkspace":
           return Effect.succeed(ToolHandlers.refusal(error))
         case "EditFailed":
+        case "MalformedEdit":
           return Effect.succeed(ToolHandlers.failure(`${tool}: ${error.message}`))
         case "ResponseFailed":
           return Effect.fail(

@@ -23,12 +23,7 @@ import type * as Requests from "./Requests.ts"
 import * as TypeHierarchy from "./TypeHierarchy.ts"
 import * as Workspace from "./Workspace.ts"
 
-export type HandlerError =
-  | Requests.RequestError
-  | Documents.FileProblem
-  | Edits.EditFailed
-  | Workspace.InvalidPath
-  | Workspace.OutsideWorkspace
+export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed | Edits.Refused
 
 export interface Handler {
   readonly definition: LspTools.Definition<Schema.ConstraintDecoder<unknown>>

@@ -100,6 +100,29 @@ describe("Edits", () => {
       assert.include(foreign.message, '"untitled:Untitled-1" is not a file: URI')
       assert.deepStrictEqual(snapshot(base), before)
 
+      // A server's edit that is not one is refused whole too, whatever it names.
+      for (const malformed of [
+        { documentChanges: 5 },
+        { changes: { [main]: "rewrite everything" } },
+        { documentChanges: [inside, { kind: "chmod", uri: main }] },
+        { documentChanges: [inside, { kind: "create" }] },
+        {
+          changes: {
+            [main]: [{ range: { start: { line: -1, character: 0 }, end: { line: 0, character: 0 } }, newText: "" }]
+          }
+        }
+      ]) {
+        const error = yield* Effect.flip(Edits.applyWorkspaceEdit(workspace, malformed))
+        assert.strictEqual(error._tag, "MalformedEdit", JSON.stringify(malformed))
+        assert.include(error.message, "the server's edit is malformed: ")
+      }
+      assert.deepStrictEqual(snapshot(base), before)
+      const unformattable = yield* Effect.flip(
+        Edits.applyToFile(workspace, "file", NodePath.join(root, "src/main.ts"), [{ newText: "x" }])
+      )
+      assert.strictEqual(unformattable._tag, "MalformedEdit")
+      assert.deepStrictEqual(snapshot(base), before)
+
       const format = yield* Effect.flip(
         Edits.applyToFile(workspace, "file", NodePath.join(root, "outdir/ugly.ts"), [insert("x")])
       )
