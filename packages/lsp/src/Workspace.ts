@@ -75,18 +75,17 @@ const walk = (path: string): string | undefined => {
       continue
     }
     const next = NodePath.join(current, name)
-    let stat: NodeFs.Stats
+    let target: string | undefined
     try {
-      stat = NodeFs.lstatSync(next)
+      target = NodeFs.lstatSync(next).isSymbolicLink() ? NodeFs.readlinkSync(next, "utf8") : undefined
     } catch {
       return NodePath.join(next, ...pending.reverse())
     }
-    if (!stat.isSymbolicLink()) {
+    if (target === undefined) {
       current = next
       continue
     }
     if (++links > maxLinks) return undefined
-    const target = NodeFs.readlinkSync(next, "utf8")
     if (NodePath.isAbsolute(target)) current = NodePath.parse(target).root
     pending.push(...components(target).reverse())
   }
