@@ -119,10 +119,9 @@ const open = (session: LspConnector.LspSession, file: string) =>
  * Checking first would put a stat between the call and the server; after the write, it runs while
  * the server works (on a core the server does not need).
  *
- * The workspace check of an open document is part of that check: the request sent on the guess
- * is about text read when the file was opened, inside the workspace, so it shows nothing else; a
- * path that leads out since (a file swapped for a symlink) fails the check and is refused when the
- * request is sent again.
+ * The guess needs no workspace check: its request is about text read, inside the workspace, when
+ * the file was opened. A file swapped since for a symlink that leads out has another stamp, so the
+ * check fails and the re-sync, which reads the disk, confines the path first.
  */
 const ask = <P, R, E>(
   session: LspConnector.LspSession,
@@ -136,12 +135,7 @@ const ask = <P, R, E>(
     Effect.flatMap(openAt(session, file, path.success), ({ document }) => session.request(type, params(document)))
   const guess = session.documents.opened(path.success)
   if (guess === undefined) return synced()
-  return session.speculate(
-    type,
-    params(guess),
-    () => Workspace.contains(session.workspace, guess.path) && session.documents.unchanged(guess),
-    synced
-  )
+  return session.speculate(type, params(guess), () => session.documents.unchanged(guess), synced)
 }
 
 const positionParams = (

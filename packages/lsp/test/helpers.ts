@@ -113,8 +113,9 @@ export const toolNames = (listing: Toolset.Listing<Toolset.Tool>) => listing.ite
  * A workspace with a way out of it at every turn, for the confinement tests. `<base>/ws` is a copy
  * of the TypeScript project whose tsconfig also takes in `../outside`; `<base>/outside` is another
  * project (`secret.ts`, an unformatted `ugly.ts`, and `consumer.ts`, which uses the workspace's
- * `add`); `<base>/other` a third folder. Inside the workspace, `linked.ts` is a symlink to the
- * outside `secret.ts` and `outdir` one to the outside folder.
+ * `add`); `<base>/other` a third folder. Inside the workspace, `src/uses.ts` has a type error about
+ * a value from `consumer.ts`, `linked.ts` is a symlink to the outside `secret.ts` and `outdir` one
+ * to the outside folder.
  */
 export const escapes = () => {
   const base = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-lsp-confine-"))
@@ -139,6 +140,10 @@ export const escapes = () => {
     'import { add } from "../ws/src/math.ts"\n\nexport const four = add(2, 2)\n'
   )
   NodeFs.writeFileSync(NodePath.join(other, "note.ts"), "export const note = 1\n")
+  NodeFs.writeFileSync(
+    NodePath.join(root, "src/uses.ts"),
+    'import { four } from "../../outside/consumer.ts"\n\nexport const wrong: string = four\n'
+  )
   NodeFs.symlinkSync(NodePath.join(outside, "secret.ts"), NodePath.join(root, "linked.ts"))
   NodeFs.symlinkSync(outside, NodePath.join(root, "outdir"))
   return { base, root, outside, other }
