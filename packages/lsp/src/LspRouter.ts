@@ -14,6 +14,7 @@ import * as Stream from "effect/Stream"
 import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
 import * as ToolHandlers from "./ToolHandlers.ts"
+import * as ToolResults from "./ToolResults.ts"
 import * as Workspace from "./Workspace.ts"
 
 /** A language-server toolset as the router sees it: any toolset with the spec that says what files it takes. */
@@ -109,10 +110,10 @@ export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter 
           ? exit.value === undefined
             ? []
             : [exit.value]
-          : [{ backend: backends[index]?.name ?? "", result: ToolHandlers.failure(String(exit.cause)) }]
+          : [{ backend: backends[index]?.name ?? "", result: ToolResults.failure(String(exit.cause)) }]
       )
       if (answers.length === 0) {
-        return ToolHandlers.failure(`${name}: no language server that offers ${tool} is ready`)
+        return ToolResults.failure(`${name}: no language server that offers ${tool} is ready`)
       }
       const text = answers
         .map(
@@ -150,11 +151,11 @@ export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter 
     // The extension picks the server, and it is the same whatever root a relative path is
     // resolved against; the backend resolves it against its own, and confines it.
     const path = Workspace.given(NodePath.sep, "file", args.file)
-    if (Result.isFailure(path)) return Effect.succeed(ToolHandlers.refusal(path.failure))
+    if (Result.isFailure(path)) return Effect.succeed(ToolResults.refusal(path.failure))
     const backend = backends.find((b) => LspSpec.handles(b.spec, path.success))
     if (backend === undefined) {
       const types = backends.map((b) => `${b.name}: ${b.spec.fileTypes.join(", ") || "all"}`).join("; ")
-      return Effect.succeed(ToolHandlers.failure(`file: no language server handles ${args.file} (${types})`))
+      return Effect.succeed(ToolResults.failure(`file: no language server handles ${args.file} (${types})`))
     }
     return backend.callTool(tool, args)
   }

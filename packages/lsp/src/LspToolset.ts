@@ -17,6 +17,7 @@ import * as LspConnector from "./LspConnector.ts"
 import type * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
 import * as ToolHandlers from "./ToolHandlers.ts"
+import * as ToolResults from "./ToolResults.ts"
 
 export interface Options {
   readonly name: string
@@ -86,13 +87,13 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
     const recover = (tool: string, error: ToolHandlers.HandlerError): CallResult => {
       switch (error._tag) {
         case "FileProblem":
-          return Effect.succeed(ToolHandlers.failure(error.message))
+          return Effect.succeed(ToolResults.failure(error.message))
         case "InvalidPath":
         case "OutsideWorkspace":
-          return Effect.succeed(ToolHandlers.refusal(error))
+          return Effect.succeed(ToolResults.refusal(error))
         case "EditFailed":
         case "MalformedEdit":
-          return Effect.succeed(ToolHandlers.failure(`${tool}: ${error.message}`))
+          return Effect.succeed(ToolResults.failure(`${tool}: ${error.message}`))
         case "ResponseFailed":
           return Effect.fail(
             new Toolset.ToolCallFailed({
