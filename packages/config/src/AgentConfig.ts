@@ -203,7 +203,8 @@ const mcpFields = {
     Schema.NonEmptyString.annotate({ description: "A name under top-level `mcps:`, or a docker: catalog ref" })
   ),
   config: ignored,
-  file_types: onlyFor("file_types", "'lsp'")
+  file_types: onlyFor("file_types", "'lsp'"),
+  allow_outside_workspace: onlyFor("allow_outside_workspace", "'lsp'")
 }
 
 export const McpEntry = Schema.Struct({ type: Schema.Literal("mcp"), ...mcpFields })
@@ -217,6 +218,12 @@ export const LspEntry = Schema.Struct({
   command: Schema.NonEmptyString,
   file_types: Schema.optionalKey(
     Strings.annotate({ description: "File extensions this server handles, e.g. .go; empty means all" })
+  ),
+  allow_outside_workspace: Schema.optionalKey(
+    Schema.Union([Schema.Boolean, Strings]).annotate({
+      description:
+        "Where the lsp_* tools may read and write besides working_dir: true for anywhere, or a list of extra folders (relative ones against the config file's directory). Default: only inside working_dir"
+    })
   ),
   remote: onlyFor("remote", "'mcp'"),
   ref: onlyFor("ref", "'mcp'")
@@ -378,6 +385,11 @@ export interface ToolsetConfig {
   readonly transport: Transport
   /** LSP only; empty means every file type. */
   readonly fileTypes: ReadonlyArray<string>
+  /**
+   * LSP only: where the tools may read and write besides the working directory — anywhere
+   * (`true`), or these extra folders, absolute. Absent, only inside the working directory.
+   */
+  readonly allowOutsideWorkspace?: true | ReadonlyArray<string> | undefined
   /** Allow-list of exposed tool names; `undefined` exposes every tool (a `*` entry means every tool). */
   readonly tools: ReadonlyArray<string> | undefined
   /** Exposed tool names never offered, from a host's disabled-tools list; applied after `tools`. */

@@ -24,11 +24,14 @@ import * as LspTools from "./LspTools.ts"
 import * as Paths from "./Paths.ts"
 import * as Requests from "./Requests.ts"
 import * as StdinWriter from "./StdinWriter.ts"
+import * as Workspace from "./Workspace.ts"
 
 /** What tool requests run on. */
 export interface LspSession {
   readonly name: string
   readonly spec: LspSpec.LspSpec
+  /** Where the tools may read and write, its roots resolved when the session began. */
+  readonly workspace: Workspace.Workspace
   readonly capabilities: Capabilities.Capabilities
   readonly documents: Documents.Documents
   readonly diagnostics: Diagnostics.Diagnostics
@@ -47,12 +50,15 @@ export interface LspSession {
   readonly speculate: Requests.Requests["speculate"]
   /** Fails once the session is lost or closed: race it against waits that are not requests. */
   readonly lost: Requests.Requests["lost"]
-  /** Applies a workspace edit to disk and re-syncs the open documents it touched. */
+  /**
+   * Applies a workspace edit to disk and re-syncs the open documents it touched; refused whole if
+   * it touches a file outside the workspace.
+   */
   readonly applyEdit: (
     edit: Protocol.WorkspaceEdit
   ) => Effect.Effect<
     ReadonlyArray<Edits.Change>,
-    Edits.EditFailed | Documents.FileProblem | LifecycleError.LifecycleError
+    Edits.EditFailed | Edits.Refused | Documents.FileProblem | LifecycleError.LifecycleError
   >
 }
 
@@ -206,11 +212,12 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     let capabilities = Capabilities.make({})
     let documents: Documents.Documents | undefined
     const rootUri = Paths.toUri(spec.cwd)
+    const workspace = yield* Effect.sync(() => Workspace.make(spec.cwd, spec.allowOutsideWorkspace))
     const folders = [{ uri: rootUri, name: NodePath.basename(spec.cwd) }]
 
     const applyEdit = (edit: Protocol.WorkspaceEdit) =>
       Effect.gen(function* () {
-        const changes = yield* Edits.applyWorkspaceEdit(edit)
+        const changes = yield* Edits.applyWorkspaceEdit(workspace, edit)
         const open = documents
         if (open !== undefined) {
           yield* Effect.forEach(changes, (change) => open.refresh(change.path), { discard: true })
@@ -308,6 +315,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     const session: LspSession = {
       name,
       spec,
+      workspace,
       capabilities,
       documents,
       diagnostics,

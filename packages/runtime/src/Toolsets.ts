@@ -43,7 +43,7 @@ export interface Built {
 /** The fields of a config entry that building its toolset reads. */
 export type Buildable = Pick<
   AgentConfig.ToolsetConfig,
-  "name" | "type" | "transport" | "fileTypes" | "policy" | "secrets"
+  "name" | "type" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "policy" | "secrets"
 >
 
 /**
@@ -87,6 +87,7 @@ export const lspSpec = (config: Buildable): LspSpec.LspSpec => {
     args: stdio.args,
     env: stdio.env,
     cwd: stdio.cwd ?? process.cwd(),
-    fileTypes: config.fileTypes
+    fileTypes: config.fileTypes,
+    ...(config.allowOutsideWorkspace === undefined ? {} : { allowOutsideWorkspace: config.allowOutsideWorkspace })
   })
 }

@@ -104,6 +104,8 @@ export interface Declare {
   readonly source: Source
   readonly urlPath: string
   readonly fileTypes: ReadonlyArray<string> | undefined
+  /** LSP only: `true`, or extra folders, relative ones against the config file's directory. */
+  readonly allowOutsideWorkspace?: boolean | ReadonlyArray<string> | undefined
   readonly tools: ReadonlyArray<string> | undefined
   /** Tools never exposed (a host's disabled-tools list). */
   readonly deny?: ReadonlyArray<string> | undefined
@@ -136,6 +138,17 @@ const withConnectInputs = (
     : { ...transport, headersHelper: { command: input.headersHelper, cwd: context.baseDir } }
 }
 
+/** `allow_outside_workspace` as the toolset takes it: `false` is the default, extra roots absolute. */
+const outsideWorkspace = (
+  allowed: Declare["allowOutsideWorkspace"],
+  context: Context
+): Pick<AgentConfig.ToolsetConfig, "allowOutsideWorkspace"> =>
+  allowed === undefined || allowed === false
+    ? {}
+    : {
+        allowOutsideWorkspace: allowed === true ? true : allowed.map((root) => NodePath.resolve(context.baseDir, root))
+      }
+
 export const declare = (input: Declare, context: Context): Outcome => {
   const bare = transportOf(input.source, context, input.urlPath)
   if (!("_tag" in bare)) return { _tag: "Invalid", issues: bare }
@@ -145,6 +158,7 @@ export const declare = (input: Declare, context: Context): Outcome => {
     prefix: input.name,
     transport,
     fileTypes: input.fileTypes ?? [],
+    ...outsideWorkspace(input.allowOutsideWorkspace, context),
     tools: allowList(input.tools),
     ...(input.deny === undefined || input.deny.length === 0 ? {} : { deny: input.deny }),
     lifecycle: input.lifecycle ?? {},
