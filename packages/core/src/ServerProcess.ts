@@ -9,6 +9,7 @@
 import * as NodeChildProcess from "node:child_process"
 import type * as NodeStream from "node:stream"
 import { StringDecoder } from "node:string_decoder"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -59,6 +60,17 @@ export interface ServerProcess {
   ) => Effect.Effect<A, E | LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed, R>
 }
 
+/**
+ * Told of every server spawned where it is provided, with that server's stderr tail. The runtime
+ * provides one around each toolset it builds (as it does `Redaction.Current`), so an operator can
+ * read what the latest server said, also after it died — and a server that dies before its
+ * handshake never makes a session. Outside one, nobody is told.
+ */
+export const StderrWatch = Context.Reference<((stderrTail: () => ReadonlyArray<string>) => void) | undefined>(
+  "@toolvisor/core/ServerProcess/StderrWatch",
+  { defaultValue: () => undefined }
+)
+
 /** Lines a runtime prints after the error itself: a stack frame, a version banner, a blank. */
 const noise = [/^\s*$/, /^\s+at\s/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^Traceback \(most recent call last\)/]
 
@@ -80,6 +92,8 @@ export const spawn = (
   Effect.gen(function* () {
     const exit = yield* Deferred.make<Exited>()
     const tail = makeTail(spec.stderrLines ?? 50)
+    const watch = yield* StderrWatch
+    watch?.(tail.lines)
     const claim = yield* Owner.claim
     const child = yield* Effect.acquireRelease(start(toolset, spec, claim, exit, tail), (child) =>
       close(toolset, child, claim, Deferred.await(exit), spec.grace)

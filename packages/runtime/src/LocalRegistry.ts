@@ -15,6 +15,7 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
+import * as Inspection from "./Inspection.ts"
 import * as Routing from "./Routing.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
@@ -317,6 +318,7 @@ export const make = (
         Effect.flatMap(byName(name), (entry) =>
           Effect.withSpan(entry.toolset.restart, "toolvisor.restart", { attributes: { toolset: name } })
         ),
+      inspect: (name) => Effect.flatMap(byName(name), (entry) => Inspection.make(entry.config, entry.toolset)),
       reprobe,
       reload
     } satisfies ToolsetRegistry.Registry
