@@ -4,6 +4,7 @@
  * protocol; piped without `--json`, one line per transition. `--http PORT` serves the status
  * routes and the dashboard besides.
  */
+import * as NodePath from "node:path"
 import { ConfigLoader } from "@toolvisor/config"
 import { Runtime } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
@@ -53,6 +54,7 @@ const opened = (options: Options) =>
     if (http !== undefined) {
       const address = yield* StatusServer.listen(result.registry, { port: http.port, host: options.host }, http.gate, {
         required: StatusServer.required(result.config),
+        config: NodePath.basename(result.path),
         ...Open.agentOptions(options.agent)
       })
       yield* Effect.logInfo(`status at http://${HttpListen.hostPort(address.host, address.port)}/`)
