@@ -187,6 +187,8 @@ describe("the dashboard with a crash loop beside a healthy toolset", () => {
       )
     )
     assert.strictEqual(await fx.summary.locator(".loop").count(), 0)
+    assert.strictEqual(await loop.card.locator(".track .band").count(), 1)
+    assert.strictEqual(await fx.card.locator(".track .band").count(), 0)
     assert.include(await loop.card.locator(".error").textContent(), "ServerCrashed")
 
     // The header: the config, the agent, counts by state and uptime.
@@ -209,6 +211,7 @@ describe("the dashboard with a crash loop beside a healthy toolset", () => {
     assert.match((await fx.card.locator('figure[data-chart="errors"] b').textContent()) ?? "", /^4\.76 % · 1$/)
     assert.match((await fx.card.locator('figure[data-chart="latency"] b').textContent()) ?? "", /ms · .*s$/)
     assert.isAtLeast(await fx.card.locator('figure[data-chart="rate"] rect.rate').count(), 1)
+    assert.strictEqual(await loop.card.locator(".charts").textContent(), "no calls in the last hour")
     const failedBars = await fx.card.locator('figure[data-chart="errors"] rect.errors title').allTextContents()
     assert.match(failedBars.join("\n"), /^\d\d:\d\d:\d\d · 1 of \d+ failed$/m)
 
@@ -237,6 +240,9 @@ describe("the dashboard with a crash loop beside a healthy toolset", () => {
     assert.isTrue(await page.locator("#drawer").isHidden())
 
     await screenshot(page, "dashboard-1280.png")
+    await page.locator('.window button[data-window="300000"]').click()
+    assert.strictEqual(await loop.card.locator(".axis span").first().textContent(), "−5 min")
+    assert.strictEqual(await loop.card.locator('.seg[data-state="Restarting"]').count(), maxRestarts)
 
     // Stop asks first: cancelled, nothing is sent; confirmed, fx stops and only start is offered.
     await fx.button("stop").click()

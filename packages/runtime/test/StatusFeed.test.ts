@@ -298,7 +298,7 @@ describe("StatusHttp", () => {
       const request = yield* handler()
       const response = yield* request("/toolsets/fx")
       assert.strictEqual(response.status, 200)
-      const body = yield* Effect.promise(() => response.json())
+      const body = JSON.parse(yield* Effect.promise(() => response.text()))
       assert.deepStrictEqual(body.tools, { complete: true, names: ["echo"] })
       assert.deepStrictEqual(body.stderr, ["listening"])
       assert.strictEqual(body.policy.callTimeoutMs, 60_000)

@@ -41,21 +41,21 @@ function record(name, state, at, error) {
 }
 
 /** One line of the event log; \`key\` makes a transition seen twice (history, then live) count once. */
-function note(at, text, bad, key) {
+function note(at, text, tone, key) {
   if (key) { if (logged.has(key)) return; logged.add(key); }
-  entries.push({ at, text, bad });
+  entries.push({ at, text, tone });
 }
 
 function noteTransition(name, from, state, at, error, pid) {
   const text = name + " " + (from ? from + " → " : "") + state + (pid ? " (pid " + pid + ")" : "") + (error ? "  " + error.tag + ": " + error.message : "");
-  note(at, text, state === "Failed" || state === "Restarting" || Boolean(error), name + "|" + at + "|" + state);
+  note(at, text, state === "Failed" || state === "Restarting" || error ? "bad" : "", name + "|" + at + "|" + state);
 }
 
 function renderLog() {
   entries.sort((a, b) => b.at - a.at);
   entries.splice(300);
   $("#log").replaceChildren(...entries.map((entry) => {
-    const li = el("li", entry.bad ? "bad" : "");
+    const li = el("li", entry.tone || "");
     li.append(timeTag(entry.at), entry.text);
     return li;
   }));
@@ -153,7 +153,7 @@ function apply(event, data) {
     record(data.toolset, data.state, Date.parse(data.at), data.error);
     noteTransition(data.toolset, data.from, data.state, Date.parse(data.at), data.error, data.pid);
   } else if (event === "catalog") {
-    note(Date.now(), "catalog: " + data.tools + " tools" + (data.complete ? "" : " (incomplete)"));
+    note(Date.now(), "catalog: " + data.tools + " tools" + (data.complete ? "" : " (incomplete)"), "quiet");
   }
   render();
 }
@@ -217,9 +217,9 @@ async function control(name, action) {
     const response = await fetch("toolsets/" + encodeURIComponent(name) + "/" + action, { method: "POST", headers: auth() });
     const body = await response.json().catch(() => ({}));
     const why = body.status && body.status.error ? body.error + ": " + body.status.error.message : body.error || "";
-    note(Date.now(), action + " " + name + ": " + (response.ok ? "ok" : "failed (" + response.status + ") " + why), !response.ok);
+    note(Date.now(), action + " " + name + ": " + (response.ok ? "ok" : "failed (" + response.status + ") " + why), response.ok ? "" : "bad");
   } catch (error) {
-    note(Date.now(), action + " " + name + ": no answer (" + error.message + ")", true);
+    note(Date.now(), action + " " + name + ": no answer (" + error.message + ")", "bad");
   } finally {
     pending.delete(name);
     render();

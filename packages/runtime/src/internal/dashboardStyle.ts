@@ -65,7 +65,8 @@ h2 { font-size: 1rem; margin: 0; }
 .timeline { margin-top: .55rem; }
 .track { position: relative; height: 14px; background: var(--track); border-radius: 3px; overflow: hidden; }
 .seg { position: absolute; top: 0; bottom: 0; min-width: 2px; }
-.crash { position: absolute; top: 0; bottom: 0; width: 2px; background: var(--danger); }
+.crash { position: absolute; top: 0; height: 5px; width: 2px; background: var(--danger); }
+.band { position: absolute; bottom: 0; height: 3px; min-width: 4px; background: var(--danger); }
 .axis { display: flex; justify-content: space-between; font-size: .7rem; color: var(--muted); }
 .summary { display: flex; flex-wrap: wrap; gap: .15rem .8rem; font-size: .8rem; margin-top: .15rem; }
 .summary span { display: inline-flex; align-items: center; gap: .3rem; white-space: nowrap; }
@@ -73,6 +74,7 @@ h2 { font-size: 1rem; margin: 0; }
 
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(180px, 1fr)); gap: .4rem .9rem; margin-top: .55rem; }
 figure { margin: 0; min-width: 0; }
+.charts .quiet { margin: 0; font-size: .8rem; color: var(--muted); }
 figcaption { display: flex; flex-wrap: wrap; justify-content: space-between; gap: .4rem; font-size: .75rem; color: var(--muted); }
 figcaption b { color: var(--fg); font-weight: 600; white-space: nowrap; }
 .chart { display: block; width: 100%; height: 34px; background: var(--track); border-radius: 3px; }
@@ -92,7 +94,7 @@ figcaption b { color: var(--fg); font-weight: 600; white-space: nowrap; }
   background: var(--card); border: 1px solid var(--line); border-radius: 8px; }
 #log li { padding: .1rem .7rem; border-bottom: 1px solid var(--track); overflow-wrap: anywhere; }
 #log time { color: var(--muted); margin-right: .6rem; }
-#log .bad { color: var(--danger); }
+#log .bad { color: var(--danger); } #log .quiet { color: var(--muted); }
 
 #drawer { position: fixed; top: 0; right: 0; bottom: 0; width: min(460px, 100vw); background: var(--card); z-index: 3;
   border-left: 1px solid var(--line); box-shadow: -8px 0 24px #0003; overflow: auto; padding: 1rem 1.1rem; }

@@ -101,6 +101,12 @@ function crashLoop(history, now, span) {
   return { count: run.length, first, last, gaveUp };
 }
 
+function axis(...labels) {
+  const line = el("div", "axis");
+  line.append(...labels.map((label) => el("span", "", label)));
+  return line;
+}
+
 function timeline(name, history, now, span) {
   const box = el("div", "timeline");
   const track = el("div", "track");
@@ -119,9 +125,17 @@ function timeline(name, history, now, span) {
       track.append(tick);
     }
   }
-  const axis = el("div", "axis");
-  axis.append(el("span", "", "−" + duration(span)), el("span", "", "−" + duration(span / 2)), el("span", "", "now"));
-  box.append(track, axis, summary(name, history, now, span));
+  const loop = crashLoop(history, now, span);
+  if (loop) {
+    // The loop's extent under the track, so it stands out at any zoom.
+    const band = el("div", "band");
+    const left = Math.max(0, (loop.first - (now - span)) / span);
+    band.style.left = left * 100 + "%";
+    band.style.width = (((loop.gaveUp || loop.last) - loop.first) / span) * 100 + "%";
+    band.title = "crash loop: " + loop.count + " restarts";
+    track.append(band);
+  }
+  box.append(track, axis("−" + duration(span), "−" + duration(span / 2), "now"), summary(name, history, now, span));
   return box;
 }
 
@@ -186,7 +200,7 @@ function figure(kind, caption, value, chart) {
   fig.dataset.chart = kind;
   const cap = el("figcaption", "");
   cap.append(el("span", "", caption), el("b", "", value));
-  fig.append(cap, chart);
+  fig.append(cap, chart, axis("−1 h", "now"));
   return fig;
 }
 
@@ -201,15 +215,16 @@ function charts(points, bucket) {
   const calls1 = (p) => p.calls + " calls, " + number(rate(p)) + "/s";
   const latency = (p) => (p.calls > 0 ? "p50 " + millis(p.p50) + ", p99 " + millis(p.p99) : "no calls");
   const errors = (p) => p.failures + " of " + p.calls + " failed";
+  if (calls === 0) return [el("p", "quiet", "no calls in the last hour")];
   return [
-    figure("rate", "calls/s", calls === 0 ? "no calls" : number(last ? rate(last) : 0) + "/s · " + calls + " in 1 h",
+    figure("rate", "calls/s", number(last ? rate(last) : 0) + "/s · " + calls + " in 1 h",
       bars(points, bucket, [{ className: "rate", value: rate, label: calls1 }], Math.max(0, ...points.map(rate)))),
     figure("latency", "latency p50 · p99", latest ? millis(latest.p50) + " · " + millis(latest.p99) : "–",
       bars(points, bucket, [
         { className: "p99", value: (p) => p.p99, label: latency },
         { className: "p50", value: (p) => p.p50, label: latency }
       ], Math.max(0, ...points.map((p) => p.p99 || 0)))),
-    figure("errors", "errors", calls === 0 ? "–" : number((failures / calls) * 100) + " % · " + failures,
+    figure("errors", "errors", number((failures / calls) * 100) + " % · " + failures,
       bars(points, bucket, [{ className: "errors", value: (p) => (p.calls > 0 ? (p.failures / p.calls) * 100 : null), label: errors }], 100))
   ];
 }
