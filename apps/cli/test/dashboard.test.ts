@@ -5,7 +5,8 @@
  * itself after Toolvisor itself restarts. Beside a healthy toolset, a crash-looping one shows the
  * loop in its timeline's legend, its spent budget and "gave up"; buttons follow the state, stop
  * asks first, the log is filled on load, times are 24-hour, the charts show real calls, the drawer
- * shows tools, policy, transitions and stderr, and 400 px wide nothing overflows. Screenshots at
+ * shows tools, policy, transitions and stderr (a server's markup as text), and 400 px wide nothing
+ * overflows. Screenshots at
  * 1280 and 400 px are kept under `.ci-out/` as CI artifacts.
  */
 import * as NodeFs from "node:fs"
@@ -14,7 +15,7 @@ import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { type Browser, chromium, type Page } from "playwright-core"
-import { freePort, mcpEntry, root, Session, until, writeConfig, yaml } from "./helpers.ts"
+import { fixtureServer, freePort, mcpEntry, root, Session, until, writeConfig, yaml } from "./helpers.ts"
 
 const sessions: Array<Session> = []
 const browsers: Array<Browser> = []
@@ -130,28 +131,40 @@ describe("the dashboard at GET /", () => {
 describe("the dashboard with a crash loop beside a healthy toolset", () => {
   it("names the loop in the timeline's legend, shows the spent budget and gave up, and keeps everything else usable", async () => {
     const maxRestarts = 4
+    const markup = "<img src=x onerror=window.pwned=1>"
     const port = await freePort()
     const config = writeConfig(
       yaml([
         mcpEntry("fx", ["        lifecycle: { call_timeout: 2s }"]),
-        mcpEntry("loop", [
-          '        env: { FIXTURE_EXIT_AFTER_MS: "2000" }',
+        // Its server says markup on stderr first: the drawer must show it as text.
+        [
+          "      - type: mcp",
+          "        name: loop",
+          "        command: bash",
+          `        args: ["-c", ${JSON.stringify(`echo '${markup}' >&2; exec "${process.execPath}" "${fixtureServer}"`)}]`,
+          '        env: { FIXTURE_EXIT_AFTER_MS: "3000" }',
           "        lifecycle:",
           `          max_restarts: ${maxRestarts}`,
           "          backoff: { initial: 200ms, max: 1s, reset_after: 30s }"
-        ])
+        ]
       ])
     )
     start(["serve", config, "--http", String(port)])
     const base = `http://127.0.0.1:${port}/`
     await healthy(base)
 
-    // Real calls through the gateway: twenty answers and one that runs past its call_timeout.
+    // Real calls through the gateway once fx is Ready: twenty answers and one that runs past its call_timeout.
+    await until(async () => {
+      const status: unknown = await (await fetch(`${base}status`)).json()
+      return Array.isArray(status) && status.some((s) => s.toolset === "fx" && s.state === "Ready")
+    })
     const client = new Client({ name: "dashboard-test", version: "1.0.0" })
     await client.connect(new StreamableHTTPClientTransport(new URL(`${base}mcp`)))
     clients.push(client)
-    await until(async () => (await client.callTool({ name: "fx_echo", arguments: { message: "hi" } })).isError !== true)
-    for (let i = 0; i < 19; i++) await client.callTool({ name: "fx_echo", arguments: { message: `hi ${i}` } })
+    for (let i = 0; i < 20; i++) {
+      const answer = await client.callTool({ name: "fx_echo", arguments: { message: `hi ${i}` } })
+      assert.notStrictEqual(answer.isError, true)
+    }
     const slow = await client.callTool({ name: "fx_sleep", arguments: { ms: 4_000 } })
     assert.isTrue(slow.isError)
 
@@ -195,7 +208,7 @@ describe("the dashboard with a crash loop beside a healthy toolset", () => {
     assert.include(await page.locator("#title").textContent(), `${NodePath.basename(config)} · agent root`)
     assert.strictEqual(await page.locator('#counts .chip[data-state="Ready"]').textContent(), "1 Ready")
     assert.strictEqual(await page.locator('#counts .chip[data-state="Failed"]').textContent(), "1 Failed")
-    assert.match((await page.locator("#uptime").textContent()) ?? "", /^up \d+ s$/)
+    assert.match((await page.locator("#uptime").textContent()) ?? "", /^up \d+ (s|min)\b/)
 
     // Buttons by state: no start on a Ready toolset, no stop or restart on a Failed one.
     const enabled = async (card: ReturnType<typeof cardOf>) =>
@@ -229,6 +242,9 @@ describe("the dashboard with a crash loop beside a healthy toolset", () => {
     // The drawer: the crash-looping server's stderr and transitions with their errors; fx's tools and policy.
     await loop.card.locator("button.name").click()
     await page.locator("#d-stderr", { hasText: "fixture gave up on purpose" }).waitFor()
+    assert.include(await page.locator("#d-stderr").textContent(), markup)
+    assert.strictEqual(await page.locator("img").count(), 0)
+    assert.isUndefined(await page.evaluate("window.pwned"))
     assert.isAtLeast(await page.locator("#d-transitions li .why", { hasText: "ServerCrashed" }).count(), 1)
     await screenshot(page, "dashboard-drawer.png")
     await page.locator("#d-close").click()

@@ -78,6 +78,8 @@ interface TimelineEntry {
   readonly state: State.State
   readonly at: number
   readonly error: State.StatusSnapshot["lastError"]
+  /** The state it left, when a transition said so (a missed one would make the previous entry lie). */
+  readonly from: State.State | undefined
 }
 
 const bounded = (error: TimelineEntry["error"]) =>
@@ -108,9 +110,9 @@ export const make = (
      * page opened now draws the whole hour and lists its recent history.
      */
     const timelines = new Map<string, Array<TimelineEntry>>()
-    const remember = (toolset: string, { state, since: at, lastError }: State.StatusSnapshot) => {
+    const remember = (toolset: string, { state, since: at, lastError }: State.StatusSnapshot, from?: State.State) => {
       const timeline = timelines.get(toolset) ?? []
-      if (timeline.at(-1)?.state !== state) timeline.push({ state, at, error: bounded(lastError) })
+      if (timeline.at(-1)?.state !== state) timeline.push({ state, at, error: bounded(lastError), from })
       // The entry in force an hour ago stays: it says how the hour began.
       while (timeline.length > 1 && (timeline[1]?.at ?? at) < at - hour) timeline.shift()
       if (timeline.length > timelineLimit) timeline.splice(0, timeline.length - timelineLimit)
@@ -124,6 +126,7 @@ export const make = (
           timeline.map((entry) => ({
             state: entry.state,
             at: new Date(entry.at).toISOString(),
+            ...(entry.from === undefined ? {} : { from: entry.from }),
             ...(entry.error === undefined ? {} : { error: entry.error })
           }))
         ])
@@ -185,7 +188,7 @@ export const make = (
     const transitions = registry.events.pipe(
       Stream.mapArray((events) =>
         Arr.map(events, (e) => {
-          remember(e.toolset, e.snapshot)
+          remember(e.toolset, e.snapshot, e.from)
           return { event: "transition" as const, data: { ...StatusJson.make(e.snapshot), from: e.from } }
         })
       )

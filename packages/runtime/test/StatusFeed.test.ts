@@ -199,7 +199,7 @@ describe("StatusFeed", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.effect("a timeline keeps the error each state was entered with, cut to a bounded length", () =>
+  it.effect("a timeline keeps the state each was entered from and the error it was entered with, cut short", () =>
     Effect.gen(function* () {
       const { feed, publish, numbered } = yield* setup()
       const crash = { tag: "ServerCrashed", message: `fx: server exited unexpectedly (code 3); ${"x".repeat(5_000)}` }
@@ -209,14 +209,17 @@ describe("StatusFeed", () => {
       const [first] = yield* feed.subscribe().pipe(Stream.take(1), Stream.runCollect)
       const entries = JSON.parse(first?.data ?? "{}").timelines.fx
       assert.deepStrictEqual(
-        entries.map((e: { readonly state: string; readonly error?: { readonly tag: string } }) => [
-          e.state,
-          e.error?.tag
-        ]),
+        entries.map(
+          (e: { readonly state: string; readonly from?: string; readonly error?: { readonly tag: string } }) => [
+            e.from,
+            e.state,
+            e.error?.tag
+          ]
+        ),
         [
-          ["Ready", undefined],
-          ["Restarting", "ServerCrashed"],
-          ["Ready", undefined]
+          [undefined, "Ready", undefined],
+          ["Ready", "Restarting", "ServerCrashed"],
+          ["Restarting", "Ready", undefined]
         ]
       )
       assert.isBelow(entries[1].error.message.length, 1_100)

@@ -12,7 +12,7 @@ const histories = new Map();
 const policies = new Map();
 const cards = new Map();
 const entries = [];
-const logged = new Set();
+const logged = new Map();
 const pending = new Set();
 let info = { agent: "", config: null, startedAt: null };
 let stats = { toolsets: {} };
@@ -32,17 +32,17 @@ const allowed = {
   stop: ["Starting", "Ready", "Degraded", "Restarting"]
 };
 
-function record(name, state, at, error) {
+function record(name, state, at, error, from) {
   const h = histories.get(name) || [];
   const last = h[h.length - 1];
-  if (!last || last.state !== state) h.push({ state, at, error: error || undefined });
+  if (!last || last.state !== state) h.push({ state, at, error: error || undefined, from });
   while (h.length > 1 && h[1].at < Date.now() - hour) h.shift();
   histories.set(name, h);
 }
 
 /** One line of the event log; \`key\` makes a transition seen twice (history, then live) count once. */
 function note(at, text, tone, key) {
-  if (key) { if (logged.has(key)) return; logged.add(key); }
+  if (key) { if (logged.has(key)) return; logged.set(key, at); }
   entries.push({ at, text, tone });
 }
 
@@ -54,6 +54,8 @@ function noteTransition(name, from, state, at, error, pid) {
 function renderLog() {
   entries.sort((a, b) => b.at - a.at);
   entries.splice(300);
+  // A key outlives its line by an hour at most: a page kept open for days stays small.
+  for (const [key, at] of logged) if (at < Date.now() - 2 * hour) logged.delete(key);
   $("#log").replaceChildren(...entries.map((entry) => {
     const li = el("li", entry.tone || "");
     li.append(timeTag(entry.at), entry.text);
@@ -140,9 +142,9 @@ function apply(event, data) {
     info = { agent: data.agent || "", config: data.config || null, startedAt: data.startedAt || null };
     for (const [name, policy] of Object.entries(data.policies || {})) policies.set(name, policy);
     for (const [name, list] of Object.entries(data.timelines || {})) {
-      const h = list.map((e) => ({ state: e.state, at: Date.parse(e.at), error: e.error }));
+      const h = list.map((e) => ({ state: e.state, at: Date.parse(e.at), error: e.error, from: e.from }));
       histories.set(name, h);
-      h.forEach((e, i) => { if (e.at >= Date.now() - hour) noteTransition(name, i > 0 ? h[i - 1].state : null, e.state, e.at, e.error); });
+      for (const e of h) if (e.at >= Date.now() - hour) noteTransition(name, e.from, e.state, e.at, e.error);
     }
     for (const row of data.toolsets) { rows.set(row.toolset, row); record(row.toolset, row.state, Date.parse(row.at), row.error); }
     note(Date.now(), "connected: snapshot of " + data.toolsets.length + " toolsets (" + data.toolsets.map((r) => r.toolset + " " + r.state).join(", ") + ")");
@@ -150,7 +152,7 @@ function apply(event, data) {
   } else if (event === "transition") {
     if (!policies.has(data.toolset)) refreshInspection(data.toolset);
     rows.set(data.toolset, data);
-    record(data.toolset, data.state, Date.parse(data.at), data.error);
+    record(data.toolset, data.state, Date.parse(data.at), data.error, data.from);
     noteTransition(data.toolset, data.from, data.state, Date.parse(data.at), data.error, data.pid);
   } else if (event === "catalog") {
     note(Date.now(), "catalog: " + data.tools + " tools" + (data.complete ? "" : " (incomplete)"), "quiet");

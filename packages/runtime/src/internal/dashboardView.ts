@@ -206,7 +206,7 @@ function figure(kind, caption, value, chart) {
 
 /** Calls per second, p50 and p99 latency, and the error rate of one toolset over the last hour. */
 function charts(points, bucket) {
-  points = points || [];
+  points = Array.isArray(points) ? points : [];
   const calls = points.reduce((n, p) => n + p.calls, 0);
   const failures = points.reduce((n, p) => n + p.failures, 0);
   const rate = (p) => (p.seconds > 0 ? p.calls / p.seconds : 0);
