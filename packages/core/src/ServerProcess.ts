@@ -3,11 +3,12 @@
  * leads its own process group, so closing it reaches every descendant (an `npx` or `uvx` wrapper's
  * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
  * whole group — and returns only when no process of the group is left. Every server carries this
- * process's owner mark, so a sweep can find it if this process dies without closing it (`Owner`).
+ * process's owner mark, so a sweep can find it if this process dies without closing it (`Owner`),
+ * and none inherits Toolvisor's own variables (its tokens and keys). What a server writes to
+ * stderr costs a bounded tail, however much it writes.
  */
 import * as NodeChildProcess from "node:child_process"
 import type * as NodeStream from "node:stream"
-import { StringDecoder } from "node:string_decoder"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -25,7 +26,7 @@ export interface Spec {
   /** Added to (and overriding) the parent's environment. */
   readonly env?: Readonly<Record<string, string>>
   readonly cwd?: string
-  /** How many stderr lines to keep for error messages (default 50). */
+  /** How many stderr lines to keep for error messages (default 50), each cut at `maxStderrLineBytes`. */
   readonly stderrLines?: number
   /** How long to wait after ending stdin, then after SIGTERM (defaults 2 s each). */
   readonly grace?: { readonly stdin?: Duration.Input; readonly term?: Duration.Input }
@@ -49,6 +50,12 @@ export interface ServerProcess {
   readonly established: Effect.Effect<void>
   /** Completes when the process exits: success only for a clean exit after `established`. */
   readonly exited: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
+  /**
+   * Completes when the session over the pipes is over: as `exited` when the process exits, and
+   * with `ServerCrashed` when it closes its stdout but does not exit soon after — it can never
+   * answer again, so it is as good as crashed (closing the scope then ends it).
+   */
+  readonly ended: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
   /** Whether `exited` has completed: lets a finalizer tell a process that died from one it ends. */
   readonly hasExited: () => boolean
   /** Runs `effect`, failing it at once if the process exits first (a handshake must not hang on a dead server). */
@@ -77,8 +84,9 @@ export const spawn = (
 ): Effect.Effect<ServerProcess, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const exit = yield* Deferred.make<Exited>()
-    const tail = makeTail(spec.stderrLines ?? 50)
-    const child = yield* Effect.acquireRelease(start(toolset, spec, exit, tail), (child) =>
+    const outputClosed = yield* Deferred.make<void>()
+    const tail = new StderrTail(spec.stderrLines ?? 50)
+    const child = yield* Effect.acquireRelease(start(toolset, spec, exit, outputClosed, tail), (child) =>
       close(child, Deferred.await(exit), spec.grace)
     )
     let isEstablished = false
@@ -112,6 +120,23 @@ export const spawn = (
         )
       })
     )
+    const stillRunning = Effect.suspend(() =>
+      Effect.fail(
+        new LifecycleError.ServerCrashed({
+          toolset,
+          message: `${toolset}: the server closed its stdout but kept running, so it can no longer answer`,
+          exitCode: null,
+          signal: null,
+          stderr: tail.lines()
+        })
+      )
+    )
+    const ended = Effect.raceFirst(
+      exited,
+      Deferred.await(outputClosed).pipe(
+        Effect.andThen(Effect.raceFirst(exited, WallClock.sleep(exitReportGrace).pipe(Effect.andThen(stillRunning))))
+      )
+    )
     const pid = child.pid
     if (pid === undefined) return yield* Effect.die(new Error("spawned process has no pid"))
     return {
@@ -123,6 +148,7 @@ export const spawn = (
         isEstablished = true
       }),
       exited,
+      ended,
       hasExited: () => Deferred.isDoneUnsafe(exit),
       whileRunning: (effect) => {
         const exitFailure = Effect.flatMap(exited, () =>
@@ -151,20 +177,44 @@ type Child = NodeChildProcess.ChildProcessWithoutNullStreams
 /** How long an exit report waits for the last of stderr. */
 const stderrGrace = 200
 
-/** How long a failure on a closed pipe waits for the exit that usually follows it. */
+/** How long a failure on a closed pipe, or a closed stdout, waits for the exit that usually follows it. */
 const exitReportGrace = 500
 
-const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tail: Tail) =>
+/**
+ * Toolvisor's own variables: its HTTP token (`TOOLVISOR_HTTP_TOKEN`), its cluster key
+ * (`TOOLVISOR_CLUSTER_KEY`), the directory of its OAuth tokens (`TOOLVISOR_STATE_DIR`), the
+ * inputs a config asks for (`TOOLVISOR_INPUT_*`), a runner's id. They are addressed to Toolvisor
+ * and none to a server, so the whole prefix is held back — a list would miss the next secret
+ * someone adds. A server that needs one gets it from its config's `env`, which passes as written.
+ */
+export const isOwnVariable = (name: string): boolean => name.startsWith("TOOLVISOR_")
+
+/** What a server's environment is: this process's, less its own variables, plus the spec's, plus the owner mark. */
+const environment = (spec: Spec): NodeJS.ProcessEnv => {
+  const inherited: NodeJS.ProcessEnv = {}
+  for (const name in process.env) if (!isOwnVariable(name)) inherited[name] = process.env[name]
+  // The owner mark comes last: a server is this process's whatever its spec says.
+  return { ...inherited, ...spec.env, ...Owner.mark }
+}
+
+const start = (
+  toolset: string,
+  spec: Spec,
+  exit: Deferred.Deferred<Exited>,
+  outputClosed: Deferred.Deferred<void>,
+  tail: StderrTail
+) =>
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
     const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
       cwd: spec.cwd,
-      // The owner mark comes last: a server is this process's whatever its spec says.
-      env: { ...process.env, ...spec.env, ...Owner.mark },
+      env: environment(spec),
       detached: true,
       stdio: ["pipe", "pipe", "pipe"]
     })
-    const decoder = new StringDecoder("utf8")
-    child.stderr.on("data", (chunk: Buffer) => tail.push(decoder.write(chunk)))
+    child.stderr.on("data", (chunk: Buffer) => tail.push(chunk))
+    const onOutputClosed = () => Deferred.doneUnsafe(outputClosed, Effect.void)
+    child.stdout.once("end", onOutputClosed)
+    child.stdout.once("close", onOutputClosed)
     // A server that dies while we write to it must not take the host down with EPIPE.
     child.stdin.on("error", () => {})
     // "exit" can come before the last stderr bytes are read; wait (briefly: a grandchild may hold
@@ -218,24 +268,56 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
 /** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
 export { groupAlive, isAlive } from "./Procfs.ts"
 
-interface Tail {
-  readonly push: (text: string) => void
-  readonly lines: () => ReadonlyArray<string>
-}
+/** Longest stderr line kept, in bytes: the rest of a longer line is counted, not kept. */
+export const maxStderrLineBytes = 1_000
 
-/** A ring of the last `size` complete lines, plus the line being written. */
-const makeTail = (size: number): Tail => {
-  const lines: Array<string> = []
-  let partial = ""
-  return {
-    push: (text) => {
-      const parts = (partial + text).split(/\r?\n/)
-      partial = parts.pop() ?? ""
-      for (const line of parts) {
-        lines.push(line)
-        if (lines.length > size) lines.shift()
-      }
-    },
-    lines: () => (partial === "" ? [...lines] : [...lines, partial].slice(-size))
+/**
+ * The last `size` lines of stderr, each cut at `maxStderrLineBytes`. A server that floods stderr,
+ * or writes one endless line, costs a few kilobytes: each chunk is searched for newlines once, and
+ * only the kept part of a line is copied and decoded (whole, so a character split between chunks
+ * survives).
+ */
+class StderrTail {
+  private readonly complete: Array<string> = []
+  private readonly partial: Array<Buffer> = []
+  private partialBytes = 0
+  private droppedBytes = 0
+  private readonly size: number
+
+  constructor(size: number) {
+    this.size = size
+  }
+
+  push(chunk: Buffer): void {
+    let start = 0
+    for (let end = chunk.indexOf(10); end >= 0; end = chunk.indexOf(10, start)) {
+      this.keep(chunk, start, end)
+      this.complete.push(this.text())
+      if (this.complete.length > this.size) this.complete.shift()
+      this.partial.length = 0
+      this.partialBytes = 0
+      this.droppedBytes = 0
+      start = end + 1
+    }
+    this.keep(chunk, start, chunk.length)
+  }
+
+  /** The last lines, oldest first, the line being written included. */
+  readonly lines = (): ReadonlyArray<string> =>
+    this.partialBytes === 0 && this.droppedBytes === 0
+      ? [...this.complete]
+      : [...this.complete, this.text()].slice(-this.size)
+
+  private keep(chunk: Buffer, start: number, end: number): void {
+    const kept = Math.max(0, Math.min(end - start, maxStderrLineBytes - this.partialBytes))
+    // A copy: a view would hold on to the whole chunk.
+    if (kept > 0) this.partial.push(Buffer.from(chunk.subarray(start, start + kept)))
+    this.partialBytes += kept
+    this.droppedBytes += end - start - kept
+  }
+
+  private text(): string {
+    const text = Buffer.concat(this.partial, this.partialBytes).toString("utf8").replace(/\r$/, "")
+    return this.droppedBytes === 0 ? text : `${text}… (${this.droppedBytes} more bytes)`
   }
 }
