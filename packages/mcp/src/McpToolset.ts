@@ -7,13 +7,13 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, Deadline, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import { Classify, Deadline, JsonLimits, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import type * as Scope from "effect/Scope"
-import { NotDelivered } from "./internal/pipeTransport.ts"
+import { MessageRefused, NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 
@@ -56,6 +56,9 @@ const connectionCodes = new Set([-32000, -32001])
 
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
+
+/** JSON-RPC's code for arguments that are not acceptable. */
+const invalidParams = -32602
 
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
@@ -118,23 +121,30 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       cause: unknown,
       deadline: Deadline.Deadline | undefined
     ): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
-      cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
-        ? new LifecycleError.SessionMissing({
+      cause instanceof McpError && cause.data instanceof MessageRefused
+        ? new Toolset.ToolCallFailed({
             toolset: name,
-            message: `${name}: the session closed before "${tool}" was sent`,
-            cause
+            tool,
+            message: `${name}/${tool}: the server's answer is ${cause.data.message}; the call ran, but its answer was dropped`,
+            cause: cause.data
           })
-        : cause instanceof McpError && cause.code === requestTimeout
-          ? Deadline.exceeded(name, deadline ?? { millis: McpConnector.noSdkTimeout })
-          : cause instanceof McpError && !connectionCodes.has(cause.code)
-            ? new Toolset.ToolCallFailed({
-                toolset: name,
-                tool,
-                message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
-                code: cause.code,
-                cause
-              })
-            : Classify.classify(name, cause)
+        : cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
+          ? new LifecycleError.SessionMissing({
+              toolset: name,
+              message: `${name}: the session closed before "${tool}" was sent`,
+              cause
+            })
+          : cause instanceof McpError && cause.code === requestTimeout
+            ? Deadline.exceeded(name, deadline ?? { millis: McpConnector.noSdkTimeout })
+            : cause instanceof McpError && !connectionCodes.has(cause.code)
+              ? new Toolset.ToolCallFailed({
+                  toolset: name,
+                  tool,
+                  message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
+                  code: cause.code,
+                  cause
+                })
+              : Classify.classify(name, cause)
 
     /**
      * The current listing by name, built once per listing: a listing is replaced, never changed,
@@ -239,6 +249,20 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       }
     }
 
+    /**
+     * Arguments nested too deep for the recursive code on their way (serialization, validation)
+     * are refused before anything is sent, so the call provably did not run.
+     */
+    const tooDeep = (tool: string, args: { readonly [key: string]: unknown }) =>
+      JsonLimits.isTooDeep(args)
+        ? new Toolset.ToolCallFailed({
+            toolset: name,
+            tool,
+            message: `${name}/${tool}: the arguments are nested deeper than ${JsonLimits.maxDepth} levels, the limit; they were not sent, so the call did not run`,
+            code: invalidParams
+          })
+        : undefined
+
     const callOf = (tool: string, args: { readonly [key: string]: unknown }): Call => ({
       tool,
       args: Toolset.stripNulls(args),
@@ -247,6 +271,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     })
 
     const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
+      const refused = tooDeep(tool, args)
+      if (refused !== undefined) return Effect.fail(refused)
       const call = callOf(tool, args)
       return withDeadline(Effect.catch(attempt(call), (error) => recover(call, error)))
     }
@@ -255,6 +281,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     const runExit = Effect.runPromiseExitWith(yield* Effect.context<never>())
 
     const callToolNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
+      const refused = tooDeep(tool, args)
+      if (refused !== undefined) return Promise.resolve(Exit.fail(refused))
       const now = supervisor.liveNow()
       if (now === undefined) return undefined
       const call = callOf(tool, args)

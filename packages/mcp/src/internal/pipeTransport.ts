@@ -2,7 +2,9 @@
  * An MCP SDK `Transport` over the pipes of a process that `ServerProcess` spawned, so the core
  * owns the process (its group, its stderr, its shutdown) and the SDK only speaks JSON-RPC.
  * Unlike the SDK's own stdio transport, a line that is not JSON-RPC (a banner, a stray
- * `console.log`) is reported and skipped instead of breaking the session.
+ * `console.log`) is counted and skipped instead of breaking the session, and a line too long to
+ * keep or nested too deep to parse safely fails the request it answers at once, as a
+ * `MessageRefused`, while the lines after it are read as usual.
  */
 import type * as NodeStream from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -11,9 +13,18 @@ import {
   JSONRPCMessageSchema,
   type JSONRPCResultResponse
 } from "@modelcontextprotocol/sdk/types.js"
+import { JsonLimits, RawMessage } from "@toolvisor/core"
 
-/** Longest line kept while waiting for its end; a server that floods without newlines is cut off. */
-const maxLine = 16 * 1024 * 1024
+/** Longest line kept; the bytes of a longer one are scanned for its id as they pass, and dropped. */
+export const maxLine = 16 * 1024 * 1024
+
+/** How often, at most, lines that are not JSON-RPC are reported: a flood is one warning, with its count. */
+const garbageReportMillis = 10_000
+
+/** The JSON-RPC code a refused answer carries to the SDK: the answer could not be parsed. */
+const refusedCode = -32700
+
+const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
 
 /**
  * A result response in the plain shape a busy session carries most: exactly `jsonrpc`, `id` and an
@@ -46,12 +57,50 @@ export class NotDelivered extends Error {
   }
 }
 
+/**
+ * A message from the server that was not parsed: longer than `maxLine`, or nested deeper than
+ * `JsonLimits.maxDepth`. Its message says which ("20.0 MiB, over the limit of 16 MiB"). When it
+ * answers a request, that request ran on the server; only its answer is lost.
+ */
+export class MessageRefused extends Error {
+  readonly bytes: number
+  readonly tooDeep: boolean
+
+  constructor(bytes: number, tooDeep: boolean) {
+    super(
+      tooDeep
+        ? `nested deeper than ${JsonLimits.maxDepth} levels, the limit`
+        : `${mib(bytes)}, over the limit of ${maxLine / (1024 * 1024)} MiB`
+    )
+    this.name = "MessageRefused"
+    this.bytes = bytes
+    this.tooDeep = tooDeep
+  }
+}
+
+/** What the transport tells its owner about the server's output, for the log. */
+export interface Events {
+  /**
+   * Lines that are not JSON-RPC: the first at once, then at most one report per 10 s, and one at
+   * the end, each with how many came since the last and the last of them.
+   */
+  readonly garbage: (count: number, last: string) => void
+  /** A message refused for its size or depth that answers no request of ours (no id, or a request from the server). */
+  readonly dropped: (refused: MessageRefused) => void
+}
+
 export class PipeTransport implements Transport {
   onclose?: (() => void) | undefined
   onerror?: ((error: Error) => void) | undefined
   onmessage?: ((message: JSONRPCMessage) => void) | undefined
 
-  private buffer = ""
+  /** The pieces of the line being read, and their length. */
+  private pending: Array<Buffer> = []
+  private pendingBytes = 0
+  /** Set while a line longer than `maxLine` passes: scanned for its id, not kept. */
+  private oversized: { readonly scan: RawMessage.Scan; bytes: number } | undefined
+  /** Lines that are not JSON-RPC since the last report, the last of them, and when that report was. */
+  private garbage = { count: 0, last: "", reportedAt: Number.NEGATIVE_INFINITY }
   private closed = false
   /** The lines sent during this tick, and the promise of their write. */
   private batch: { readonly lines: Array<string>; readonly written: Promise<void> } | undefined
@@ -62,17 +111,15 @@ export class PipeTransport implements Transport {
 
   private readonly input: NodeStream.Readable
   private readonly output: NodeStream.Writable
-  /** Told about each line that is not a JSON-RPC message. */
-  private readonly onGarbage: (line: string) => void
+  private readonly events: Events
 
-  constructor(input: NodeStream.Readable, output: NodeStream.Writable, onGarbage: (line: string) => void) {
+  constructor(input: NodeStream.Readable, output: NodeStream.Writable, events: Events) {
     this.input = input
     this.output = output
-    this.onGarbage = onGarbage
+    this.events = events
   }
 
   async start(): Promise<void> {
-    this.input.setEncoding("utf8")
     this.input.on("data", this.onData)
     this.input.once("close", this.onClosed)
     this.input.once("end", this.onClosed)
@@ -116,33 +163,100 @@ export class PipeTransport implements Transport {
     this.onClosed()
   }
 
-  private readonly onData = (chunk: string) => {
-    this.buffer += chunk
-    let end = this.buffer.indexOf("\n")
-    while (end >= 0) {
-      const line = this.buffer.slice(0, end > 0 && this.buffer[end - 1] === "\r" ? end - 1 : end)
-      this.buffer = this.buffer.slice(end + 1)
-      this.deliver(line)
-      end = this.buffer.indexOf("\n")
+  /**
+   * Each chunk is searched for line ends once; a line split between chunks is kept as its pieces
+   * and joined once, when it ends, so a long line costs its length and not its length squared.
+   */
+  private readonly onData = (chunk: Buffer) => {
+    let start = 0
+    for (let end = chunk.indexOf(10); end >= 0; end = chunk.indexOf(10, start)) {
+      if (this.pendingBytes === 0 && this.oversized === undefined && end - start <= maxLine) {
+        this.deliver(chunk.subarray(start, end))
+      } else {
+        this.append(chunk.subarray(start, end))
+        this.endLine()
+      }
+      start = end + 1
     }
-    if (this.buffer.length > maxLine) {
-      this.onGarbage(this.buffer.slice(0, 200))
-      this.buffer = ""
+    if (start < chunk.length) this.append(chunk.subarray(start))
+  }
+
+  private append(piece: Buffer) {
+    if (this.oversized === undefined && this.pendingBytes + piece.length > maxLine) {
+      this.oversized = { scan: new RawMessage.Scan(), bytes: this.pendingBytes }
+      for (const part of this.pending) this.oversized.scan.feed(part)
+      this.pending = []
+      this.pendingBytes = 0
+    }
+    if (this.oversized === undefined) {
+      this.pending.push(piece)
+      this.pendingBytes += piece.length
+    } else {
+      this.oversized.scan.feed(piece)
+      this.oversized.bytes += piece.length
     }
   }
 
-  private deliver(line: string) {
-    if (line.trim() === "") return
+  private endLine() {
+    const oversized = this.oversized
+    if (oversized !== undefined) {
+      this.oversized = undefined
+      return this.refuse(oversized.scan.found(), new MessageRefused(oversized.bytes, false))
+    }
+    const line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes)
+    this.pending = []
+    this.pendingBytes = 0
+    this.deliver(line)
+  }
+
+  private deliver(bytes: Buffer) {
+    const line = bytes.toString("utf8").trim()
+    if (line === "") return
+    // Only an object can be a message; anything else is skipped without parsing it.
+    if (!line.startsWith("{")) return this.skip(line)
+    if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
+      return this.refuse(RawMessage.scan(bytes), new MessageRefused(bytes.length, true))
+    }
     let parsed: unknown
     try {
       parsed = JSON.parse(line)
     } catch {
-      return this.onGarbage(line)
+      return this.skip(line)
     }
     if (isPlainResult(parsed)) return this.onmessage?.(parsed)
     const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) return this.onGarbage(line)
+    if (!message.success) return this.skip(line)
     this.onmessage?.(message.data)
+  }
+
+  /**
+   * A refused answer fails the request it answers, through the SDK's own path for an error
+   * answer; the refusal rides along as the error's `data`, which no server can forge.
+   */
+  private refuse(found: RawMessage.Found, refused: MessageRefused) {
+    if (found.id === undefined || found.isRequest) return this.events.dropped(refused)
+    this.onmessage?.({
+      jsonrpc: "2.0",
+      id: found.id,
+      error: { code: refusedCode, message: `the server's answer is ${refused.message}`, data: refused }
+    })
+  }
+
+  private skip(line: string) {
+    const garbage = this.garbage
+    garbage.count += 1
+    garbage.last = line.length > 200 ? `${line.slice(0, 200)}…` : line
+    const now = Date.now()
+    if (now - garbage.reportedAt >= garbageReportMillis) {
+      garbage.reportedAt = now
+      this.reportGarbage()
+    }
+  }
+
+  private reportGarbage() {
+    if (this.garbage.count === 0) return
+    this.events.garbage(this.garbage.count, this.garbage.last)
+    this.garbage.count = 0
   }
 
   private readonly onStreamError = (error: Error) => this.onerror?.(error)
@@ -156,6 +270,7 @@ export class PipeTransport implements Transport {
     if (this.closed) return
     this.closed = true
     this.input.off("data", this.onData)
+    this.reportGarbage()
     if (this.writing === 0) return this.onclose?.()
     this.afterWrites = () => {
       this.afterWrites = undefined
