@@ -1,10 +1,60 @@
 /**
- * What a JSON-RPC message says about itself before it is parsed: its top-level `id`, and whether
- * it is a request (it has a `method`) or a response. A message too big to keep or too deep to
- * parse is still answered for: the one request it responds to fails at once, instead of waiting
- * out its deadline, while the stream moves on to the next message. The bytes are scanned as they
- * arrive, in pieces, and nothing of them is kept but a few short strings.
+ * The bounds a JSON-RPC message from a server must fit in, and what a message says about itself
+ * before it is parsed: its top-level `id`, and whether it is a request (it has a `method`) or a
+ * response. A message too big to keep or too deep to parse is still answered for: the one request
+ * it responds to fails at once, instead of waiting out its deadline, while the stream moves on to
+ * the next message. The bytes are scanned as they arrive, in pieces, and nothing of them is kept
+ * but a few short strings. MCP's stdio transport and the LSP reader share all of it.
  */
+import * as JsonLimits from "./JsonLimits.ts"
+
+/** Longest message kept: far above any real answer, far below what would strain this process. */
+export const maxBytes = 16 * 1024 * 1024
+
+const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
+
+/**
+ * A message from a server that was not parsed: longer than `maxBytes`, or nested deeper than
+ * `JsonLimits.maxDepth`. Its message says which ("20.0 MiB, over the limit of 16 MiB"). When it
+ * answers a request, that request ran on the server; only its answer is lost.
+ */
+export class Refused extends Error {
+  readonly bytes: number
+  readonly tooDeep: boolean
+
+  constructor(bytes: number, tooDeep: boolean) {
+    super(
+      tooDeep
+        ? `nested deeper than ${JsonLimits.maxDepth} levels, the limit`
+        : `${mib(bytes)}, over the limit of ${maxBytes / (1024 * 1024)} MiB`
+    )
+    this.name = "Refused"
+    this.bytes = bytes
+    this.tooDeep = tooDeep
+  }
+}
+
+/** The JSON-RPC code a refused answer carries: it could not be parsed. */
+export const refusedCode = -32700
+
+/**
+ * The error answer that fails the request a refused message answers, in JSON-RPC's shape, for the
+ * client library to route as it routes any answer; `undefined` when the message answers no request
+ * of ours (it has no id, or it is a request from the server). The refusal rides along as the
+ * error's `data`, an object no server can forge over the wire.
+ */
+export const errorAnswer = (found: Found, refused: Refused) =>
+  found.id === undefined || found.isRequest
+    ? undefined
+    : {
+        jsonrpc: "2.0" as const,
+        id: found.id,
+        error: {
+          code: refusedCode,
+          message: `the server's answer is ${refused.message}; the request ran, but its answer was dropped`,
+          data: refused
+        }
+      }
 
 /** What the scan found: the id, and whether the message is a request or notification from the peer. */
 export interface Found {

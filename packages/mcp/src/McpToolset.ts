@@ -7,13 +7,23 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, Deadline, JsonLimits, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import {
+  Classify,
+  Deadline,
+  JsonLimits,
+  LifecycleError,
+  Policy,
+  RawMessage,
+  State,
+  Supervisor,
+  Toolset
+} from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import type * as Scope from "effect/Scope"
-import { MessageRefused, NotDelivered } from "./internal/pipeTransport.ts"
+import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 
@@ -121,7 +131,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       cause: unknown,
       deadline: Deadline.Deadline | undefined
     ): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
-      cause instanceof McpError && cause.data instanceof MessageRefused
+      cause instanceof McpError && cause.data instanceof RawMessage.Refused
         ? new Toolset.ToolCallFailed({
             toolset: name,
             tool,

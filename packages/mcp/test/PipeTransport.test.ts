@@ -6,7 +6,8 @@
 import * as NodeStream from "node:stream"
 import { assert, describe, it } from "@effect/vitest"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { MessageRefused, maxLine, NotDelivered, PipeTransport } from "../src/internal/pipeTransport.ts"
+import { RawMessage } from "@toolvisor/core"
+import { maxLine, NotDelivered, PipeTransport } from "../src/internal/pipeTransport.ts"
 
 /** A transport whose server side is two PassThrough streams: what we write, and what we make it read. */
 const open = async () => {
@@ -15,7 +16,7 @@ const open = async () => {
   const writes: Array<string> = []
   toServer.on("data", (chunk: Buffer) => writes.push(chunk.toString("utf8")))
   const garbage: Array<{ readonly count: number; readonly last: string }> = []
-  const dropped: Array<MessageRefused> = []
+  const dropped: Array<RawMessage.Refused> = []
   const received: Array<JSONRPCMessage> = []
   const transport = new PipeTransport(fromServer, toServer, {
     garbage: (count, last) => garbage.push({ count, last }),
@@ -179,7 +180,7 @@ describe("PipeTransport", () => {
     const [refused, next] = received
     assert.deepInclude(refused, { jsonrpc: "2.0", id: 4 })
     const error = refused !== undefined && "error" in refused ? refused.error : undefined
-    assert.instanceOf(error?.data, MessageRefused)
+    assert.instanceOf(error?.data, RawMessage.Refused)
     assert.include(error?.message, "20.0 MiB, over the limit of 16 MiB")
     assert.deepStrictEqual(next, { jsonrpc: "2.0", id: 5, result: {} })
     assert.deepStrictEqual(dropped, [])
@@ -212,7 +213,7 @@ describe("PipeTransport", () => {
     const [refused, next] = received
     const error = refused !== undefined && "error" in refused ? refused.error : undefined
     assert.deepInclude(refused, { id: "d1" })
-    assert.instanceOf(error?.data, MessageRefused)
+    assert.instanceOf(error?.data, RawMessage.Refused)
     assert.include(error?.message, "nested deeper than 64 levels")
     assert.deepStrictEqual(next, { jsonrpc: "2.0", id: 2, result: {} })
   })

@@ -4,7 +4,7 @@
  * Unlike the SDK's own stdio transport, a line that is not JSON-RPC (a banner, a stray
  * `console.log`) is counted and skipped instead of breaking the session, and a line too long to
  * keep or nested too deep to parse safely fails the request it answers at once, as a
- * `MessageRefused`, while the lines after it are read as usual.
+ * `RawMessage.Refused`, while the lines after it are read as usual.
  */
 import type * as NodeStream from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -16,15 +16,10 @@ import {
 import { JsonLimits, RawMessage } from "@toolvisor/core"
 
 /** Longest line kept; the bytes of a longer one are scanned for its id as they pass, and dropped. */
-export const maxLine = 16 * 1024 * 1024
+export const maxLine = RawMessage.maxBytes
 
 /** How often, at most, lines that are not JSON-RPC are reported: a flood is one warning, with its count. */
 const garbageReportMillis = 10_000
-
-/** The JSON-RPC code a refused answer carries to the SDK: the answer could not be parsed. */
-const refusedCode = -32700
-
-const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
 
 /**
  * A result response in the plain shape a busy session carries most: exactly `jsonrpc`, `id` and an
@@ -57,27 +52,6 @@ export class NotDelivered extends Error {
   }
 }
 
-/**
- * A message from the server that was not parsed: longer than `maxLine`, or nested deeper than
- * `JsonLimits.maxDepth`. Its message says which ("20.0 MiB, over the limit of 16 MiB"). When it
- * answers a request, that request ran on the server; only its answer is lost.
- */
-export class MessageRefused extends Error {
-  readonly bytes: number
-  readonly tooDeep: boolean
-
-  constructor(bytes: number, tooDeep: boolean) {
-    super(
-      tooDeep
-        ? `nested deeper than ${JsonLimits.maxDepth} levels, the limit`
-        : `${mib(bytes)}, over the limit of ${maxLine / (1024 * 1024)} MiB`
-    )
-    this.name = "MessageRefused"
-    this.bytes = bytes
-    this.tooDeep = tooDeep
-  }
-}
-
 /** What the transport tells its owner about the server's output, for the log. */
 export interface Events {
   /**
@@ -86,7 +60,7 @@ export interface Events {
    */
   readonly garbage: (count: number, last: string) => void
   /** A message refused for its size or depth that answers no request of ours (no id, or a request from the server). */
-  readonly dropped: (refused: MessageRefused) => void
+  readonly dropped: (refused: RawMessage.Refused) => void
 }
 
 export class PipeTransport implements Transport {
@@ -201,7 +175,7 @@ export class PipeTransport implements Transport {
     const oversized = this.oversized
     if (oversized !== undefined) {
       this.oversized = undefined
-      return this.refuse(oversized.scan.found(), new MessageRefused(oversized.bytes, false))
+      return this.refuse(oversized.scan.found(), new RawMessage.Refused(oversized.bytes, false))
     }
     const line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes)
     this.pending = []
@@ -215,7 +189,7 @@ export class PipeTransport implements Transport {
     // Only an object can be a message; anything else is skipped without parsing it.
     if (!line.startsWith("{")) return this.skip(line)
     if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
-      return this.refuse(RawMessage.scan(bytes), new MessageRefused(bytes.length, true))
+      return this.refuse(RawMessage.scan(bytes), new RawMessage.Refused(bytes.length, true))
     }
     let parsed: unknown
     try {
@@ -229,17 +203,11 @@ export class PipeTransport implements Transport {
     this.onmessage?.(message.data)
   }
 
-  /**
-   * A refused answer fails the request it answers, through the SDK's own path for an error
-   * answer; the refusal rides along as the error's `data`, which no server can forge.
-   */
-  private refuse(found: RawMessage.Found, refused: MessageRefused) {
-    if (found.id === undefined || found.isRequest) return this.events.dropped(refused)
-    this.onmessage?.({
-      jsonrpc: "2.0",
-      id: found.id,
-      error: { code: refusedCode, message: `the server's answer is ${refused.message}`, data: refused }
-    })
+  /** A refused answer fails the request it answers, through the SDK's own path for an error answer. */
+  private refuse(found: RawMessage.Found, refused: RawMessage.Refused) {
+    const answer = RawMessage.errorAnswer(found, refused)
+    if (answer === undefined) this.events.dropped(refused)
+    else this.onmessage?.(answer)
   }
 
   private skip(line: string) {
