@@ -100,6 +100,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       })
     })
 
+    const remote = McpSpec.isRemote(spec)
+
     const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
     /** One deadline for the whole call, a resend included. */
     const withDeadline = Deadline.within(callMillis)
@@ -124,37 +126,42 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * The server's answer to the request is the caller's business; anything else is a lifecycle
      * failure. The SDK's "Not connected" (the transport closed before the request was sent) and a
      * write into a pipe nobody reads any more mean the request provably never reached the server:
-     * it is handled as a lost session and may be sent again.
+     * it is handled as a lost session and may be sent again. An answer too big or too deep to
+     * read fails the call alone, saying that it ran: the session is fine.
      */
     const callFailure = (
       tool: string,
       cause: unknown,
       deadline: Deadline.Deadline | undefined
-    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
-      cause instanceof McpError && cause.data instanceof RawMessage.Refused
-        ? new Toolset.ToolCallFailed({
+    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError => {
+      const refused = refusalOf(cause)
+      if (refused !== undefined) return refusedAnswer(tool, refused)
+      return cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
+        ? new LifecycleError.SessionMissing({
             toolset: name,
-            tool,
-            message: `${name}/${tool}: the server's answer is ${cause.data.message}; the call ran, but its answer was dropped`,
-            cause: cause.data
+            message: `${name}: the session closed before "${tool}" was sent`,
+            cause
           })
-        : cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
-          ? new LifecycleError.SessionMissing({
-              toolset: name,
-              message: `${name}: the session closed before "${tool}" was sent`,
-              cause
-            })
-          : cause instanceof McpError && cause.code === requestTimeout
-            ? Deadline.exceeded(name, deadline ?? { millis: McpConnector.noSdkTimeout })
-            : cause instanceof McpError && !connectionCodes.has(cause.code)
-              ? new Toolset.ToolCallFailed({
-                  toolset: name,
-                  tool,
-                  message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
-                  code: cause.code,
-                  cause
-                })
-              : Classify.classify(name, cause)
+        : cause instanceof McpError && cause.code === requestTimeout
+          ? Deadline.exceeded(name, deadline ?? { millis: McpConnector.noSdkTimeout })
+          : cause instanceof McpError && !connectionCodes.has(cause.code)
+            ? new Toolset.ToolCallFailed({
+                toolset: name,
+                tool,
+                message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
+                code: cause.code,
+                cause
+              })
+            : Classify.classify(name, cause)
+    }
+
+    const refusedAnswer = (tool: string, refused: RawMessage.Refused) =>
+      new Toolset.ToolCallFailed({
+        toolset: name,
+        tool,
+        message: `${name}/${tool}: the server's answer is ${refused.message}; the call ran, but its answer was dropped`,
+        cause: refused
+      })
 
     /**
      * The current listing by name, built once per listing: a listing is replaced, never changed,
@@ -190,11 +197,13 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       call: Call,
       deadline: Deadline.Deadline | undefined,
       signal?: AbortSignal
-    ) =>
-      session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
+    ) => {
+      const sent = session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
         ...(signal === undefined ? {} : { signal }),
         timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
       })
+      return remote ? sent.then(withinDepth) : sent
+    }
 
     /**
      * Checks the call against the session's current listing and records the session in the call.
@@ -222,8 +231,6 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           })
         })
       })
-
-    const remote = McpSpec.isRemote(spec)
 
     /**
      * Recovery from a failed attempt, by what the failure proves; its effects are built only when
@@ -354,6 +361,22 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 
 /** What the SDK's `callTool` resolves with. */
 type SdkResult = Awaited<ReturnType<Client["callTool"]>>
+
+/** The refusal a failure carries: a remote answer too deep, or an answer the stdio transport refused. */
+const refusalOf = (cause: unknown): RawMessage.Refused | undefined =>
+  cause instanceof RawMessage.Refused
+    ? cause
+    : cause instanceof McpError && cause.data instanceof RawMessage.Refused
+      ? cause.data
+      : undefined
+
+/**
+ * A remote answer's depth, checked once the SDK has parsed it (without recursion: `JSON.parse` is
+ * iterative and the SDK's schemas stop at the result's open fields) and before anything recursive
+ * (a serializer, a schema) walks it. The stdio transport checks the raw line instead.
+ */
+const withinDepth = (result: SdkResult): Promise<SdkResult> =>
+  JsonLimits.isTooDeep(result) ? Promise.reject(new RawMessage.Refused(0, true)) : Promise.resolve(result)
 
 /** Servers of the 2024-10-07 protocol answer `{ toolResult }`; it becomes one text item. */
 const toToolResult = (result: SdkResult): Toolset.ToolResult =>

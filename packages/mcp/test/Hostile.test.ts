@@ -11,7 +11,7 @@ import * as Logger from "effect/Logger"
 import * as Scope from "effect/Scope"
 import * as McpSpec from "../src/McpSpec.ts"
 import * as McpToolset from "../src/McpToolset.ts"
-import { everythingStdio, fastPolicy, textOf, until } from "./helpers.ts"
+import { awaitListening, everythingStdio, fastPolicy, freePort, textOf, until } from "./helpers.ts"
 
 const fixtures = NodePath.resolve(import.meta.dirname, "../../../test/fixtures/hostile")
 
@@ -79,6 +79,26 @@ describe("a hostile MCP server", () => {
       assert.include(error.message, "the call ran")
       assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
       assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a result nested 100 000 deep over streamable HTTP fails its call at once; the session stays up", () =>
+    Effect.gen(function* () {
+      const port = yield* freePort
+      yield* ServerProcess.spawn("deep-http", {
+        command: process.execPath,
+        args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
+        env: { PORT: String(port) }
+      })
+      yield* awaitListening(port)
+      const { toolset, close } = yield* started("remote", McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }))
+      const { error, millis } = yield* failureOf(toolset, "deep")
+      assert.isBelow(millis, 10_000)
+      assert.strictEqual(error._tag, "ToolCallFailed")
+      assert.include(error.message, "nested deeper than 64")
+      assert.include(error.message, "the call ran")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
       yield* close
     })
   )
