@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
 import * as ProcessGroup from "./internal/processGroup.ts"
+import * as Stderr from "./internal/stderr.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 import * as Owner from "./Owner.ts"
 import { groupAlive } from "./Procfs.ts"
@@ -85,7 +86,9 @@ export const spawn = (
   Effect.gen(function* () {
     const exit = yield* Deferred.make<Exited>()
     const outputClosed = yield* Deferred.make<void>()
-    const tail = new StderrTail(spec.stderrLines ?? 50)
+    const tail = new Stderr.Tail(spec.stderrLines ?? 50)
+    // Runs after the close below (finalizers run in reverse): the group is gone, stderr may flow.
+    yield* Effect.addFinalizer(() => Effect.sync(() => tail.stop()))
     const child = yield* Effect.acquireRelease(start(toolset, spec, exit, outputClosed, tail), (child) =>
       close(child, Deferred.await(exit), spec.grace)
     )
@@ -202,7 +205,7 @@ const start = (
   spec: Spec,
   exit: Deferred.Deferred<Exited>,
   outputClosed: Deferred.Deferred<void>,
-  tail: StderrTail
+  tail: Stderr.Tail
 ) =>
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
     const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
@@ -211,7 +214,7 @@ const start = (
       detached: true,
       stdio: ["pipe", "pipe", "pipe"]
     })
-    child.stderr.on("data", (chunk: Buffer) => tail.push(chunk))
+    tail.read(child.stderr)
     const onOutputClosed = () => Deferred.doneUnsafe(outputClosed, Effect.void)
     child.stdout.once("end", onOutputClosed)
     child.stdout.once("close", onOutputClosed)
@@ -265,59 +268,7 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
     yield* ProcessGroup.awaitGone(pgid, Duration.seconds(5))
   })
 
+/** The bounds on what a server's stderr costs: the length of a line kept, and how fast it is read. */
+export { maxLineBytes as maxStderrLineBytes, readBytesPerSecond as stderrBytesPerSecond } from "./internal/stderr.ts"
 /** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
 export { groupAlive, isAlive } from "./Procfs.ts"
-
-/** Longest stderr line kept, in bytes: the rest of a longer line is counted, not kept. */
-export const maxStderrLineBytes = 1_000
-
-/**
- * The last `size` lines of stderr, each cut at `maxStderrLineBytes`. A server that floods stderr,
- * or writes one endless line, costs a few kilobytes: each chunk is searched for newlines once, and
- * only the kept part of a line is copied and decoded (whole, so a character split between chunks
- * survives).
- */
-class StderrTail {
-  private readonly complete: Array<string> = []
-  private readonly partial: Array<Buffer> = []
-  private partialBytes = 0
-  private droppedBytes = 0
-  private readonly size: number
-
-  constructor(size: number) {
-    this.size = size
-  }
-
-  push(chunk: Buffer): void {
-    let start = 0
-    for (let end = chunk.indexOf(10); end >= 0; end = chunk.indexOf(10, start)) {
-      this.keep(chunk, start, end)
-      this.complete.push(this.text())
-      if (this.complete.length > this.size) this.complete.shift()
-      this.partial.length = 0
-      this.partialBytes = 0
-      this.droppedBytes = 0
-      start = end + 1
-    }
-    this.keep(chunk, start, chunk.length)
-  }
-
-  /** The last lines, oldest first, the line being written included. */
-  readonly lines = (): ReadonlyArray<string> =>
-    this.partialBytes === 0 && this.droppedBytes === 0
-      ? [...this.complete]
-      : [...this.complete, this.text()].slice(-this.size)
-
-  private keep(chunk: Buffer, start: number, end: number): void {
-    const kept = Math.max(0, Math.min(end - start, maxStderrLineBytes - this.partialBytes))
-    // A copy: a view would hold on to the whole chunk.
-    if (kept > 0) this.partial.push(Buffer.from(chunk.subarray(start, start + kept)))
-    this.partialBytes += kept
-    this.droppedBytes += end - start - kept
-  }
-
-  private text(): string {
-    const text = Buffer.concat(this.partial, this.partialBytes).toString("utf8").replace(/\r$/, "")
-    return this.droppedBytes === 0 ? text : `${text}… (${this.droppedBytes} more bytes)`
-  }
-}

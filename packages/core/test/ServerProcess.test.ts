@@ -206,6 +206,26 @@ describe("ServerProcess", () => {
     })
   )
 
+  it.live("a server that floods stderr is read at most 8 MiB a second: it blocks on its own writes", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: [
+          "-e",
+          `const fs = require("fs"), block = Buffer.alloc(1 << 16, 121), until = Date.now() + 2000
+          let written = 0
+          while (Date.now() < until) written += fs.writeSync(2, block)
+          console.log(written)`
+        ]
+      })
+      const [written] = yield* readLines(proc, 1)
+      // Two seconds and a partial third of reading, plus what the pipe holds; unread, it is gigabytes.
+      assert.isBelow(Number(written), 4 * ServerProcess.stderrBytesPerSecond)
+      assert.isAbove(Number(written), ServerProcess.stderrBytesPerSecond)
+      yield* close
+    })
+  )
+
   it.live("a character split between two reads of stderr is decoded whole", () =>
     Effect.gen(function* () {
       const { proc, close } = yield* spawned({
