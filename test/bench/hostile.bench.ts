@@ -32,6 +32,7 @@ const everything = McpSpec.Stdio.make({
 const policy = Policy.fromLifecycleUnknownSync({ call_timeout: "30s", startup_timeout: "30s" })
 
 const fmt = formatter(1)
+const ms = formatter(3)
 const mb = (bytes: number) => fmt(bytes / 1e6)
 
 const started = (name: string, spec: McpSpec.McpSpec) =>
@@ -54,7 +55,7 @@ const echoFor = (toolset: Toolset.Toolset, seconds: number) =>
     return ascending(samples)
   })
 
-/** The highest RSS seen while `effect` runs, sampled each second. */
+/** The highest RSS seen while `effect` runs, sampled each second, and the RSS when it ends. */
 const peakRss = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
     let peak = process.memoryUsage().rss
@@ -67,15 +68,17 @@ const peakRss = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     )
     const result = yield* effect
     yield* Fiber.interrupt(sampler)
-    return { result, peak: Math.max(peak, process.memoryUsage().rss) }
+    const end = process.memoryUsage().rss
+    return { result, rss: { peak: Math.max(peak, end), end } }
   })
 
-const row = (label: string, samples: ReadonlyArray<number>, rss: number) => [
+const row = (label: string, samples: ReadonlyArray<number>, rss: { readonly peak: number; readonly end: number }) => [
   label,
   String(samples.length),
-  fmt(percentile(samples, 0.5)),
-  fmt(percentile(samples, 0.99)),
-  mb(rss)
+  ms(percentile(samples, 0.5)),
+  ms(percentile(samples, 0.99)),
+  mb(rss.peak),
+  mb(rss.end)
 ]
 
 /** How long one call takes to fail (or succeed), and what the next call on the session gets. */
@@ -94,13 +97,13 @@ const timed = (toolset: Toolset.Toolset, tool: string) =>
 
 const program = Effect.gen(function* () {
   const other = yield* started("other", everything)
-  const { result: quiet, peak: quietRss } = yield* peakRss(echoFor(other, BASELINE_SECONDS))
+  const { result: quiet, rss: quietRss } = yield* peakRss(echoFor(other, BASELINE_SECONDS))
   yield* started("flood", hostile("stderr-flood.mjs"))
-  const { result: flooded, peak: floodRss } = yield* peakRss(echoFor(other, FLOOD_SECONDS))
+  const { result: flooded, rss: floodRss } = yield* peakRss(echoFor(other, FLOOD_SECONDS))
   yield* Console.log(`stderr flood (${FLOOD_SECONDS} s), echo on another toolset, ms:`)
   yield* Console.log(
     renderTable(
-      ["phase", "calls", "p50", "p99", "peak RSS MB"],
+      ["phase", "calls", "p50", "p99", "peak RSS MB", "RSS at end MB"],
       [row("before the flood", quiet, quietRss), row("during the flood", flooded, floodRss)]
     )
   )

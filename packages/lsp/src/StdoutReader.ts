@@ -62,6 +62,12 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
     return Rpc.Disposable.create(() => this.#stop())
   }
 
+  /** The connection disposes the reader, not what `listen` returned: either stops the reading. */
+  override dispose(): void {
+    this.#stop()
+    super.dispose()
+  }
+
   readonly #onError = (error: Error) => this.fireError(error)
 
   readonly #onClose = () => this.fireClose()
