@@ -4,8 +4,9 @@
  * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
  * whole group — and returns only when no process of the group is left. Every server carries this
  * process's owner mark, so a sweep can find it if this process dies without closing it (`Owner`),
- * and none inherits Toolvisor's own variables (its tokens and keys). What a server writes to
- * stderr costs a bounded tail, however much it writes.
+ * and none inherits Toolvisor's own variables (its tokens and keys). However much a server writes
+ * to stderr, it costs a tail of short lines and a bounded rate of reading; a server that closes its
+ * stdout but runs on ends its session all the same.
  */
 import * as NodeChildProcess from "node:child_process"
 import type * as NodeStream from "node:stream"

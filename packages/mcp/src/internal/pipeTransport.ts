@@ -187,7 +187,7 @@ export class PipeTransport implements Transport {
     const line = bytes.toString("utf8").trim()
     if (line === "") return
     // Only an object can be a message; anything else is skipped without parsing it.
-    if (!line.startsWith("{")) return this.skip(line)
+    if (!line.startsWith("{")) return this.skip(bytes)
     if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
       return this.refuse(RawMessage.scan(bytes), new RawMessage.Refused(bytes.length, true))
     }
@@ -195,11 +195,11 @@ export class PipeTransport implements Transport {
     try {
       parsed = JSON.parse(line)
     } catch {
-      return this.skip(line)
+      return this.skip(bytes)
     }
     if (isPlainResult(parsed)) return this.onmessage?.(parsed)
     const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) return this.skip(line)
+    if (!message.success) return this.skip(bytes)
     this.onmessage?.(message.data)
   }
 
@@ -210,10 +210,12 @@ export class PipeTransport implements Transport {
     else this.onmessage?.(answer)
   }
 
-  private skip(line: string) {
+  private skip(bytes: Buffer) {
     const garbage = this.garbage
     garbage.count += 1
-    garbage.last = line.length > 200 ? `${line.slice(0, 200)}…` : line
+    // Decoded afresh: a slice of the line would keep the whole line alive until the next report.
+    const last = bytes.toString("utf8", 0, Math.min(bytes.length, 200)).trim()
+    garbage.last = bytes.length > 200 ? `${last}…` : last
     const now = Date.now()
     if (now - garbage.reportedAt >= garbageReportMillis) {
       garbage.reportedAt = now
