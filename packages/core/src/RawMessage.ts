@@ -34,6 +34,23 @@ export class Refused extends Error {
   }
 }
 
+/**
+ * Whether a message's text nests deeper than `JsonLimits.maxDepth`. A text with no more brackets
+ * than that cannot, and counting them is a native search that skips long strings at memory speed;
+ * only a text with more brackets gets the exact scan, which reads every character. Most messages
+ * have a handful of brackets around a long text, so this costs them next to nothing.
+ */
+export const isTooDeep = (text: string): boolean => {
+  let brackets = 0
+  for (const bracket of ["{", "["]) {
+    for (let i = text.indexOf(bracket); i >= 0; i = text.indexOf(bracket, i + 1)) {
+      brackets += 1
+      if (brackets > JsonLimits.maxDepth) return JsonLimits.textDepth(text, JsonLimits.maxDepth) > JsonLimits.maxDepth
+    }
+  }
+  return false
+}
+
 /** The JSON-RPC code a refused answer carries: it could not be parsed. */
 export const refusedCode = -32700
 

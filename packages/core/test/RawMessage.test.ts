@@ -47,6 +47,15 @@ describe("RawMessage", () => {
     assert.deepStrictEqual(RawMessage.scan(bytes(text)), { id: "last", isRequest: false })
   })
 
+  it("isTooDeep: deeper than 64 levels, whatever brackets are in strings or side by side", () => {
+    const nested = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`
+    assert.isFalse(RawMessage.isTooDeep(`{"result":${nested(63)}}`))
+    assert.isTrue(RawMessage.isTooDeep(`{"result":${nested(64)}}`))
+    assert.isFalse(RawMessage.isTooDeep(JSON.stringify({ items: Array.from({ length: 1000 }, (_, i) => ({ i })) })))
+    assert.isFalse(RawMessage.isTooDeep(JSON.stringify({ text: "{[".repeat(1000) })))
+    assert.isTrue(RawMessage.isTooDeep(`{"a":${'{"b":'.repeat(100)}1${"}".repeat(100)}}`))
+  })
+
   it("an id too long to be ours is not kept", () => {
     assert.deepStrictEqual(RawMessage.scan(bytes(`{"id":"${"x".repeat(1000)}","result":{}}`)), {
       id: undefined,

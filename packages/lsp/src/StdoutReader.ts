@@ -8,7 +8,7 @@
  * nests deeper than `JsonLimits.maxDepth`. The body's own framing keeps the stream in step.
  */
 import type * as NodeStream from "node:stream"
-import { JsonLimits, RawMessage } from "@toolvisor/core"
+import { RawMessage } from "@toolvisor/core"
 import * as Predicate from "effect/Predicate"
 import * as Rpc from "vscode-jsonrpc/node"
 
@@ -152,7 +152,7 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
   #bodyRead(body: Buffer) {
     this.#phase = headers
     const text = body.toString("utf8")
-    if (JsonLimits.textDepth(text, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
+    if (RawMessage.isTooDeep(text)) {
       return this.#refuse(RawMessage.scan(body), new RawMessage.Refused(body.length, true))
     }
     let message: unknown

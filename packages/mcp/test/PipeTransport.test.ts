@@ -135,6 +135,17 @@ describe("PipeTransport", () => {
     assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 1, result: { content: [] } }])
   })
 
+  it("a character split between two reads arrives whole", async () => {
+    const { fromServer, received, settle } = await open()
+    const bytes = Buffer.from(`${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: "café ☕" } })}\n`)
+    const split = bytes.indexOf("☕") + 1
+    fromServer.write(bytes.subarray(0, split))
+    await settle()
+    fromServer.write(bytes.subarray(split))
+    await settle()
+    assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 1, result: { text: "café ☕" } }])
+  })
+
   it("a message sent once the server's output has ended is NotDelivered, and never written", async () => {
     const { transport, fromServer, writes, settle } = await open()
     fromServer.end()

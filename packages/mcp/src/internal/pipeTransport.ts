@@ -7,19 +7,34 @@
  * `RawMessage.Refused`, while the lines after it are read as usual.
  */
 import type * as NodeStream from "node:stream"
+import { StringDecoder } from "node:string_decoder"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type JSONRPCMessage,
   JSONRPCMessageSchema,
   type JSONRPCResultResponse
 } from "@modelcontextprotocol/sdk/types.js"
-import { JsonLimits, RawMessage } from "@toolvisor/core"
+import { RawMessage } from "@toolvisor/core"
 
-/** Longest line kept; the bytes of a longer one are scanned for its id as they pass, and dropped. */
+/**
+ * Longest line kept, in characters (a line of this many is at least this many bytes); a longer one
+ * is scanned for its id as it passes, and dropped.
+ */
 export const maxLine = RawMessage.maxBytes
 
 /** How often, at most, lines that are not JSON-RPC are reported: a flood is one warning, with its count. */
 const garbageReportMillis = 10_000
+
+const openBrace = 123
+
+/** Where the first character that is not JSON whitespace is; -1 for a blank line. */
+const firstNonSpace = (line: string): number => {
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i)
+    if (c !== 32 && c !== 9 && c !== 13 && c !== 10) return i
+  }
+  return -1
+}
 
 /**
  * A result response in the plain shape a busy session carries most: exactly `jsonrpc`, `id` and an
@@ -68,10 +83,12 @@ export class PipeTransport implements Transport {
   onerror?: ((error: Error) => void) | undefined
   onmessage?: ((message: JSONRPCMessage) => void) | undefined
 
-  /** The pieces of the line being read, and their length. */
-  private pending: Array<Buffer> = []
-  private pendingBytes = 0
-  /** Set while a line longer than `maxLine` passes: scanned for its id, not kept. */
+  /** Decodes the server's output, keeping a character split between two reads whole. */
+  private readonly decoder = new StringDecoder("utf8")
+  /** The pieces of the line being read, and their length in characters. */
+  private pending: Array<string> = []
+  private pendingLength = 0
+  /** Set while a line longer than `maxLine` passes: scanned for its id, and its bytes counted, not kept. */
   private oversized: { readonly scan: RawMessage.Scan; bytes: number } | undefined
   /** Lines that are not JSON-RPC since the last report, the last of them, and when that report was. */
   private garbage = { count: 0, last: "", reportedAt: Number.NEGATIVE_INFINITY }
@@ -142,33 +159,40 @@ export class PipeTransport implements Transport {
    * and joined once, when it ends, so a long line costs its length and not its length squared.
    */
   private readonly onData = (chunk: Buffer) => {
+    const text = this.decoder.write(chunk)
     let start = 0
-    for (let end = chunk.indexOf(10); end >= 0; end = chunk.indexOf(10, start)) {
-      if (this.pendingBytes === 0 && this.oversized === undefined && end - start <= maxLine) {
-        this.deliver(chunk.subarray(start, end))
+    for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
+      if (this.pendingLength === 0 && this.oversized === undefined && end - start <= maxLine) {
+        this.deliver(text.slice(start, end))
       } else {
-        this.append(chunk.subarray(start, end))
+        this.append(text.slice(start, end))
         this.endLine()
       }
       start = end + 1
     }
-    if (start < chunk.length) this.append(chunk.subarray(start))
+    if (start < text.length) this.append(text.slice(start))
   }
 
-  private append(piece: Buffer) {
-    if (this.oversized === undefined && this.pendingBytes + piece.length > maxLine) {
-      this.oversized = { scan: new RawMessage.Scan(), bytes: this.pendingBytes }
-      for (const part of this.pending) this.oversized.scan.feed(part)
+  private append(piece: string) {
+    if (this.oversized === undefined && this.pendingLength + piece.length > maxLine) {
+      this.oversized = { scan: new RawMessage.Scan(), bytes: 0 }
+      for (const part of this.pending) this.pass(this.oversized, part)
       this.pending = []
-      this.pendingBytes = 0
+      this.pendingLength = 0
     }
     if (this.oversized === undefined) {
       this.pending.push(piece)
-      this.pendingBytes += piece.length
+      this.pendingLength += piece.length
     } else {
-      this.oversized.scan.feed(piece)
-      this.oversized.bytes += piece.length
+      this.pass(this.oversized, piece)
     }
+  }
+
+  /** A piece of a line too long to keep: scanned for the id, counted, dropped. */
+  private pass(oversized: { readonly scan: RawMessage.Scan; bytes: number }, piece: string) {
+    const bytes = Buffer.from(piece, "utf8")
+    oversized.scan.feed(bytes)
+    oversized.bytes += bytes.length
   }
 
   private endLine() {
@@ -177,29 +201,30 @@ export class PipeTransport implements Transport {
       this.oversized = undefined
       return this.refuse(oversized.scan.found(), new RawMessage.Refused(oversized.bytes, false))
     }
-    const line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes)
+    const line = this.pending.join("")
     this.pending = []
-    this.pendingBytes = 0
+    this.pendingLength = 0
     this.deliver(line)
   }
 
-  private deliver(bytes: Buffer) {
-    const line = bytes.toString("utf8").trim()
-    if (line === "") return
+  private deliver(line: string) {
+    const first = firstNonSpace(line)
+    if (first < 0) return
     // Only an object can be a message; anything else is skipped without parsing it.
-    if (!line.startsWith("{")) return this.skip(bytes)
-    if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
+    if (line.charCodeAt(first) !== openBrace) return this.skip(line)
+    if (RawMessage.isTooDeep(line)) {
+      const bytes = Buffer.from(line, "utf8")
       return this.refuse(RawMessage.scan(bytes), new RawMessage.Refused(bytes.length, true))
     }
     let parsed: unknown
     try {
       parsed = JSON.parse(line)
     } catch {
-      return this.skip(bytes)
+      return this.skip(line)
     }
     if (isPlainResult(parsed)) return this.onmessage?.(parsed)
     const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) return this.skip(bytes)
+    if (!message.success) return this.skip(line)
     this.onmessage?.(message.data)
   }
 
@@ -210,12 +235,11 @@ export class PipeTransport implements Transport {
     else this.onmessage?.(answer)
   }
 
-  private skip(bytes: Buffer) {
+  private skip(line: string) {
     const garbage = this.garbage
     garbage.count += 1
-    // Decoded afresh: a slice of the line would keep the whole line alive until the next report.
-    const last = bytes.toString("utf8", 0, Math.min(bytes.length, 200)).trim()
-    garbage.last = bytes.length > 200 ? `${last}…` : last
+    // Copied: a slice of a long line would keep all of it alive until the next report.
+    garbage.last = line.length > 200 ? `${Buffer.from(line.slice(0, 200)).toString()}…` : line.trim()
     const now = Date.now()
     if (now - garbage.reportedAt >= garbageReportMillis) {
       garbage.reportedAt = now
