@@ -146,18 +146,19 @@ const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, Lifecycle
       ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
     })
     const context = yield* Effect.context<never>()
-    const transport = new PipeTransport(proc.stdout, proc.stdin, (line) =>
-      Effect.runForkWith(context)(
-        Effect.logWarning(
-          `${name}: ignored a line on stdout that is not JSON-RPC: ${Redaction.redact(line.slice(0, 200))}`
-        )
-      )
-    )
+    const warn = (message: string) => Effect.runForkWith(context)(Effect.logWarning(message))
+    const transport = new PipeTransport(proc.stdout, proc.stdin, {
+      garbage: (count, last) =>
+        warn(
+          `${name}: ignored ${count} ${count === 1 ? "line" : "lines"} on stdout that ${count === 1 ? "is" : "are"} not JSON-RPC; the last: ${Redaction.redact(last)}`
+        ),
+      dropped: (refused) => warn(`${name}: dropped a message from the server: it is ${refused.message}`)
+    })
     return {
       transport,
       guard: proc.whileRunning,
       established: proc.established,
-      ended: proc.exited,
+      ended: proc.ended,
       pid: proc.pid,
       secrets: Object.values(fromFile)
     }
