@@ -266,7 +266,7 @@ describe("ServerProcess", () => {
         Object.keys(env)
           .filter((name) => name.startsWith("TOOLVISOR_"))
           .sort(),
-        ["TOOLVISOR_INPUT_API_KEY", "TOOLVISOR_OWNER"]
+        ["TOOLVISOR_INPUT_API_KEY", "TOOLVISOR_OWNER", "TOOLVISOR_SERVER"]
       )
       assert.strictEqual(env.TOOLVISOR_INPUT_API_KEY, "asked-for")
       assert.strictEqual(env.PATH, process.env.PATH)
