@@ -6,7 +6,7 @@
  * itself read-only or idempotent.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
+import { type LoggingLevel, McpError } from "@modelcontextprotocol/sdk/types.js"
 import {
   Classify,
   Deadline,
@@ -27,6 +27,7 @@ import type * as Scope from "effect/Scope"
 import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
+import * as McpSurfaces from "./McpSurfaces.ts"
 
 export interface Options {
   readonly name: string
@@ -34,16 +35,13 @@ export interface Options {
   readonly policy?: Policy.Policy
   readonly clientInfo?: { readonly name: string; readonly version: string }
   readonly listChangedDebounce?: Duration.Input
+  /** The level of the server's log messages asked for on every session (`logging/setLevel`). */
+  readonly logLevel?: LoggingLevel | undefined
 }
 
-export interface McpToolset extends Toolset.Toolset {
+export interface McpToolset extends Toolset.Toolset, McpSurfaces.Surfaces {
   readonly supervisor: Supervisor.Supervisor<McpConnector.McpSession>
   readonly callToolNow: NonNullable<Toolset.Toolset["callToolNow"]>
-  readonly prompts: Effect.Effect<Toolset.Listing<Prompt>, LifecycleError.LifecycleError>
-  readonly getPrompt: (
-    name: string,
-    args?: { readonly [key: string]: string }
-  ) => Effect.Effect<GetPromptResult, Toolset.ToolCallFailed | LifecycleError.LifecycleError>
 }
 
 /** Probes for remote sessions, whose death the SDK transports may never report. */
@@ -89,6 +87,13 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
   Effect.gen(function* () {
     const { name, spec } = options
     const policy = effectivePolicy(spec, options.policy ?? Policy.defaults)
+    const remote = McpSpec.isRemote(spec)
+    const surfaces = yield* McpSurfaces.make({
+      name,
+      logLevel: options.logLevel,
+      remote,
+      failure: (subject, cause, deadline) => callFailure(subject, cause, deadline)
+    })
     const supervisor = yield* Supervisor.make({
       name,
       kind: McpSpec.kind(spec),
@@ -97,11 +102,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         name,
         spec,
         ...(options.clientInfo === undefined ? {} : { clientInfo: options.clientInfo }),
-        ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce })
+        ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce }),
+        hooks: surfaces.hooks
       })
     })
-
-    const remote = McpSpec.isRemote(spec)
+    surfaces.bind(supervisor)
 
     const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
     /** One deadline for the whole call, a resend included. */
@@ -343,20 +348,9 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       supervisor,
       ...Toolset.lifecycle(supervisor),
       tools: listing((session) => session.tools.get),
-      prompts: listing((session) => session.prompts.get),
       callTool,
       callToolNow,
-      getPrompt: (prompt, args = {}) =>
-        supervisor.use((session) =>
-          Effect.tryPromise({
-            try: (signal) =>
-              session.client.getPrompt(
-                { name: prompt, arguments: { ...args } },
-                { signal, timeout: McpConnector.noSdkTimeout }
-              ),
-            catch: (cause) => callFailure(prompt, cause, undefined)
-          })
-        )
+      ...surfaces.surfaces
     } satisfies McpToolset
   })
 
