@@ -12,8 +12,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type ClientCapabilities,
+  type JSONRPCMessage,
   type LoggingLevel,
   LoggingMessageNotificationSchema,
+  type ProgressNotification,
+  ProgressNotificationSchema,
   type Prompt,
   PromptListChangedNotificationSchema,
   type Resource,
@@ -48,6 +51,12 @@ export interface McpSession {
   readonly resources: Cache<Resource>
   readonly resourceTemplates: Cache<ResourceTemplate>
   readonly capabilities: ServerCapabilities
+  /** Routes the server's `notifications/progress` for a token to its listener, until `untrack`. */
+  readonly progress: Progress
+}
+
+export interface Progress {
+  readonly track: (token: string, listener: (params: ProgressNotification["params"]) => void) => () => void
 }
 
 /** The listings besides tools, which a toolset keeps across restarts (its last-known ones). */
@@ -166,7 +175,8 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
         .listResourceTemplates(at(cursor), opts(signal))
         .then((page) => ({ items: page.resourceTemplates, nextCursor: page.nextCursor }))
     )
-    const session: McpSession = { client, tools, prompts, resources, resourceTemplates, capabilities }
+    const progress = routeProgress(link.transport)
+    const session: McpSession = { client, tools, prompts, resources, resourceTemplates, capabilities, progress }
     yield* watchListChanges(session, options.listChangedDebounce ?? "20 millis")
     yield* watchServer(name, session, hooks)
     const initialTools = yield* masked(link.guard(tools.get))
@@ -337,6 +347,30 @@ const listAll = <A>(name: string, page: Page<A>) =>
       message: `${name}: the server's listing did not end after ${pageLimit} pages`
     })
   })
+
+/**
+ * Progress of our calls, routed as each message arrives. The SDK hands notifications to their
+ * handlers a microtask later but settles a response at once, so the last progress notification
+ * of a call, sent just before its answer, would be dropped; here it reaches its listener first.
+ */
+const routeProgress = (transport: Transport): Progress => {
+  const listeners = new Map<string, (params: ProgressNotification["params"]) => void>()
+  const inner = transport.onmessage
+  transport.onmessage = (message: JSONRPCMessage, extra) => {
+    if ("method" in message && message.method === "notifications/progress" && listeners.size > 0) {
+      const parsed = ProgressNotificationSchema.safeParse(message)
+      const listener = parsed.success ? listeners.get(String(parsed.data.params.progressToken)) : undefined
+      if (parsed.success && listener !== undefined) return listener(parsed.data.params)
+    }
+    inner?.(message, extra)
+  }
+  return {
+    track: (token, listener) => {
+      listeners.set(token, listener)
+      return () => listeners.delete(token)
+    }
+  }
+}
 
 /** The listings a `list_changed` notification invalidates; resources and templates change together. */
 const listChanges = [

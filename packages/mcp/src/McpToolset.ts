@@ -42,6 +42,12 @@ export interface Options {
 export interface McpToolset extends Toolset.Toolset, McpSurfaces.Surfaces {
   readonly supervisor: Supervisor.Supervisor<McpConnector.McpSession>
   readonly callToolNow: NonNullable<Toolset.Toolset["callToolNow"]>
+  /** `callTool` with progress notifications and `_meta`; recovered and bounded the same way. */
+  readonly callToolWith: (
+    name: string,
+    args: { readonly [key: string]: unknown },
+    options: CallOptions
+  ) => Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
 }
 
 /** Probes for remote sessions, whose death the SDK transports may never report. */
@@ -79,8 +85,25 @@ type CallExit = Exit.Exit<Toolset.ToolResult, AttemptError>
 interface Call {
   readonly tool: string
   readonly args: { readonly [key: string]: unknown }
+  /** Set only by `callToolWith`, so a plain call builds nothing more. */
+  readonly with?: CallOptions | undefined
   session: McpConnector.McpSession | undefined
   safeToResend: boolean
+}
+
+/** A progress notification of the server for one call (`notifications/progress`). */
+export interface Progress {
+  readonly progress: number
+  readonly total?: number | undefined
+  readonly message?: string | undefined
+}
+
+/** What a call can carry besides its arguments. */
+export interface CallOptions {
+  /** Called with each progress notification of the call, in the order the server sent them. */
+  readonly onProgress?: ((progress: Progress) => void) | undefined
+  /** Passed to the server as the request's `_meta`, as is. */
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
 }
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
@@ -204,12 +227,34 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       deadline: Deadline.Deadline | undefined,
       signal?: AbortSignal
     ) => {
-      const sent = session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
+      const options = {
         ...(signal === undefined ? {} : { signal }),
         timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
-      })
+      }
+      const sent =
+        call.with === undefined ? plain(session, call, options) : withOptions(session, call, call.with, options)
       return remote ? sent.then(withinDepth) : sent
     }
+
+    const plain = (session: McpConnector.McpSession, call: Call, options: SdkOptions) =>
+      session.client.callTool({ name: call.tool, arguments: call.args }, undefined, options)
+
+    /**
+     * A call with `_meta` or a progress listener. Its progress token is ours, routed by the
+     * session as each message arrives, and dropped when the call ends (on this session).
+     */
+    const withOptions = (session: McpConnector.McpSession, call: Call, extra: CallOptions, options: SdkOptions) => {
+      const { onProgress } = extra
+      const token = onProgress === undefined ? undefined : `${name}-${++progressTokens}`
+      const untrack =
+        token === undefined || onProgress === undefined
+          ? undefined
+          : session.progress.track(token, ({ progress, total, message }) => onProgress({ progress, total, message }))
+      const meta = { ...extra._meta, ...(token === undefined ? {} : { progressToken: token }) }
+      const sent = session.client.callTool({ name: call.tool, arguments: call.args, _meta: meta }, undefined, options)
+      return untrack === undefined ? sent : sent.finally(untrack)
+    }
+    let progressTokens = 0
 
     /**
      * Checks the call against the session's current listing and records the session in the call.
@@ -286,17 +331,18 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           })
         : undefined
 
-    const callOf = (tool: string, args: { readonly [key: string]: unknown }): Call => ({
+    const callOf = (tool: string, args: { readonly [key: string]: unknown }, options?: CallOptions): Call => ({
       tool,
       args: Toolset.stripNulls(args),
+      with: options,
       session: undefined,
       safeToResend: false
     })
 
-    const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }, options?: CallOptions) => {
       const refused = tooDeep(tool, args)
       if (refused !== undefined) return Effect.fail(refused)
-      const call = callOf(tool, args)
+      const call = callOf(tool, args, options)
       return withDeadline(Effect.catch(attempt(call), (error) => recover(call, error)))
     }
 
@@ -349,10 +395,17 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       ...Toolset.lifecycle(supervisor),
       tools: listing((session) => session.tools.get),
       callTool,
+      callToolWith: callTool,
       callToolNow,
       ...surfaces.surfaces
     } satisfies McpToolset
   })
+
+/** The SDK's options of one request. */
+interface SdkOptions {
+  readonly signal?: AbortSignal
+  readonly timeout: number
+}
 
 /** What the SDK's `callTool` resolves with. */
 type SdkResult = Awaited<ReturnType<Client["callTool"]>>

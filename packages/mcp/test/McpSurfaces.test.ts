@@ -11,7 +11,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as McpSurfaces from "../src/McpSurfaces.ts"
 import * as McpToolset from "../src/McpToolset.ts"
-import { everythingStdio, fastPolicy, until } from "./helpers.ts"
+import { everythingStdio, fastPolicy, fixture, textOf, until } from "./helpers.ts"
 
 const document = "demo://resource/static/document/architecture.md"
 
@@ -76,6 +76,32 @@ describe("MCP surfaces of server-everything", () => {
       assert.strictEqual(missing._tag, "McpRequestFailed")
       assert.strictEqual(missing._tag === "McpRequestFailed" ? missing.method : "", "prompts/get")
       yield* close
+    })
+  )
+
+  it.live("a call's progress notifications arrive in order; its _meta reaches the server", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open()
+      const seen: Array<McpToolset.Progress> = []
+      const result = yield* toolset.callToolWith(
+        "trigger-long-running-operation",
+        { duration: 0.3, steps: 3 },
+        { onProgress: (progress) => seen.push(progress) }
+      )
+      assert.include(textOf(result), "Steps: 3")
+      assert.deepStrictEqual(
+        seen.map((p) => [p.progress, p.total]),
+        [
+          [1, 3],
+          [2, 3],
+          [3, 3]
+        ]
+      )
+      yield* close
+      const fixtured = yield* open({ name: "fixture", spec: fixture() })
+      const echoed = yield* fixtured.toolset.callToolWith("meta", {}, { _meta: { trace: "t-1" } })
+      assert.deepStrictEqual(JSON.parse(textOf(echoed)), { trace: "t-1" })
+      yield* fixtured.close
     })
   )
 
