@@ -48,7 +48,14 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
   stopToolset: () => Effect.void,
   restartToolset: () => Effect.void,
   reprobe: Effect.die("unused"),
-  reload: () => Effect.die("unused")
+  reload: () => Effect.die("unused"),
+  prompts: () => Effect.die("unused"),
+  getPrompt: () => Effect.die("unused"),
+  resources: () => Effect.die("unused"),
+  readResource: () => Effect.die("unused"),
+  subscribe: () => Stream.empty,
+  complete: () => Effect.die("unused"),
+  logs: Stream.empty
 })
 
 interface Subscriber {

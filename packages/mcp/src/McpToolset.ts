@@ -6,7 +6,7 @@
  * itself read-only or idempotent.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
+import { type LoggingLevel, McpError } from "@modelcontextprotocol/sdk/types.js"
 import {
   Classify,
   Deadline,
@@ -27,6 +27,7 @@ import type * as Scope from "effect/Scope"
 import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
+import * as McpSurfaces from "./McpSurfaces.ts"
 
 export interface Options {
   readonly name: string
@@ -34,16 +35,19 @@ export interface Options {
   readonly policy?: Policy.Policy
   readonly clientInfo?: { readonly name: string; readonly version: string }
   readonly listChangedDebounce?: Duration.Input
+  /** The level of the server's log messages asked for on every session (`logging/setLevel`). */
+  readonly logLevel?: LoggingLevel | undefined
 }
 
-export interface McpToolset extends Toolset.Toolset {
+export interface McpToolset extends Toolset.Toolset, McpSurfaces.Surfaces {
   readonly supervisor: Supervisor.Supervisor<McpConnector.McpSession>
   readonly callToolNow: NonNullable<Toolset.Toolset["callToolNow"]>
-  readonly prompts: Effect.Effect<Toolset.Listing<Prompt>, LifecycleError.LifecycleError>
-  readonly getPrompt: (
+  /** `callTool` with progress notifications and `_meta`; recovered and bounded the same way. */
+  readonly callToolWith: (
     name: string,
-    args?: { readonly [key: string]: string }
-  ) => Effect.Effect<GetPromptResult, Toolset.ToolCallFailed | LifecycleError.LifecycleError>
+    args: { readonly [key: string]: unknown },
+    options: CallOptions
+  ) => Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
 }
 
 /** Probes for remote sessions, whose death the SDK transports may never report. */
@@ -81,14 +85,38 @@ type CallExit = Exit.Exit<Toolset.ToolResult, AttemptError>
 interface Call {
   readonly tool: string
   readonly args: { readonly [key: string]: unknown }
+  /** Set only by `callToolWith`, so a plain call builds nothing more. */
+  readonly with?: CallOptions | undefined
   session: McpConnector.McpSession | undefined
   safeToResend: boolean
+}
+
+/** A progress notification of the server for one call (`notifications/progress`). */
+export interface Progress {
+  readonly progress: number
+  readonly total?: number | undefined
+  readonly message?: string | undefined
+}
+
+/** What a call can carry besides its arguments. */
+export interface CallOptions {
+  /** Called with each progress notification of the call, in the order the server sent them. */
+  readonly onProgress?: ((progress: Progress) => void) | undefined
+  /** Passed to the server as the request's `_meta`, as is. */
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
 }
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, spec } = options
     const policy = effectivePolicy(spec, options.policy ?? Policy.defaults)
+    const remote = McpSpec.isRemote(spec)
+    const surfaces = yield* McpSurfaces.make({
+      name,
+      logLevel: options.logLevel,
+      remote,
+      failure: (subject, cause, deadline) => callFailure(subject, cause, deadline)
+    })
     const supervisor = yield* Supervisor.make({
       name,
       kind: McpSpec.kind(spec),
@@ -97,11 +125,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         name,
         spec,
         ...(options.clientInfo === undefined ? {} : { clientInfo: options.clientInfo }),
-        ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce })
+        ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce }),
+        hooks: surfaces.hooks
       })
     })
-
-    const remote = McpSpec.isRemote(spec)
+    surfaces.bind(supervisor)
 
     const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
     /** One deadline for the whole call, a resend included. */
@@ -199,12 +227,34 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       deadline: Deadline.Deadline | undefined,
       signal?: AbortSignal
     ) => {
-      const sent = session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
+      const options = {
         ...(signal === undefined ? {} : { signal }),
         timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
-      })
+      }
+      const sent =
+        call.with === undefined ? plain(session, call, options) : withOptions(session, call, call.with, options)
       return remote ? sent.then(withinDepth) : sent
     }
+
+    const plain = (session: McpConnector.McpSession, call: Call, options: SdkOptions) =>
+      session.client.callTool({ name: call.tool, arguments: call.args }, undefined, options)
+
+    /**
+     * A call with `_meta` or a progress listener. Its progress token is ours, routed by the
+     * session as each message arrives, and dropped when the call ends (on this session).
+     */
+    const withOptions = (session: McpConnector.McpSession, call: Call, extra: CallOptions, options: SdkOptions) => {
+      const { onProgress } = extra
+      const token = onProgress === undefined ? undefined : `${name}-${++progressTokens}`
+      const untrack =
+        token === undefined || onProgress === undefined
+          ? undefined
+          : session.progress.track(token, ({ progress, total, message }) => onProgress({ progress, total, message }))
+      const meta = { ...extra._meta, ...(token === undefined ? {} : { progressToken: token }) }
+      const sent = session.client.callTool({ name: call.tool, arguments: call.args, _meta: meta }, undefined, options)
+      return untrack === undefined ? sent : sent.finally(untrack)
+    }
+    let progressTokens = 0
 
     /**
      * Checks the call against the session's current listing and records the session in the call.
@@ -281,17 +331,18 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           })
         : undefined
 
-    const callOf = (tool: string, args: { readonly [key: string]: unknown }): Call => ({
+    const callOf = (tool: string, args: { readonly [key: string]: unknown }, options?: CallOptions): Call => ({
       tool,
       args: Toolset.stripNulls(args),
+      with: options,
       session: undefined,
       safeToResend: false
     })
 
-    const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }, options?: CallOptions) => {
       const refused = tooDeep(tool, args)
       if (refused !== undefined) return Effect.fail(refused)
-      const call = callOf(tool, args)
+      const call = callOf(tool, args, options)
       return withDeadline(Effect.catch(attempt(call), (error) => recover(call, error)))
     }
 
@@ -343,22 +394,18 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       supervisor,
       ...Toolset.lifecycle(supervisor),
       tools: listing((session) => session.tools.get),
-      prompts: listing((session) => session.prompts.get),
       callTool,
+      callToolWith: callTool,
       callToolNow,
-      getPrompt: (prompt, args = {}) =>
-        supervisor.use((session) =>
-          Effect.tryPromise({
-            try: (signal) =>
-              session.client.getPrompt(
-                { name: prompt, arguments: { ...args } },
-                { signal, timeout: McpConnector.noSdkTimeout }
-              ),
-            catch: (cause) => callFailure(prompt, cause, undefined)
-          })
-        )
+      ...surfaces.surfaces
     } satisfies McpToolset
   })
+
+/** The SDK's options of one request. */
+interface SdkOptions {
+  readonly signal?: AbortSignal
+  readonly timeout: number
+}
 
 /** What the SDK's `callTool` resolves with. */
 type SdkResult = Awaited<ReturnType<Client["callTool"]>>

@@ -7,6 +7,7 @@
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
 import { Redaction, State, type Toolset } from "@toolvisor/core"
+import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -15,7 +16,9 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
+import * as McpRoutes from "./McpRoutes.ts"
 import * as Routing from "./Routing.ts"
+import * as Surfaces from "./Surfaces.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
@@ -33,6 +36,7 @@ export interface Options {
 /** One running toolset and what the registry knows about it. */
 interface Running extends Routing.Entry {
   readonly scope: Scope.Closeable
+  readonly mcp: Toolsets.Built["mcp"]
   /** Failures in a row seen by `reprobe`, so a failure is reported once per streak. */
   streak: number
 }
@@ -48,6 +52,7 @@ export const make = (
     // Toolsets close all at once: a stuck server costs one close grace, however many there are.
     const toolsetsScope = yield* Scope.fork(registryScope, "parallel")
     const hub = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
+    const logHub = yield* PubSub.sliding<McpSurfaces.LogEvent>(1_024)
     const board = yield* SubscriptionRef.make<ReadonlyArray<State.StatusSnapshot>>([])
     const lock = yield* Semaphore.make(1)
     const running = new Map<string, Running>()
@@ -112,7 +117,13 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const { toolset, lsp } = yield* build(entry).pipe(Scope.provide(scope))
+        const { toolset, lsp, mcp } = yield* build(entry).pipe(Scope.provide(scope))
+        if (mcp !== undefined) {
+          yield* mcp.logs.pipe(
+            Stream.runForEach((event) => PubSub.publish(logHub, event)),
+            Effect.forkIn(scope, { startImmediately: true })
+          )
+        }
         const counted = offeredCounts(entry, toolset)
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
@@ -145,7 +156,7 @@ export const make = (
           ),
           Effect.forkIn(scope, { startImmediately: true })
         )
-        running.set(entry.identity, { config: entry, toolset, lsp, scope, streak: 0 })
+        running.set(entry.identity, { config: entry, toolset, lsp, mcp, scope, streak: 0 })
         version += 1
       }).pipe(Effect.annotateLogs({ toolset: entry.name }))
 
@@ -225,6 +236,11 @@ export const make = (
       status: SubscriptionRef.changes(board),
       start: (entry) => Effect.ignore(startOne(entry)),
       context: yield* Effect.context<never>()
+    })
+
+    const surfaces = McpRoutes.make({
+      agentEntries,
+      memory: Surfaces.memory()
     })
 
     const byName = (name: string) =>
@@ -318,7 +334,14 @@ export const make = (
           Effect.withSpan(entry.toolset.restart, "toolvisor.restart", { attributes: { toolset: name } })
         ),
       reprobe,
-      reload
+      reload,
+      prompts: (name = defaultAgent) => surfaces.prompts(name),
+      getPrompt: (prompt, args, name = defaultAgent) => surfaces.getPrompt(prompt, args, name),
+      resources: (name = defaultAgent) => surfaces.resources(name),
+      readResource: (uri, name = defaultAgent) => surfaces.readResource(uri, name),
+      subscribe: (uri, name = defaultAgent) => surfaces.subscribe(uri, name),
+      complete: (params, name = defaultAgent) => surfaces.complete(params, name),
+      logs: Stream.fromPubSub(logHub)
     } satisfies ToolsetRegistry.Registry
   })
 

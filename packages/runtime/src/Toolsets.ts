@@ -6,7 +6,7 @@
 import type { AgentConfig } from "@toolvisor/config"
 import { Redaction, type Toolset } from "@toolvisor/core"
 import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
-import { McpSpec, McpToolset } from "@toolvisor/mcp"
+import { McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Secrets from "./Secrets.ts"
@@ -38,6 +38,8 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
 export interface Built {
   readonly toolset: Toolset.Toolset
   readonly lsp: LspRouter.Backend | undefined
+  /** Set for MCP toolsets run here: their prompts, resources, completions and log messages. */
+  readonly mcp?: McpSurfaces.Surfaces | undefined
 }
 
 /** The fields of a config entry that building its toolset reads. */
@@ -58,18 +60,21 @@ export const make = (
   redactor: Redaction.Redactor = Redaction.make()
 ): Effect.Effect<Built, never, Scope.Scope> => {
   redactor.add(config.secrets)
-  return Effect.map(Effect.provideService(transportOf(config), Redaction.Current, redactor), ({ toolset, lsp }) => {
-    if (lsp === undefined) return { toolset: Secrets.guard(toolset, redactor), lsp }
-    const masked = Secrets.guard(lsp, redactor)
-    return { toolset: masked, lsp: masked }
-  })
+  return Effect.map(
+    Effect.provideService(transportOf(config), Redaction.Current, redactor),
+    ({ toolset, lsp, mcp }) => {
+      if (lsp === undefined) return { toolset: Secrets.guard(toolset, redactor), lsp, mcp }
+      const masked = Secrets.guard(lsp, redactor)
+      return { toolset: masked, lsp: masked }
+    }
+  )
 }
 
 const transportOf = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
   if (config.type === "mcp") {
     return Effect.map(
       McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy }),
-      (toolset) => ({ toolset, lsp: undefined })
+      (toolset) => ({ toolset, lsp: undefined, mcp: toolset })
     )
   }
   return Effect.map(

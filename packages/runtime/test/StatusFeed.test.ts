@@ -52,7 +52,14 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
           new ToolsetRegistry.UnknownToolset({ toolset: name, message: `no toolset ${name}`, known: ["fx"] })
         ),
   reprobe: unused,
-  reload: () => unused
+  reload: () => unused,
+  prompts: () => unused,
+  getPrompt: () => unused,
+  resources: () => unused,
+  readResource: () => unused,
+  subscribe: () => Stream.empty,
+  complete: () => unused,
+  logs: Stream.empty
 })
 
 const transition = (i: number): ToolsetRegistry.ToolsetEvent => ({
