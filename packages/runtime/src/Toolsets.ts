@@ -63,7 +63,9 @@ export const make = (
   return Effect.map(
     Effect.provideService(transportOf(config), Redaction.Current, redactor),
     ({ toolset, lsp, mcp }) => {
-      if (lsp === undefined) return { toolset: Secrets.guard(toolset, redactor), lsp, mcp }
+      if (lsp === undefined) {
+        return { toolset: Secrets.guard(toolset, redactor), lsp, mcp: mcp && Secrets.surfaces(mcp, redactor) }
+      }
       const masked = Secrets.guard(lsp, redactor)
       return { toolset: masked, lsp: masked }
     }
