@@ -62,7 +62,9 @@ describe("ToolSearch", () => {
 
   it("select: names tools exactly, in the order asked; unknown names come back with near ones", () => {
     const index = indexOf()
-    const result = index.search("select:memory_read_graph, filesystem_read_text_file,memory_read_graph,memory_read_grph")
+    const result = index.search(
+      "select:memory_read_graph, filesystem_read_text_file,memory_read_graph,memory_read_grph"
+    )
     assert.deepStrictEqual(names(result), ["memory_read_graph", "filesystem_read_text_file"])
     assert.deepStrictEqual(
       result.unknown.map((u) => u.name),
@@ -77,7 +79,10 @@ describe("ToolSearch", () => {
     assert.deepStrictEqual(index.search("   ").hits, [])
     assert.strictEqual(index.search("file", 0).hits.length, 1)
     assert.strictEqual(ToolSearch.clampLimit(500), ToolSearch.maxLimit)
-    assert.strictEqual(index.search("get list create update delete file page issue", 500).hits.length, ToolSearch.maxLimit)
+    assert.strictEqual(
+      index.search("get list create update delete file page issue", 500).hits.length,
+      ToolSearch.maxLimit
+    )
     assert.isAtMost(index.search(`${"file ".repeat(100_000)}`, 5).hits.length, 5)
   })
 
