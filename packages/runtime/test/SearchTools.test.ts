@@ -1,28 +1,9 @@
-import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import * as ToolCatalogs from "../../../test/support/ToolCatalogs.ts"
-import { config, type EntryOptions, fixtureEntry, open, statusOf, text, untilBoard } from "./helpers.ts"
-
-const replayServer = NodePath.join(ToolCatalogs.dir, "replay-server.mjs")
-
-/** A toolset that replays recorded servers' tools (`<server>_<tool>`), under the prefix `name`. */
-const replay = (
-  name: string,
-  servers: ReadonlyArray<ToolCatalogs.Server>,
-  options: EntryOptions = {}
-): AgentConfig.ToolsetConfig => {
-  const base = fixtureEntry(name, { prefix: name, ...options })
-  const args = [replayServer, ...servers]
-  return {
-    ...base,
-    signature: JSON.stringify([base.signature, args]),
-    transport: { _tag: "stdio", command: process.execPath, args, env: {}, cwd: undefined }
-  }
-}
+import { config, fixtureEntry, open, replay, statusOf, text, untilBoard } from "./helpers.ts"
 
 const agent = (
   toolsets: ReadonlyArray<AgentConfig.ToolsetConfig>,
