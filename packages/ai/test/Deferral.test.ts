@@ -55,7 +55,9 @@ describe("deferred tools in agent loops", () => {
         const model = ScriptedModel.make((call) => {
           if (call.index === 0) {
             return [
-              ScriptedModel.toolCall("s1", "search_tools", { query: "turn a street address into geographic coordinates" }),
+              ScriptedModel.toolCall("s1", "search_tools", {
+                query: "turn a street address into geographic coordinates"
+              }),
               ScriptedModel.finish("tool-calls")
             ]
           }
