@@ -5,7 +5,7 @@
  * through the registry, lists its tools and stops it: a dry run that finds a missing binary or a
  * wrong URL before an agent does.
  */
-import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
+import { type AgentConfig, AllowList, ConfigLoader, DeferList, JsonSchema } from "@toolvisor/config"
 import { LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
@@ -113,6 +113,11 @@ const check = (config: AgentConfig.Config) =>
         yield* Console.log(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
         const unmatched = AllowList.check(toolset, offered)
         if (unmatched !== undefined) yield* Console.log(`warning ${AllowList.message(unmatched)}`)
+        const listed = catalog.tools.filter((entry) => entry.toolset === toolset.name)
+        const offeredBoth = listed.map((entry) => ({ exposed: entry.name, server: entry.tool.name }))
+        for (const found of DeferList.check(config, toolset, offeredBoth)) {
+          yield* Console.log(`warning ${DeferList.message(found)}`)
+        }
         yield* registry.stopToolset(toolset.name)
       }
       if (failed.length > 0) {
