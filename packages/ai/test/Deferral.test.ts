@@ -14,8 +14,9 @@ import { everything, everythingServer, tempDir } from "./helpers.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
 
 /**
- * An agent of 640 real tool definitions: server-everything (16 tools, kept eager) and four
- * toolsets replaying every recorded server (156 tools each), deferred by `defer_above`.
+ * An agent of 637 real tool definitions: server-everything (13 tools to a client without roots or
+ * sampling, kept eager) and four toolsets replaying every recorded server (156 tools each),
+ * deferred by `defer_above`.
  */
 const manyTools = () => {
   const toolsets = [
@@ -40,7 +41,7 @@ const pidOf = (board: ReadonlyArray<{ readonly name: string; readonly pid?: numb
 
 describe("deferred tools in agent loops", () => {
   it.live(
-    "effect/ai, 640 real tools: the model searches, is offered the tool it found from the next call on, and calls it through supervision",
+    "effect/ai, 637 real tools: the model searches, is offered the tool it found from the next call on, and calls it through supervision",
     () =>
       Effect.gen(function* () {
         const { registry, close } = yield* open(manyTools())

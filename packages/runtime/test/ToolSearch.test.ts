@@ -17,12 +17,34 @@ const names = (result: ToolSearch.Result) => result.hits.map((hit) => hit.name)
 
 describe("ToolSearch", () => {
   it("splits names written in snake_case, camelCase, kebab-case and dotted form into the same words", () => {
-    assert.deepStrictEqual(ToolSearch.words("read_text_file"), ["read", "text", "file"])
-    assert.deepStrictEqual(ToolSearch.words("readTextFile"), ["read", "text", "file"])
-    assert.deepStrictEqual(ToolSearch.words("read-text-file"), ["read", "text", "file"])
+    const fileWords = ["read", "text", "fil"]
+    assert.deepStrictEqual(ToolSearch.words("read_text_file"), fileWords)
+    assert.deepStrictEqual(ToolSearch.words("readTextFile"), fileWords)
+    assert.deepStrictEqual(ToolSearch.words("read-text-file"), fileWords)
     assert.deepStrictEqual(ToolSearch.words("API-get-users"), ["api", "get", "user"])
-    assert.deepStrictEqual(ToolSearch.words("HTTPServer.listFiles"), ["http", "server", "list", "file"])
-    assert.deepStrictEqual(ToolSearch.words("Reading the files"), ["read", "file"])
+    assert.deepStrictEqual(ToolSearch.words("HTTPServer.listFiles"), ["http", "server", "list", "fil"])
+    // Plurals and verb forms meet: the same word on both sides of a match.
+    assert.deepStrictEqual(ToolSearch.words("Reading the files"), ["read", "fil"])
+    assert.deepStrictEqual(ToolSearch.words("create created creating creates"), ["creat", "creat", "creat", "creat"])
+    assert.deepStrictEqual(ToolSearch.words("entities entity string"), ["entity", "entity", "string"])
+  })
+
+  it("a word most tools have is left out when the query has a rarer one, and searched when it is alone", () => {
+    const tool = (name: string, description: string): Catalog.Entry => ({
+      name,
+      toolset: "t",
+      tool: { name, description, inputSchema: { type: "object" } },
+      lastKnown: false
+    })
+    // "get" and "item" are in nine tools of ten, "weather" in one. Scored, the two common words
+    // would lift the nine (they match two words of three) over the one that matches the word that tells.
+    const entries = [
+      tool("forecast", `Tells the weather of a city, ${"with many more words about cities ".repeat(4)}`),
+      ...Array.from({ length: 9 }, (_, i) => tool(`get_item_${i}`, "get item"))
+    ]
+    const index = indexOf(entries)
+    assert.strictEqual(index.search("get item weather").hits[0]?.name, "forecast")
+    assert.strictEqual(index.search("get").hits.length, ToolSearch.defaultLimit)
   })
 
   it(`ranks by name, description and parameter names over ${tools.length} real tools`, () => {
@@ -79,10 +101,9 @@ describe("ToolSearch", () => {
     assert.deepStrictEqual(index.search("   ").hits, [])
     assert.strictEqual(index.search("file", 0).hits.length, 1)
     assert.strictEqual(ToolSearch.clampLimit(500), ToolSearch.maxLimit)
-    assert.strictEqual(
-      index.search("get list create update delete file page issue", 500).hits.length,
-      ToolSearch.maxLimit
-    )
+    assert.strictEqual(ToolSearch.clampLimit(Number.NaN), ToolSearch.defaultLimit)
+    assert.strictEqual(index.search("get list create update delete file page issue", 3).hits.length, 3)
+    assert.isAtMost(index.search("get list create update delete file page issue", 500).hits.length, ToolSearch.maxLimit)
     assert.isAtMost(index.search(`${"file ".repeat(100_000)}`, 5).hits.length, 5)
   })
 
