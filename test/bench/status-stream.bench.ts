@@ -12,7 +12,7 @@
  * Run: cd /work/main && npm run bench:status
  */
 import * as NodeHttp from "node:http"
-import { LocalRegistry, ToolsetRegistry } from "@toolvisor/runtime"
+import { HttpGate, LocalRegistry, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
@@ -121,7 +121,12 @@ const drive = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>, firstId: num
 const fanOut = (subscribers: number) =>
   Effect.gen(function* () {
     const events = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
-    const { port } = yield* StatusServer.listen(drivenRegistry(events), { port: 0, host }, { host })
+    const { port } = yield* StatusServer.listen(
+      drivenRegistry(events),
+      { port: 0, host },
+      yield* HttpGate.make({ host }),
+      {}
+    )
     const clients = yield* Effect.promise(() => Promise.all(Array.from({ length: subscribers }, () => subscribe(port))))
     yield* Effect.sleep("200 millis")
     const cpu = process.cpuUsage()
@@ -156,7 +161,7 @@ const callP50s = Effect.gen(function* () {
     without.push(...(yield* block(BLOCK)))
     yield* Effect.scoped(
       Effect.gen(function* () {
-        const { port } = yield* StatusServer.listen(registry, { port: 0, host }, { host })
+        const { port } = yield* StatusServer.listen(registry, { port: 0, host }, yield* HttpGate.make({ host }), {})
         const clients = yield* Effect.promise(() =>
           Promise.all(Array.from({ length: SUBSCRIBERS }, () => subscribe(port)))
         )

@@ -12,6 +12,7 @@ import { Failure, UsageError } from "./CliError.ts"
 import * as DurationFlag from "./DurationFlag.ts"
 import * as Open from "./Open.ts"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 import * as Settle from "./Settle.ts"
 
 export interface Options extends Omit<Open.Target, "config"> {
@@ -54,10 +55,10 @@ export const run = Effect.fn("toolvisor.call")(function* (options: Options) {
     .pipe(
       Effect.tapError((error) =>
         options.json
-          ? Console.log(JSON.stringify({ error: { tag: error._tag, message: error.message, tool } }))
+          ? Console.log(Printable.json({ error: { tag: error._tag, message: error.message, tool } }))
           : Effect.void
       )
     )
-  yield* Console.log(options.json ? JSON.stringify(result) : Output.resultText(result))
+  yield* Console.log(options.json ? Printable.json(result) : Output.resultText(result))
   if (result.isError === true) return yield* new Failure({ message: `${tool} reported an error` })
 })

@@ -5,11 +5,8 @@
  * `isError` results the agent can read, and clients hear `tools/list_changed` whenever the
  * catalog they were given is no longer the one on offer.
  */
-import * as NodeCrypto from "node:crypto"
-import * as NodeHttp from "node:http"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
@@ -19,7 +16,7 @@ import {
   type ServerRequest
 } from "@modelcontextprotocol/sdk/types.js"
 import type { State, Toolset } from "@toolvisor/core"
-import { type Catalog, StatusHttp, type ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, HttpGate, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -28,6 +25,9 @@ import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as HttpListen from "./HttpListen.ts"
+import * as McpHttp from "./McpHttp.ts"
+import type * as McpSessions from "./McpSessions.ts"
 
 export interface Options {
   /** The agent whose catalog is served; the registry's default agent when omitted. */
@@ -42,10 +42,13 @@ export interface Options {
   readonly http?: Address
 }
 
-export interface Address {
-  readonly port: number
-  readonly host: string
-  readonly routes?: (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) => void
+export interface Address extends HttpListen.Address {
+  /** Answers every path but `/mcp`: the status routes. */
+  readonly routes?: HttpListen.Handler
+  /** The gate `/mcp` shares with the status routes; Host and Origin checks only when omitted. */
+  readonly gate?: HttpGate.Gate
+  /** How long an MCP session may go unused, and how many may be open at once. */
+  readonly sessions: McpSessions.Options
 }
 
 /** The gateway could not start serving: the port is taken, the agent is unknown, a transport failed. */
@@ -53,9 +56,6 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
   message: Schema.String,
   cause: Schema.optional(Schema.Defect())
 }) {}
-
-/** The path of the streamable HTTP endpoint, as in the SDK's examples. */
-const endpoint = "/mcp"
 
 const serverInfo = { name: "toolvisor", version: "0.1.0" }
 
@@ -180,11 +180,6 @@ const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: R
   return server
 }
 
-const closeServer = (server: Server): Effect.Effect<void> =>
-  Effect.tryPromise(() => server.close()).pipe(
-    Effect.catch((error) => Effect.logDebug("closing an MCP session failed", error))
-  )
-
 /**
  * Sends `tools/list_changed` to every connected client each time the catalog's version moves:
  * only when the offered tools (names, descriptions, schemas) changed, not when a toolset passes
@@ -242,134 +237,32 @@ export const connect = (
         },
         catch: (cause) => new GatewayError({ message: `cannot start the MCP server: ${String(cause)}`, cause })
       }),
-      closeServer
+      McpHttp.closeServer
     )
     yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, () => [server]))
   })
 
-interface Session {
-  readonly server: Server
-  readonly transport: StreamableHTTPServerTransport
-}
-
-const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}${endpoint}`
-
-/** Answers an HTTP request the MCP transport never saw, with a JSON-RPC error body as the SDK does. */
-const reject = (res: NodeHttp.ServerResponse, status: number, message: string) =>
-  Effect.sync(() => {
-    if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" })
-    res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }))
-  })
-
-/** Why binding failed, in the user's terms rather than libuv's. */
-const why = (cause: Error): string => {
-  const code = "code" in cause ? cause.code : undefined
-  if (code === "EADDRINUSE") return "the port is already in use (another server, or another toolvisor serve?)"
-  if (code === "EACCES") return "permission denied (ports below 1024 need privileges)"
-  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return "no such address on this machine"
-  return cause.message
-}
-
 /**
  * For `--http`: starts listening and returns the bound address (port 0 binds a free port). Each
- * client session gets its own Server and transport, as the SDK's stateful examples do. Closing
- * the scope closes every session and the listening socket.
+ * client session gets its own Server, in a table bounded in size and idle time; every request
+ * passes the gate (Host and Origin only, when none is given). Closing the scope closes every
+ * session and the listening socket.
  */
 export const listen = (
   registry: ToolsetRegistry.Registry,
   options: Options & { readonly http: Address }
 ): Effect.Effect<{ readonly port: number; readonly url: string }, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
-    const { host, port } = options.http
+    const { http } = options
     const initial = yield* initialListing(registry, options.agent)
-    const fibers = yield* FiberSet.make<unknown>()
-    const run = yield* FiberSet.runtimePromise(fibers)<never>()
-    const fork = yield* FiberSet.runtime(fibers)<never>()
-    const sessions = new Map<string, Session>()
-    let closing = false
-
-    /** A session exists only once its initialize succeeded; any other first request leaves nothing behind. */
-    const open = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) =>
-      Effect.gen(function* () {
-        const server = makeServer(registry, options, run)
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => NodeCrypto.randomUUID(),
-          onsessioninitialized: (id) => {
-            sessions.set(id, { server, transport })
-          }
-        })
-        server.onclose = () => {
-          if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
-        }
-        yield* Effect.tryPromise(() => server.connect(transport))
-        yield* Effect.tryPromise(() => transport.handleRequest(req, res))
-        if (transport.sessionId === undefined) yield* closeServer(server)
-      })
-
-    const handle = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        if (closing) return yield* reject(res, 503, "Service Unavailable: the gateway is shutting down")
-        if (!StatusHttp.hostAllowed(host, req.headers.host))
-          return yield* reject(res, 403, "Forbidden: invalid Host header")
-        if (new URL(req.url ?? "/", "http://gateway").pathname !== endpoint) {
-          const { routes } = options.http
-          if (routes !== undefined) return routes(req, res)
-          return yield* reject(res, 404, `Not found: the MCP endpoint is ${endpoint}`)
-        }
-        const sessionId = req.headers["mcp-session-id"]
-        if (sessionId !== undefined) {
-          const session = typeof sessionId === "string" ? sessions.get(sessionId) : undefined
-          if (session === undefined) return yield* reject(res, 404, "Session not found: initialize a new session")
-          return yield* Effect.tryPromise(() => session.transport.handleRequest(req, res))
-        }
-        if (req.method !== "POST") return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
-        yield* open(req, res)
-      }).pipe(
-        Effect.catchCause((cause) =>
-          Effect.andThen(Effect.logWarning("an MCP HTTP request failed", cause), reject(res, 500, "Internal error"))
-        )
-      )
-
-    const http = yield* Effect.acquireRelease(
-      Effect.callback<NodeHttp.Server, GatewayError>((resume) => {
-        const http = NodeHttp.createServer((req, res) => {
-          fork(handle(req, res))
-        })
-        const onError = (cause: Error) =>
-          resume(Effect.fail(new GatewayError({ message: `cannot listen on ${host}:${port}: ${why(cause)}`, cause })))
-        http.once("error", onError)
-        try {
-          http.listen(port, host, () => {
-            http.off("error", onError)
-            resume(Effect.succeed(http))
-          })
-        } catch (cause) {
-          onError(cause instanceof Error ? cause : new Error(String(cause)))
-        }
-      }),
-      (http) =>
-        Effect.gen(function* () {
-          // Stop accepting first, so no session opens while the open ones close.
-          closing = true
-          const closed = yield* Deferred.make<void>()
-          http.close(() => Deferred.doneUnsafe(closed, Effect.void))
-          yield* Effect.forEach(Array.from(sessions.values()), (session) => closeServer(session.server), {
-            discard: true
-          })
-          // Idle keep-alive connections would hold the listener open for ever.
-          http.closeAllConnections()
-          yield* Deferred.await(closed)
-        })
+    const run = yield* FiberSet.makeRuntimePromise<never>()
+    // Without JWTs there are no keys to find: making the gate cannot fail.
+    const gate = http.gate ?? (yield* HttpGate.make({ host: http.host }).pipe(Effect.orDie))
+    const endpoint = yield* McpHttp.listen(() => makeServer(registry, options, run), { ...http, gate }).pipe(
+      Effect.mapError((error) => new GatewayError({ message: error.message, cause: error }))
     )
-    http.on("error", (cause) => {
-      fork(Effect.logWarning("the MCP HTTP server reported an error", cause))
-    })
-    yield* Effect.forkScoped(
-      announceChanges(registry, options.agent, initial, () => Array.from(sessions.values(), (s) => s.server))
-    )
-    const address = http.address()
-    const bound = typeof address === "object" && address !== null ? address.port : port
-    return { port: bound, url: urlOf(host, bound) }
+    yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, endpoint.servers))
+    return { port: endpoint.port, url: endpoint.url }
   })
 
 /**

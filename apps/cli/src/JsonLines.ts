@@ -3,9 +3,10 @@
  * line on every transition, a tools line whenever the catalog changes, and one answer per
  * command read from stdin. Commands run concurrently (a call to a stalled server never holds up
  * a `status` or a `restart`), so an answer echoes the command's `id` when it had one. The end of
- * stdin ends the run. Logs go to stderr.
+ * stdin ends the run. Logs go to stderr. Stdin is a trust boundary: a line longer than `maxLine`
+ * or nested deeper than `JsonLimits.maxDepth` is refused with an error line before it is parsed.
  */
-import * as NodeReadline from "node:readline"
+import { JsonLimits } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -14,8 +15,9 @@ import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 
-const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${JSON.stringify(value)}\n`))
+const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${Printable.json(value)}\n`))
 
 /** What an answer carries of its command: the name, and the `id` when the command had one. */
 interface Header {
@@ -24,6 +26,12 @@ interface Header {
 }
 
 const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
+
+/** The longest command line read; what passes it is skipped to its end and refused (as the MCP transport bounds a message). */
+export const maxLine = 16 * 1024 * 1024
+
+/** A line from stdin, or the length of one that was too long to keep. */
+type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "TooLarge"; readonly length: number }
 
 /**
  * Emits a tools line for the catalog once the start-up has run (so a listing of toolsets that
@@ -40,6 +48,9 @@ const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect
 
 /** Handles one command line from stdin and writes its answer. */
 const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
+  if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
+    return error({ cmd: null }, "TooDeep", `the command nests deeper than ${JsonLimits.maxDepth} levels`)
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(line)
@@ -54,11 +65,9 @@ const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effec
   const fail = (e: { readonly _tag: string; readonly message: string }) => error(header, e._tag, e.message)
   switch (cmd) {
     case "status":
-      return Effect.gen(function* () {
-        const board = yield* registry.snapshot
-        const exposed = yield* Output.exposed(registry)
-        yield* write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s, exposed)) })
-      })
+      return Effect.flatMap(registry.snapshot, (board) =>
+        write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s)) })
+      )
     case "tools":
       return registry.catalog().pipe(
         Effect.flatMap((catalog) => write({ ...Output.catalogJson(catalog), type: "result", ...header })),
@@ -86,16 +95,52 @@ const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effec
   }
 }
 
-/** Lines typed on stdin, until it closes. */
-const stdinLines = Stream.callback<string>((queue) =>
+/**
+ * Lines typed on stdin, until it closes. A line is kept only up to `maxLine` characters: past
+ * that the rest of it is skipped and it arrives as `TooLarge`, so a flood without newlines costs
+ * bounded memory.
+ */
+const stdinLines = Stream.callback<Input>((queue) =>
   Effect.acquireRelease(
     Effect.sync(() => {
-      const lines = NodeReadline.createInterface({ input: process.stdin, terminal: false })
-      lines.on("line", (line) => Queue.offerUnsafe(queue, line))
-      lines.on("close", () => Queue.endUnsafe(queue))
-      return lines
+      let partial = ""
+      let skipped = -1
+      const take = (piece: string) => {
+        if (skipped >= 0) skipped += piece.length
+        else if (partial.length + piece.length > maxLine) {
+          skipped = partial.length + piece.length
+          partial = ""
+        } else partial += piece
+      }
+      const end = () => {
+        const input: Input =
+          skipped >= 0 ? { _tag: "TooLarge", length: skipped } : { _tag: "Line", text: partial.replace(/\r$/, "") }
+        partial = ""
+        skipped = -1
+        Queue.offerUnsafe(queue, input)
+      }
+      const onData = (chunk: string) => {
+        const pieces = chunk.split("\n")
+        pieces.forEach((piece, index) => {
+          take(piece)
+          if (index < pieces.length - 1) end()
+        })
+      }
+      const onEnd = () => {
+        if (partial !== "" || skipped >= 0) end()
+        Queue.endUnsafe(queue)
+      }
+      process.stdin.setEncoding("utf8")
+      process.stdin.on("data", onData)
+      process.stdin.once("end", onEnd)
+      return { onData, onEnd }
     }),
-    (lines) => Effect.sync(() => lines.close())
+    ({ onData, onEnd }) =>
+      Effect.sync(() => {
+        process.stdin.off("data", onData)
+        process.stdin.off("end", onEnd)
+        process.stdin.pause()
+      })
   )
 )
 
@@ -107,9 +152,7 @@ export const run = (registry: ToolsetRegistry.Registry) =>
   Effect.gen(function* () {
     // A status line's `tools` counts what the agent is offered, after the toolset's `tools:` filter.
     yield* registry.events.pipe(
-      Stream.runForEach((e) =>
-        Effect.flatMap(Output.exposed(registry), (counts) => write(Output.statusJson(e.snapshot, counts)))
-      ),
+      Stream.runForEach((e) => write(Output.statusJson(e.snapshot))),
       Effect.forkScoped({ startImmediately: true })
     )
     const started = yield* registry.start.pipe(
@@ -121,8 +164,12 @@ export const run = (registry: ToolsetRegistry.Registry) =>
     )
     const commands = yield* FiberSet.make()
     yield* stdinLines.pipe(
-      Stream.runForEach((line) =>
-        line.trim() === "" ? Effect.void : Effect.asVoid(FiberSet.run(commands, command(registry, line)))
+      Stream.runForEach((input) =>
+        input._tag === "TooLarge"
+          ? error({ cmd: null }, "TooLarge", `the command is ${input.length} characters long; the limit is ${maxLine}`)
+          : input.text.trim() === ""
+            ? Effect.void
+            : Effect.asVoid(FiberSet.run(commands, command(registry, input.text)))
       )
     )
     yield* FiberSet.awaitEmpty(commands)

@@ -110,7 +110,6 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
     const { registry, config, path } = yield* open
     const done = yield* Deferred.make<void>()
     let board: ReadonlyArray<State.StatusSnapshot> = []
-    let exposed: ReadonlyMap<string, number> | undefined
     let typed = ""
     let message = "type help for commands"
     let page: Screen.Page | undefined
@@ -123,7 +122,6 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
       const view: Screen.View = {
         title: path,
         board,
-        exposed,
         frame,
         events: (count) => EventPane.render(pane, count, width, Date.now(), restarting),
         page,
@@ -164,9 +162,8 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
     )
     yield* registry.status.pipe(
       Stream.runForEach((next) =>
-        Effect.gen(function* () {
+        Effect.sync(() => {
           board = next
-          exposed = yield* Output.exposed(registry)
           draw()
         })
       ),

@@ -2,11 +2,13 @@
  * The one log format every command uses: `HH:MM:SS.mmm LEVEL message key=value…`, one line per
  * entry on stderr (stdout belongs to results, JSON lines and the MCP protocol). A cause is
  * folded into the line as its first error's message; internal detail such as fiber ids never
- * appears, since people read these lines, not Effect developers.
+ * appears, since people read these lines, not Effect developers. A line often quotes a server
+ * (its stderr, its error), so control characters are escaped: a log line cannot drive the terminal.
  */
 import * as Cause from "effect/Cause"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
+import * as Printable from "./Printable.ts"
 
 const messageOf = (value: unknown): string =>
   typeof value === "string"
@@ -35,7 +37,7 @@ export const format = (options: Logger.Options<unknown>): string => {
   if (options.cause.reasons.length > 0) parts.push(`(${causeText(options.cause)})`)
   const annotations = options.fiber.getRef(References.CurrentLogAnnotations)
   for (const [key, value] of Object.entries(annotations)) parts.push(`${key}=${messageOf(value)}`)
-  return parts.join(" ").replaceAll("\n", " ")
+  return Printable.line(parts.join(" ").replaceAll("\n", " "))
 }
 
 /** On a terminal a line starts by clearing whatever a progress line left there. */

@@ -1,10 +1,12 @@
 /**
  * How the CLI shows things: status tables, transition lines, catalogs and JSON lines. Pure
  * functions of the runtime's values (and the one catalog lookup they need), so every mode
- * (terminal, plain, --json) says the same.
+ * (terminal, plain, --json) says the same. What people read has every control character a
+ * server could send escaped (`Printable`); JSON lines carry the text as it was.
  */
 import type { State, Toolset } from "@toolvisor/core"
 import { type Catalog, StatusJson, type ToolsetRegistry } from "@toolvisor/runtime"
+import * as Printable from "./Printable.ts"
 
 /** Cuts text to `width` characters on a code-point boundary, marking the cut. */
 export const truncate = (text: string, width: number): string => {
@@ -45,25 +47,14 @@ export const errorText = (s: State.StatusSnapshot): string => {
   const { tag, message } = s.lastError
   const prefix = `${s.name}: `
   const text = `${tag}: ${(message.startsWith(prefix) ? message.slice(prefix.length) : message).replaceAll(`: ${prefix}`, ": ")}`
-  return tag === "AuthRequired" ? `${text} (run: toolvisor auth ${s.name})` : text
+  return Printable.line(tag === "AuthRequired" ? `${text} (run: toolvisor auth ${s.name})` : text)
 }
-
-/** The exposed counts of the registry's default agent now; undefined when it has no catalog. */
-export const exposed = StatusJson.exposed
 
 export interface TableOptions {
   readonly colour: boolean
   /** Animates a spinner for busy toolsets. */
   readonly frame?: number
   readonly width?: number
-  /** Exposed tool counts per toolset; a usable toolset missing from it exposes none. */
-  readonly exposed?: ReadonlyMap<string, number>
-}
-
-const toolsCell = (s: State.StatusSnapshot, exposed: ReadonlyMap<string, number> | undefined): string => {
-  if (s.toolCount === undefined) return "-"
-  if (exposed === undefined) return String(s.toolCount)
-  return String(exposed.get(s.name) ?? 0)
 }
 
 /** Columns a narrow terminal can spare, in the order they go: PID first, then KIND. */
@@ -82,11 +73,11 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
     return {
       state,
       cells: [
-        s.name,
-        s.kind,
+        Printable.line(s.name),
+        Printable.line(s.kind),
         `${mark} ${state}`,
         String(s.restarts),
-        toolsCell(s, options.exposed),
+        s.toolCount === undefined ? "-" : String(s.toolCount),
         s.pid === undefined ? "-" : String(s.pid),
         errorText(s)
       ]
@@ -119,7 +110,7 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
 export const problems = (board: ReadonlyArray<State.StatusSnapshot>): ReadonlyArray<string> =>
   board
     .filter((s) => s.lastError !== undefined && s.state !== "Ready")
-    .map((s) => `${s.name}: ${shownState(s)}: ${errorText(s)}`)
+    .map((s) => `${Printable.line(s.name)}: ${shownState(s)}: ${errorText(s)}`)
 
 /** One line per transition, for logs and pipes. */
 export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
@@ -131,7 +122,7 @@ export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
     s.restarts === 0 ? undefined : `restarts ${s.restarts}`,
     s.lastError === undefined ? undefined : errorText(s)
   ].filter((d) => d !== undefined)
-  return `${at} ${event.toolset} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
+  return `${at} ${Printable.line(event.toolset)} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
 }
 
 /** A status line for scripts: the DTO `GET /status` and the event stream share. */
@@ -157,17 +148,25 @@ export const toolJson = (entry: Catalog.Entry) => ({
 
 /** The catalog as text: one tool per line with its toolset and the first line of its description. */
 export const catalogText = (catalog: Catalog.Catalog, width = 120): string => {
-  const nameWidth = Math.max(4, ...catalog.tools.map((t) => t.name.length))
-  const toolsetWidth = Math.max(7, ...catalog.tools.map((t) => t.toolset.length))
-  const lines = catalog.tools.map((t) => {
-    const description = (t.tool.description ?? "").split("\n")[0] ?? ""
+  const rows = catalog.tools.map((t) => ({
+    name: Printable.line(t.name),
+    toolset: Printable.line(t.toolset),
+    description: Printable.line((t.tool.description ?? "").split("\n")[0] ?? "")
+  }))
+  const nameWidth = Math.max(4, ...rows.map((t) => t.name.length))
+  const toolsetWidth = Math.max(7, ...rows.map((t) => t.toolset.length))
+  const lines = rows.map((t) => {
     const head = `${t.name.padEnd(nameWidth)}  ${t.toolset.padEnd(toolsetWidth)}  `
-    return `${head}${truncate(description, Math.max(10, width - head.length))}`.trimEnd()
+    return `${head}${truncate(t.description, Math.max(10, width - head.length))}`.trimEnd()
   })
-  const missing = catalog.missing.map((m) => `(not ready: ${m.toolset}, ${m.state}: ${m.reason})`)
+  const missing = catalog.missing.map((m) => Printable.line(`(not ready: ${m.toolset}, ${m.state}: ${m.reason})`))
   return [...lines, ...missing].join("\n")
 }
 
-/** A tool result for people: its text items, and a note for other content kinds. */
+/** A tool result for people: its text items (line breaks kept), and a note for other content kinds. */
 export const resultText = (result: Toolset.ToolResult): string =>
-  result.content.map((item) => (typeof item.text === "string" ? item.text : `[${item.type} content]`)).join("\n")
+  result.content
+    .map((item) =>
+      typeof item.text === "string" ? Printable.lines(item.text) : `[${Printable.line(item.type)} content]`
+    )
+    .join("\n")

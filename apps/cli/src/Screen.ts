@@ -2,10 +2,12 @@
  * The live view's frame as a pure function of what it shows and the terminal's size: a header,
  * the status table, a pane (the event log, or a page of a command's output), a message line and
  * the prompt. No line is wider than the terminal and the frame is never taller, so nothing wraps
- * or scrolls the table away, at 80×24 as on a wide screen.
+ * or scrolls the table away, at 80×24 as on a wide screen. Only the table carries escape codes
+ * (its colours); every other line is escaped whole, so nothing a server says can act on the terminal.
  */
 import type { State } from "@toolvisor/core"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 
 /** A command's output too long for the message line, shown in the pane a page at a time. */
 export interface Page {
@@ -18,7 +20,6 @@ export interface Page {
 export interface View {
   readonly title: string
   readonly board: ReadonlyArray<State.StatusSnapshot>
-  readonly exposed: ReadonlyMap<string, number> | undefined
   readonly frame: number
   /** The newest `count` lines of the event log. */
   readonly events: (count: number) => ReadonlyArray<string>
@@ -73,12 +74,7 @@ export const paneHeight = (board: ReadonlyArray<State.StatusSnapshot>, height: n
 /** The frame's lines, top to bottom: exactly `height` of them, none wider than `width`. */
 export const render = (view: View, width: number, height: number): ReadonlyArray<string> => {
   const header = `toolvisor · ${view.title} · ${view.board.length} toolsets: ${summary(view.board)}`
-  const table = Output.table(view.board, {
-    colour: true,
-    frame: view.frame,
-    width,
-    ...(view.exposed === undefined ? {} : { exposed: view.exposed })
-  }).split("\n")
+  const table = Output.table(view.board, { colour: true, frame: view.frame, width }).split("\n")
   const rows = paneHeight(view.board, height)
   const page = view.page
   const pane =
@@ -92,6 +88,7 @@ export const render = (view: View, width: number, height: number): ReadonlyArray
           ...page.lines.slice(page.offset, page.offset + rows)
         ]
   const filler = Array.from({ length: Math.max(0, rows + 1 - pane.length) }, () => "")
-  const lines = [header, ...table, ...pane, ...filler, view.message, `> ${view.typed}`]
+  const text = [header, ...pane, ...filler, view.message, `> ${view.typed}`].map(Printable.line)
+  const lines = [text[0] ?? "", ...table, ...text.slice(1)]
   return lines.slice(Math.max(0, lines.length - height)).map((line) => fit(line, width))
 }

@@ -9,6 +9,7 @@ import { Failure } from "./CliError.ts"
 import * as DurationFlag from "./DurationFlag.ts"
 import * as Open from "./Open.ts"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 import * as Settle from "./Settle.ts"
 
 export interface Options extends Open.Target {
@@ -20,17 +21,14 @@ export const run = Effect.fn("toolvisor.status")(function* (options: Options) {
   const timeout = yield* DurationFlag.parse(options.timeout)
   const { config, registry } = yield* Open.open(options)
   const board = yield* Settle.settle(registry, timeout)
-  const counts = yield* Output.exposed(registry)
   const { ok, summary } = Settle.verdict(config, board)
   if (options.json) {
-    yield* Console.log(JSON.stringify(board.map((s) => Output.statusJson(s, counts))))
+    yield* Console.log(Printable.json(board.map((s) => Output.statusJson(s))))
   } else {
     const width = process.stdout.columns || 120
-    yield* Console.log(
-      Output.table(board, { colour: false, width, ...(counts === undefined ? {} : { exposed: counts }) })
-    )
+    yield* Console.log(Output.table(board, { colour: false, width }))
     for (const line of Output.problems(board)) yield* Console.log(line)
-    if (ok && summary !== undefined) yield* Console.log(summary)
+    if (ok && summary !== undefined) yield* Console.log(Printable.line(summary))
   }
   if (!ok) return yield* new Failure({ message: summary ?? "no toolset is Ready" })
   if (options.json && summary !== undefined) yield* Effect.logWarning(summary)

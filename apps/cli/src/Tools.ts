@@ -11,6 +11,7 @@ import * as Describe from "./Describe.ts"
 import * as DurationFlag from "./DurationFlag.ts"
 import * as Open from "./Open.ts"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 import * as Settle from "./Settle.ts"
 
 export interface Options extends Open.Target {
@@ -31,7 +32,7 @@ export const list = Effect.fn("toolvisor.tools")(function* (options: Options) {
   const catalog = yield* settledCatalog(options)
   yield* Console.log(
     options.json
-      ? JSON.stringify(Output.catalogJson(catalog))
+      ? Printable.json(Output.catalogJson(catalog))
       : Output.catalogText(catalog, process.stdout.columns || 120)
   )
 })
@@ -53,5 +54,5 @@ export const describe = Effect.fn("toolvisor.describe")(function* (options: Opti
       ].join("")
     })
   }
-  yield* Console.log(options.json ? JSON.stringify(Output.toolJson(entry)) : Describe.text(entry))
+  yield* Console.log(options.json ? Printable.json(Output.toolJson(entry)) : Describe.text(entry))
 })

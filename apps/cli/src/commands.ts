@@ -27,8 +27,7 @@ const run = Command.make(
       Flag.withDescription("Serve the status page, /status, /events, /metrics and health probes on this port"),
       Flag.optional
     ),
-    host: Flags.host,
-    httpTokenFile: Flags.httpTokenFile,
+    ...Flags.httpAccess,
     otlp: Flags.otlp
   },
   (options) =>
@@ -112,6 +111,7 @@ const validate = Command.make(
   "validate",
   {
     config: Argument.String("config").pipe(Argument.withDescription("The config file to check")),
+    json: Flags.json,
     check: Flag.Boolean("check").pipe(
       Flag.withDescription("Also start each toolset, list its tools and stop it (exit 1 if one does not start)"),
       Flag.withDefault(false)
@@ -190,8 +190,17 @@ const serve = Command.make(
       Flag.withDescription("Serve streamable HTTP on this port instead of stdio (/mcp, and the status routes)"),
       Flag.optional
     ),
-    host: Flags.host,
-    httpTokenFile: Flags.httpTokenFile,
+    ...Flags.httpAccess,
+    sessionIdle: Flag.String("session-idle").pipe(
+      Flag.withDescription("Close an MCP session over HTTP that no client has used for this long (default 10m)"),
+      Flag.withDefault("10m")
+    ),
+    maxSessions: Flag.Int("max-sessions").pipe(
+      Flag.withDescription(
+        "The most MCP sessions over HTTP open at once, 1000 by default; an initialize past it is refused (503)"
+      ),
+      Flag.withDefault(1000)
+    ),
     otlp: Flags.otlp
   },
   (options) =>
@@ -201,7 +210,14 @@ const serve = Command.make(
     )
 ).pipe(
   Command.withDescription("Serve every tool of every toolset as one MCP server (stdio, or HTTP with --http)"),
-  Command.withExamples([{ command: "toolvisor serve agent.yaml --http 8808", description: "" }])
+  Command.withExamples([
+    { command: "toolvisor serve agent.yaml --http 8808", description: "MCP at http://127.0.0.1:8808/mcp" },
+    {
+      command:
+        "toolvisor serve agent.yaml --http 8808 --host 0.0.0.0 --jwt-issuer https://idp.example --jwt-audience https://tools.example/mcp",
+      description: "behind your identity provider"
+    }
+  ])
 )
 
 const durationFlag = (name: string, fallback: string, description: string) =>

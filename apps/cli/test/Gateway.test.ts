@@ -14,6 +14,7 @@ import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
 import { LocalRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Predicate from "effect/Predicate"
@@ -21,7 +22,8 @@ import * as Scope from "effect/Scope"
 import { config, fixtureEntry } from "../../../packages/runtime/test/helpers.ts"
 import * as Gateway from "../src/Gateway.ts"
 
-const localhost = { port: 0, host: "127.0.0.1" }
+const sessions = { idle: Duration.minutes(10), max: 100 }
+const localhost = { port: 0, host: "127.0.0.1", sessions }
 
 /** A started registry in its own scope, so a test can close it and check what is left. */
 const openRegistry = (entries: ReadonlyArray<AgentConfig.ToolsetConfig>) =>
@@ -228,19 +230,20 @@ describe("Gateway", () => {
       const { registry, close } = yield* openRegistry([fixtureEntry("fx")])
       yield* Effect.addFinalizer(() => close)
       const { port } = yield* Gateway.listen(registry, { http: localhost })
-      const error = yield* Effect.flip(Gateway.listen(registry, { http: { port, host: "127.0.0.1" } }))
+      const error = yield* Effect.flip(Gateway.listen(registry, { http: { ...localhost, port } }))
       assert.strictEqual(error._tag, "GatewayError")
       assert.include(error.message, `127.0.0.1:${port}`)
       assert.include(error.message, "already in use")
     })
   )
 
-  it.live("HTTP requests outside the protocol are refused: foreign Host, other paths, unknown sessions", () =>
+  it.live("HTTP requests outside the protocol are refused: foreign Host or Origin, other paths, unknown sessions", () =>
     Effect.gen(function* () {
       const { registry, close } = yield* openRegistry([fixtureEntry("fx")])
       yield* Effect.addFinalizer(() => close)
       const { port } = yield* Gateway.listen(registry, { http: localhost })
       assert.strictEqual(yield* rawPost(port, "/mcp", { host: "evil.example" }), 403)
+      assert.strictEqual(yield* rawPost(port, "/mcp", { origin: "http://evil.example" }), 403)
       assert.strictEqual(yield* rawPost(port, "/other", {}), 404)
       assert.strictEqual(yield* rawPost(port, "/mcp", { "mcp-session-id": "no-such-session" }), 404)
       assert.strictEqual(yield* rawPost(port, "/mcp", {}), 400)

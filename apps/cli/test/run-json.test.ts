@@ -1,6 +1,7 @@
 /**
  * `run --json` as a script drives it: commands answered concurrently with their ids, a tools
- * line only when the catalog changes, and the end of stdin ending the run.
+ * line only when the catalog changes, the end of stdin ending the run, and a hostile line (nested
+ * too deep, or too long) refused at once with a typed error while the run goes on.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { isAlive, mcpEntry, Session, writeConfig, yaml } from "./helpers.ts"
@@ -59,4 +60,25 @@ describe("toolvisor run --json", () => {
       session.child.kill("SIGKILL")
     }
   })
+
+  it("refuses a command nested too deep or too long with a typed error line, and keeps answering", async () => {
+    const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
+    try {
+      await session.waitFor(ready("fx"))
+      const mark = session.lines.length
+      const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`
+      session.child.stdin.write(`{"cmd":"call","tool":"fx_echo","args":{"message":"x","deep":${deep}},"id":"deep"}\n`)
+      const tooDeep = await session.waitFor((l) => l.type === "error", mark)
+      assert.strictEqual(tooDeep.tag, "TooDeep")
+      assert.include(String(tooDeep.message), "64")
+      const long = `{"cmd":"status","pad":"${"x".repeat(16 * 1024 * 1024)}"}`
+      session.child.stdin.write(`${long}\n`)
+      const tooLarge = await session.waitFor((l) => l.type === "error" && l.tag === "TooLarge", mark)
+      assert.include(String(tooLarge.message), String(long.length))
+      session.send({ cmd: "status", id: "after" })
+      await session.waitFor((l) => l.type === "result" && l.id === "after", mark)
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  }, 120_000)
 })

@@ -6,7 +6,7 @@
  * call the cluster re-delivers after a runner died is refused unless the tool is safe to repeat.
  */
 import { LifecycleError, State, Toolset } from "@toolvisor/core"
-import { Secrets, Toolsets } from "@toolvisor/runtime"
+import { Toolsets } from "@toolvisor/runtime"
 import * as Clock from "effect/Clock"
 import * as Entity from "effect/cluster/Entity"
 import * as Deferred from "effect/Deferred"
@@ -36,8 +36,8 @@ export interface Options {
 
 interface Hosted {
   readonly spec: Opened
+  /** Masked by its secrets (see `Toolsets.make`): what the entity answers is already redacted. */
   readonly toolset: Toolset.Toolset
-  readonly mask: (text: string) => string
 }
 
 export const layer = (options: Options = {}) =>
@@ -72,18 +72,17 @@ export const layer = (options: Options = {}) =>
                 return yield* new LifecycleError.ServerUnavailable({ toolset: sealed.name, message: spec })
               }
               const { toolset } = yield* Toolsets.make(buildable(spec, Orphans.mark(runner)))
-              const mask = Secrets.masker(spec.secrets)
               yield* toolset.changes.pipe(
                 Stream.runForEach((snapshot) =>
                   SubscriptionRef.update(observed, (o) => ({
                     ...o,
-                    snapshot: Secrets.snapshot(snapshot, mask),
+                    snapshot,
                     seq: o.seq + 1
                   }))
                 ),
                 Effect.forkIn(scope, { startImmediately: true })
               )
-              installed = { spec, toolset, mask }
+              installed = { spec, toolset }
               yield* Deferred.succeed(hosted, installed)
               return installed
             })
@@ -121,7 +120,7 @@ export const layer = (options: Options = {}) =>
        */
       const keepStarted = (h: Hosted) =>
         h.toolset.start.pipe(
-          Effect.tapError((error) => Effect.logWarning(`did not start: ${h.mask(error.message)}`)),
+          Effect.tapError((error) => Effect.logWarning(`did not start: ${error.message}`)),
           Effect.ignore
         )
 

@@ -228,7 +228,8 @@ const mcpFields = {
     Schema.NonEmptyString.annotate({ description: "A name under top-level `mcps:`, or a docker: catalog ref" })
   ),
   config: ignored,
-  file_types: onlyFor("file_types", "'lsp'")
+  file_types: onlyFor("file_types", "'lsp'"),
+  allow_outside_workspace: onlyFor("allow_outside_workspace", "'lsp'")
 }
 
 export const McpEntry = Schema.Struct({ type: Schema.Literal("mcp"), ...mcpFields })
@@ -243,8 +244,15 @@ export const LspEntry = Schema.Struct({
   file_types: Schema.optionalKey(
     Strings.annotate({ description: "File extensions this server handles, e.g. .go; empty means all" })
   ),
+  allow_outside_workspace: Schema.optionalKey(
+    Schema.Union([Schema.Boolean, Strings]).annotate({
+      description:
+        "Where the lsp_* tools may read and write besides working_dir: true for anywhere, or a list of extra folders (relative ones against the config file's directory). Default: only inside working_dir"
+    })
+  ),
   remote: onlyFor("remote", "'mcp'"),
-  ref: onlyFor("ref", "'mcp'")
+  ref: onlyFor("ref", "'mcp'"),
+  env_file: onlyFor("env_file", "'mcp'")
 }).annotate({ identifier: "LspToolset", description: "A language server over stdio" })
 
 /** docker-agent toolset types Toolvisor does not run: loaded, reported as skipped. */
@@ -380,13 +388,23 @@ export type Transport =
       readonly args: ReadonlyArray<string>
       readonly env: Readonly<Record<string, string>>
       readonly cwd: string | undefined
+      /** VS Code's `envFile`, absolute: a dotenv file read when the server starts (never at load). */
+      readonly envFile?: string | undefined
     }
   | {
       readonly _tag: "http" | "sse"
       readonly url: string
       readonly headers: Readonly<Record<string, string>>
       readonly oauth?: Omit<OAuth, "authServerMetadataUrl" | "xaa">
+      /** Claude Code's `headersHelper`: run each time the toolset connects (never at load). */
+      readonly headersHelper?: HeadersHelper | undefined
     }
+
+/** A shell command whose output is a JSON object of extra headers, and the folder it runs in (the config's). */
+export interface HeadersHelper {
+  readonly command: string
+  readonly cwd: string
+}
 
 /** One toolset, ready to build: every reference resolved, every variable expanded, the policy computed. */
 export interface ToolsetConfig {
@@ -402,6 +420,11 @@ export interface ToolsetConfig {
   readonly transport: Transport
   /** LSP only; empty means every file type. */
   readonly fileTypes: ReadonlyArray<string>
+  /**
+   * LSP only: where the tools may read and write besides the working directory — anywhere
+   * (`true`), or these extra folders, absolute. Absent, only inside the working directory.
+   */
+  readonly allowOutsideWorkspace?: true | ReadonlyArray<string> | undefined
   /** Allow-list of exposed tool names; `undefined` exposes every tool (a `*` entry means every tool). */
   readonly tools: ReadonlyArray<string> | undefined
   /** Exposed tool names never offered, from a host's disabled-tools list; applied after `tools`. */
@@ -411,13 +434,6 @@ export interface ToolsetConfig {
   /** Profile plus overrides. For remote MCP the MCP package still applies its remote defaults. */
   readonly policy: Policy.Policy
   readonly lazy: boolean
-  /**
-   * Claude Code's `headersHelper`: a shell command whose JSON output adds headers. `ConfigLoader.load`
-   * runs it once the file is read; `parse`, being pure, leaves it for the caller.
-   */
-  readonly headersHelper?: string | undefined
-  /** VS Code's `envFile`: a dotenv file `ConfigLoader.load` reads into a stdio server's `env`. */
-  readonly envFile?: string | undefined
   /** Every value that came from the environment: redact these wherever the toolset is shown. */
   readonly secrets: ReadonlyArray<string>
   /** Where it was declared, e.g. `agents.root.toolsets[2]` or `mcpServers.files`. */

@@ -16,8 +16,6 @@ import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ConfigText from "./ConfigText.ts"
-import * as EnvFile from "./EnvFile.ts"
-import * as HeadersHelper from "./HeadersHelper.ts"
 import * as HostConfig from "./HostConfig.ts"
 import * as HostResolver from "./HostResolver.ts"
 import * as Interpolation from "./Interpolation.ts"
@@ -267,6 +265,28 @@ export const parse = (
     Effect.flatMap((raw) => fromDocument(raw, options))
   )
 
+/** A config is a few KiB; a file past this is someone's attempt at something else, refused unread. */
+export const maxBytes = 4 * 1024 * 1024
+
+/** The file's text, read no further than `maxBytes` (a pipe from `<(…)` is read as well as a file). */
+const readBounded = async (path: string): Promise<string | undefined> => {
+  const handle = await NodeFs.open(path, "r")
+  try {
+    const chunks: Array<Buffer> = []
+    let total = 0
+    while (total <= maxBytes) {
+      const chunk = Buffer.alloc(64 * 1024)
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null)
+      if (bytesRead === 0) return Buffer.concat(chunks).toString("utf8")
+      chunks.push(chunk.subarray(0, bytesRead))
+      total += bytesRead
+    }
+    return undefined
+  } finally {
+    await handle.close()
+  }
+}
+
 const readError = (error: unknown): string => {
   const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined
   if (code === "ENOENT") return "File not found"
@@ -276,17 +296,20 @@ const readError = (error: unknown): string => {
 }
 
 /**
- * Reads and parses a config file; relative directories in it resolve against the file's directory,
- * and an `envFile` is read and a `headersHelper` runs there.
+ * Reads and parses a config file; relative paths in it resolve against the file's folder. Reading
+ * a config runs nothing and reads no other file: a `headersHelper` runs, and an `envFile` is read,
+ * only when its toolset connects, so validating someone else's repository is safe.
  */
 export const load = (path: string, options: Options = {}): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
     const absolute = NodePath.resolve(path)
     const text = yield* Effect.tryPromise({
-      try: () => NodeFs.readFile(absolute, "utf8"),
+      try: () => readBounded(absolute),
       catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
     })
+    if (text === undefined) {
+      return yield* fail(path, "", `Refused: larger than ${maxBytes / 1024 / 1024} MiB, which no config is`)
+    }
     const baseDir = NodePath.dirname(absolute)
-    const config = yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
-    return yield* HeadersHelper.apply(yield* EnvFile.apply(config, baseDir), baseDir)
+    return yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
   })

@@ -192,10 +192,15 @@ export const McpServer = Schema.StructWithRest(
     headers: Schema.optionalKey(AgentConfig.Headers),
     oauth: Schema.optionalKey(AgentConfig.OAuth),
     headersHelper: Schema.optionalKey(
-      Schema.NonEmptyString.annotate({ description: "A shell command whose JSON output gives extra headers" })
+      Schema.NonEmptyString.annotate({
+        description: "A shell command whose JSON output gives extra headers; it runs at each connect, never at load"
+      })
     ),
     envFile: Schema.optionalKey(
-      Schema.NonEmptyString.annotate({ description: "VS Code: a dotenv file of variables for a stdio server" })
+      Schema.NonEmptyString.annotate({
+        description:
+          "VS Code: a dotenv file of variables for a stdio server, relative to this file's folder, read at each start"
+      })
     ),
     lifecycle: Schema.optionalKey(AgentConfig.Lifecycle),
     tools: Schema.optionalKey(AgentConfig.Strings.annotate({ description: "Allow-list of tool names; * means all" })),

@@ -4,9 +4,11 @@
  * `${env:VAR}` (Cursor, VS Code), `${env.VAR}` and `${env.VAR || 'default'}` (docker-agent's
  * JavaScript templates), `${input:id}` (VS Code), and the host-defined names such as
  * `${workspaceFolder}` and `${userHome}`. Every value taken from the environment or an input is
- * returned as a secret, so the caller can mask it wherever the config is shown.
+ * returned as a secret (unless plainly a setting, see `isSecret`), so the caller can mask it
+ * wherever the config is shown.
  */
 
+import { Redaction } from "@toolvisor/core"
 import * as Predicate from "effect/Predicate"
 import * as ConfigError from "./ConfigError.ts"
 
@@ -58,8 +60,16 @@ const fromEnv = (env: Env, variable: string, fallback: string | undefined, hint:
     return { _tag: "Found", value: fallback, secret: false }
   }
   if (found === undefined) return { _tag: "Missing", problem: `Environment variable ${variable} is not set${hint}` }
-  return { _tag: "Found", value: found, secret: found !== "" }
+  return { _tag: "Found", value: found, secret: isSecret(variable, found) }
 }
+
+/**
+ * A value from the environment is a secret unless it is plainly a setting (a path, a number, a
+ * word such as `debug`) under a name that does not say otherwise: `${HOME}` masked in every
+ * result would garble each path an agent reads, while `${API_KEY}` is masked whatever it holds.
+ */
+const isSecret = (name: string, value: string, password = false): boolean =>
+  value !== "" && (password || Redaction.isSecretName(name) || !Redaction.isPlainSetting(value))
 
 const lookup = (body: string, env: Env, options: Options): Lookup => {
   const builtin = options.builtins?.[body]
@@ -84,7 +94,7 @@ const lookup = (body: string, env: Env, options: Options): Lookup => {
 const fromInput = (id: string, env: Env, options: Options): Lookup => {
   const declared = options.inputs?.get(id)
   const value = declared?.value ?? env[inputVariable(id)]
-  if (value !== undefined) return { _tag: "Found", value, secret: value !== "" }
+  if (value !== undefined) return { _tag: "Found", value, secret: isSecret(id, value, declared?.password === true) }
   const about = declared?.description === undefined ? "" : ` ("${declared.description}")`
   const known = declared === undefined ? "; it is not declared under inputs" : ""
   return {

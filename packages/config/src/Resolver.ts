@@ -168,10 +168,10 @@ const declareEntry = (
           source: { command: entry.command, args: entry.args, env: entry.env, cwd: entry.working_dir, sse: false },
           urlPath: path,
           fileTypes: entry.file_types,
+          allowOutsideWorkspace: entry.allow_outside_workspace,
           tools: entry.tools,
           lifecycle: entry.lifecycle,
           lazy: entry.lazy,
-          envFile: envFileOf(entry.env_file),
           secrets: secretsAt(context, path)
         },
         context

@@ -70,7 +70,7 @@ describe("ConfigLoader: the docker-agent example (anchor §6)", () => {
         url: "https://api.githubcopilot.com/mcp",
         headers: { Authorization: "Bearer ghp_secret123" }
       })
-      assert.deepStrictEqual(github.secrets, ["ghp_secret123"])
+      assert.sameMembers([...github.secrets], ["ghp_secret123", "Bearer ghp_secret123"])
 
       const gopls = toolset(config, "lsp/cmd/gopls")
       assert.strictEqual(gopls.type, "lsp")

@@ -37,10 +37,7 @@ const pathOf = (entry: Entry) => NodePath.join(corpus, entry.file)
 /** Only the variables a file needs, each set: the verdict must not depend on the machine's environment. */
 const envFor = (entry: Entry) => Object.fromEntries((entry.needs ?? []).map((name) => [name, "value"]))
 
-/**
- * `parse`, not `load`: the verdict is the file's own, and a corpus file's `headersHelper` (a
- * command from a public repository) is never run.
- */
+/** `parse`, not `load`: the verdict is the file's own text, read with only the variables below. */
 const load = (entry: Entry, env: Record<string, string>) => {
   const path = pathOf(entry)
   const text = NodeFs.readFileSync(path, "utf8")

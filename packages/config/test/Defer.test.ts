@@ -132,6 +132,12 @@ agents:
         ["agents.root.toolsets[0].env_file"]
       )
       assert.include(error.issues[0]?.message, "one env_file per toolset")
+      // A language server is started without one: a field it would ignore is refused instead.
+      const lsp = yield* issuesOf(agentYaml("      - { type: lsp, command: gopls, env_file: .env }\n"))
+      assert.deepStrictEqual(
+        lsp.map((i) => [i.path, i.message]),
+        [["agents.root.toolsets[0].env_file", "env_file can only be used with type 'mcp'"]]
+      )
       NodeFs.rmSync(dir, { recursive: true, force: true })
     })
   )

@@ -1,6 +1,7 @@
 /**
  * Opens an LSP session for the Supervisor: spawns the server through `ServerProcess`, speaks
- * JSON-RPC to it with `vscode-jsonrpc` (requests through `Requests`, so each carries the tool
+ * JSON-RPC to it with `vscode-jsonrpc` (reading through the bounded `StdoutReader`, writing
+ * through `StdinWriter`; requests through `Requests`, so each carries the tool
  * call's deadline and fails when the connection is lost), runs `initialize` → `initialized`,
  * answers the requests a server sends the client, and keeps the session's capabilities,
  * documents and diagnostics. Closing the session sends `shutdown` + `exit` (bounded), because
@@ -24,11 +25,15 @@ import * as LspTools from "./LspTools.ts"
 import * as Paths from "./Paths.ts"
 import * as Requests from "./Requests.ts"
 import * as StdinWriter from "./StdinWriter.ts"
+import * as StdoutReader from "./StdoutReader.ts"
+import * as Workspace from "./Workspace.ts"
 
 /** What tool requests run on. */
 export interface LspSession {
   readonly name: string
   readonly spec: LspSpec.LspSpec
+  /** Where the tools may read and write, its roots resolved when the session began. */
+  readonly workspace: Workspace.Workspace
   readonly capabilities: Capabilities.Capabilities
   readonly documents: Documents.Documents
   readonly diagnostics: Diagnostics.Diagnostics
@@ -47,12 +52,15 @@ export interface LspSession {
   readonly speculate: Requests.Requests["speculate"]
   /** Fails once the session is lost or closed: race it against waits that are not requests. */
   readonly lost: Requests.Requests["lost"]
-  /** Applies a workspace edit to disk and re-syncs the open documents it touched. */
+  /**
+   * Applies a workspace edit to disk and re-syncs the open documents it touched; refused whole if
+   * it touches a file outside the workspace.
+   */
   readonly applyEdit: (
     edit: Protocol.WorkspaceEdit
   ) => Effect.Effect<
     ReadonlyArray<Edits.Change>,
-    Edits.EditFailed | Documents.FileProblem | LifecycleError.LifecycleError
+    Edits.EditFailed | Edits.Refused | Documents.FileProblem | LifecycleError.LifecycleError
   >
 }
 
@@ -151,9 +159,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       ...(spec.env === undefined ? {} : { env: spec.env })
     })
     const connection = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        Rpc.createMessageConnection(new Rpc.StreamMessageReader(proc.stdout), StdinWriter.make(proc.stdin))
-      ),
+      Effect.sync(() => Rpc.createMessageConnection(StdoutReader.make(proc.stdout), StdinWriter.make(proc.stdin))),
       (connection) => Effect.sync(() => connection.dispose())
     )
     const requests = Requests.make(name, connection)
@@ -206,11 +212,12 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     let capabilities = Capabilities.make({})
     let documents: Documents.Documents | undefined
     const rootUri = Paths.toUri(spec.cwd)
+    const workspace = yield* Effect.sync(() => Workspace.make(spec.cwd, spec.allowOutsideWorkspace))
     const folders = [{ uri: rootUri, name: NodePath.basename(spec.cwd) }]
 
     const applyEdit = (edit: Protocol.WorkspaceEdit) =>
       Effect.gen(function* () {
-        const changes = yield* Edits.applyWorkspaceEdit(edit)
+        const changes = yield* Edits.applyWorkspaceEdit(workspace, edit)
         const open = documents
         if (open !== undefined) {
           yield* Effect.forEach(changes, (change) => open.refresh(change.path), { discard: true })
@@ -308,6 +315,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     const session: LspSession = {
       name,
       spec,
+      workspace,
       capabilities,
       documents,
       diagnostics,

@@ -1,6 +1,7 @@
 /**
- * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio) or
- * reaches it over streamable HTTP or SSE, runs the `initialize` handshake and the first tool
+ * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio, with
+ * its `envFile` read now) or reaches it over streamable HTTP or SSE (with its `headersHelper` run
+ * now), runs the `initialize` handshake and the first tool
  * listing, and reports when the session ends. Each session has its own tool and prompt caches,
  * so a reconnect never serves the old server's list; `list_changed` notifications invalidate
  * them, and a burst of notifications is coalesced into one refetch.
@@ -15,13 +16,15 @@ import {
   type ServerCapabilities,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
+import { LifecycleError, Redaction, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as HeadersHelper from "./HeadersHelper.ts"
+import * as EnvFile from "./internal/envFile.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
 import type * as McpSpec from "./McpSpec.ts"
 import * as OAuthProvider from "./OAuthProvider.ts"
@@ -52,7 +55,11 @@ const pageLimit = 1_000
 
 /** A request to the server as an Effect: interruption aborts it, failures are classified. */
 export const request = <A>(name: string, send: (signal: AbortSignal) => Promise<A>) =>
-  Effect.tryPromise({ try: send, catch: (cause) => OAuthProvider.classify(name, cause) })
+  Effect.tryPromise({ try: send, catch: (cause) => classify(name, cause) })
+
+/** A refused token store is a login to redo; anything else as the OAuth provider classifies it. */
+const classify = (name: string, cause: unknown): LifecycleError.LifecycleError =>
+  TokenStore.authRequired(name, cause) ?? OAuthProvider.classify(name, cause)
 
 interface Link {
   readonly transport: Transport
@@ -63,6 +70,8 @@ interface Link {
   readonly established: Effect.Effect<void>
   readonly ended: Effect.Effect<void, LifecycleError.LifecycleError>
   readonly pid?: number
+  /** What connecting read that the config did not hold (env file values, helper headers): secrets. */
+  readonly secrets: ReadonlyArray<string>
 }
 
 export const make = (options: Options): Session.Connector<McpSession> => ({
@@ -72,9 +81,19 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const closed = yield* Deferred.make<void, LifecycleError.LifecycleError>()
     client.onclose = () => Deferred.doneUnsafe(closed, Effect.void)
     const link = spec._tag === "stdio" ? yield* stdio(name, spec) : yield* remote(name, spec, client, closed)
+    // What connecting read (env file values, helper headers) joins the registry's secrets, so it is
+    // masked wherever this toolset's output goes, and in this connection's own errors at once.
+    // (A toolset built outside a registry has no shared redactor: its own errors are masked anyway.)
+    const redactor = yield* Redaction.Current
+    redactor.add(link.secrets)
+    const own = Redaction.make(link.secrets)
+    const masked = <A, R>(effect: Effect.Effect<A, LifecycleError.LifecycleError, R>) =>
+      Effect.mapError(effect, (error) => Redaction.error(error, (text) => redactor.text(own.values(text))))
 
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close().catch(() => undefined)))
-    yield* link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    yield* masked(
+      link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    )
     const capabilities = client.getServerCapabilities() ?? {}
     const tools = yield* ToolCache.make(
       capabilities.tools === undefined
@@ -95,7 +114,7 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
           )
     )
     yield* watchListChanges(client, tools, prompts, options.listChangedDebounce ?? "20 millis")
-    const initialTools = yield* link.guard(tools.get)
+    const initialTools = yield* masked(link.guard(tools.get))
     yield* link.established
 
     const server = client.getServerVersion()
@@ -104,8 +123,8 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
       handle: { client, tools, prompts, capabilities },
       // Over stdio the SDK rejects pending requests when the pipe closes; over HTTP it may not.
       selfBounded: spec._tag === "stdio",
-      ended: link.ended,
-      probe: request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout })).pipe(Effect.asVoid),
+      ended: masked(link.ended),
+      probe: masked(request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout }))).pipe(Effect.asVoid),
       toolCount: initialTools.length,
       toolCountChanges: Stream.map(tools.stored, (list) => list.length),
       ...(link.pid === undefined ? {} : { pid: link.pid }),
@@ -117,26 +136,31 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
 
 const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
+    // The `envFile`, read now (at each start), under the server's own `env`.
+    const fromFile = spec.envFile === undefined ? {} : yield* EnvFile.read(name, spec.envFile)
+    const env = spec.envFile === undefined ? spec.env : { ...fromFile, ...spec.env }
     const proc = yield* ServerProcess.spawn(name, {
       command: spec.command,
       args: spec.args,
-      ...(spec.env === undefined ? {} : { env: spec.env }),
+      ...(env === undefined ? {} : { env }),
       ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
     })
     const context = yield* Effect.context<never>()
-    const transport = new PipeTransport(proc.stdout, proc.stdin, (line) =>
-      Effect.runForkWith(context)(
-        Effect.logWarning(
-          `${name}: ignored a line on stdout that is not JSON-RPC: ${LifecycleError.redact(line.slice(0, 200))}`
-        )
-      )
-    )
+    const warn = (message: string) => Effect.runForkWith(context)(Effect.logWarning(message))
+    const transport = new PipeTransport(proc.stdout, proc.stdin, {
+      garbage: (count, last) =>
+        warn(
+          `${name}: ignored ${count} ${count === 1 ? "line" : "lines"} on stdout that ${count === 1 ? "is" : "are"} not JSON-RPC; the last: ${Redaction.redact(last)}`
+        ),
+      dropped: (refused) => warn(`${name}: dropped a message from the server: it is ${refused.message}`)
+    })
     return {
       transport,
       guard: proc.whileRunning,
       established: proc.established,
-      ended: proc.exited,
-      pid: proc.pid
+      ended: proc.ended,
+      pid: proc.pid,
+      secrets: Object.values(fromFile)
     }
   })
 
@@ -150,17 +174,20 @@ const remote = (
   spec: McpSpec.Http | McpSpec.Sse,
   client: Client,
   closed: Deferred.Deferred<void, LifecycleError.LifecycleError>
-): Effect.Effect<Link, never, Scope.Scope> =>
+): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const url = new URL(spec.url)
+    const helped = spec.headersHelper === undefined ? {} : yield* helperHeaders(name, spec.headersHelper)
+    const headers =
+      spec.headers === undefined && spec.headersHelper === undefined ? undefined : { ...spec.headers, ...helped }
     const options = {
-      ...(spec.headers === undefined ? {} : { requestInit: { headers: { ...spec.headers } } }),
-      ...(yield* oauthOptions(name, spec))
+      ...(headers === undefined ? {} : { requestInit: { headers } }),
+      ...(yield* oauthOptions(name, spec, headers))
     }
     const transport =
       spec._tag === "http" ? new StreamableHTTPClientTransport(url, options) : new SSEClientTransport(url, options)
     client.onerror = (cause) => {
-      const error = OAuthProvider.classify(name, cause)
+      const error = classify(name, cause)
       const fatal =
         LifecycleError.isPermanent(error) ||
         error._tag === "SessionMissing" ||
@@ -193,9 +220,17 @@ const remote = (
           )
         ),
       established: Effect.void,
-      ended: Deferred.await(closed)
+      ended: Deferred.await(closed),
+      secrets: Object.values(helped)
     }
   })
+
+/**
+ * What the `headersHelper` prints, run now (at each connect); it wins over the configured headers.
+ * Its values live only in this connection's request headers, and are masked in its errors.
+ */
+const helperHeaders = (name: string, helper: HeadersHelper.Spec) =>
+  Effect.mapError(HeadersHelper.run(name, helper), HeadersHelper.unavailable)
 
 /** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
 const authRequestTimeout = 5_000
@@ -205,15 +240,20 @@ const authRequestTimeout = 5_000
  * that answers 401 is then reached with the stored login, and one without a login fails with
  * AuthRequired at once. Never interactive: only `OAuth.login` opens a browser.
  */
-const oauthOptions = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
+const oauthOptions = (
+  name: string,
+  spec: McpSpec.Http | McpSpec.Sse,
+  headers: Readonly<Record<string, string>> | undefined
+) =>
   Effect.gen(function* () {
-    const configured = Object.keys(spec.headers ?? {}).some((header) => header.toLowerCase() === "authorization")
+    const configured = Object.keys(headers ?? {}).some((header) => header.toLowerCase() === "authorization")
     if (configured) return {}
     const provider = OAuthProvider.make({
       name,
       serverUrl: spec.url,
       oauth: spec.oauth,
       store: yield* TokenStore.Current,
+      redactor: yield* Redaction.Current,
       fetch: (input, init) =>
         fetch(input, init?.signal ? init : { ...init, signal: AbortSignal.timeout(authRequestTimeout) })
     })

@@ -7,7 +7,18 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, Deadline, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import {
+  Classify,
+  Deadline,
+  JsonLimits,
+  LifecycleError,
+  Policy,
+  RawMessage,
+  Redaction,
+  State,
+  Supervisor,
+  Toolset
+} from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -57,6 +68,9 @@ const connectionCodes = new Set([-32000, -32001])
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
 
+/** JSON-RPC's code for arguments that are not acceptable. */
+const invalidParams = -32602
+
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
 
@@ -87,6 +101,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       })
     })
 
+    const remote = McpSpec.isRemote(spec)
+
     const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
     /** One deadline for the whole call, a resend included. */
     const withDeadline = Deadline.within(callMillis)
@@ -111,14 +127,17 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * The server's answer to the request is the caller's business; anything else is a lifecycle
      * failure. The SDK's "Not connected" (the transport closed before the request was sent) and a
      * write into a pipe nobody reads any more mean the request provably never reached the server:
-     * it is handled as a lost session and may be sent again.
+     * it is handled as a lost session and may be sent again. An answer too big or too deep to
+     * read fails the call alone, saying that it ran: the session is fine.
      */
     const callFailure = (
       tool: string,
       cause: unknown,
       deadline: Deadline.Deadline | undefined
-    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
-      cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
+    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError => {
+      const refused = refusalOf(cause)
+      if (refused !== undefined) return refusedAnswer(tool, refused)
+      return cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
         ? new LifecycleError.SessionMissing({
             toolset: name,
             message: `${name}: the session closed before "${tool}" was sent`,
@@ -130,11 +149,20 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             ? new Toolset.ToolCallFailed({
                 toolset: name,
                 tool,
-                message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
+                message: `${name}/${tool}: ${Redaction.redact(cause.message)}`,
                 code: cause.code,
                 cause
               })
             : Classify.classify(name, cause)
+    }
+
+    const refusedAnswer = (tool: string, refused: RawMessage.Refused) =>
+      new Toolset.ToolCallFailed({
+        toolset: name,
+        tool,
+        message: `${name}/${tool}: the server's answer is ${refused.message}; the call ran, but its answer was dropped`,
+        cause: refused
+      })
 
     /**
      * The current listing by name, built once per listing: a listing is replaced, never changed,
@@ -170,11 +198,13 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       call: Call,
       deadline: Deadline.Deadline | undefined,
       signal?: AbortSignal
-    ) =>
-      session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
+    ) => {
+      const sent = session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
         ...(signal === undefined ? {} : { signal }),
         timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
       })
+      return remote ? sent.then(withinDepth) : sent
+    }
 
     /**
      * Checks the call against the session's current listing and records the session in the call.
@@ -202,8 +232,6 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           })
         })
       })
-
-    const remote = McpSpec.isRemote(spec)
 
     /**
      * Recovery from a failed attempt, by what the failure proves; its effects are built only when
@@ -239,6 +267,20 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       }
     }
 
+    /**
+     * Arguments nested too deep for the recursive code on their way (serialization, validation)
+     * are refused before anything is sent, so the call provably did not run.
+     */
+    const tooDeep = (tool: string, args: { readonly [key: string]: unknown }) =>
+      JsonLimits.isTooDeep(args)
+        ? new Toolset.ToolCallFailed({
+            toolset: name,
+            tool,
+            message: `${name}/${tool}: the arguments are nested deeper than ${JsonLimits.maxDepth} levels, the limit; they were not sent, so the call did not run`,
+            code: invalidParams
+          })
+        : undefined
+
     const callOf = (tool: string, args: { readonly [key: string]: unknown }): Call => ({
       tool,
       args: Toolset.stripNulls(args),
@@ -247,6 +289,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     })
 
     const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
+      const refused = tooDeep(tool, args)
+      if (refused !== undefined) return Effect.fail(refused)
       const call = callOf(tool, args)
       return withDeadline(Effect.catch(attempt(call), (error) => recover(call, error)))
     }
@@ -255,6 +299,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     const runExit = Effect.runPromiseExitWith(yield* Effect.context<never>())
 
     const callToolNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
+      const refused = tooDeep(tool, args)
+      if (refused !== undefined) return Promise.resolve(Exit.fail(refused))
       const now = supervisor.liveNow()
       if (now === undefined) return undefined
       const call = callOf(tool, args)
@@ -316,6 +362,22 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 
 /** What the SDK's `callTool` resolves with. */
 type SdkResult = Awaited<ReturnType<Client["callTool"]>>
+
+/** The refusal a failure carries: a remote answer too deep, or an answer the stdio transport refused. */
+const refusalOf = (cause: unknown): RawMessage.Refused | undefined =>
+  cause instanceof RawMessage.Refused
+    ? cause
+    : cause instanceof McpError && cause.data instanceof RawMessage.Refused
+      ? cause.data
+      : undefined
+
+/**
+ * A remote answer's depth, checked once the SDK has parsed it (without recursion: `JSON.parse` is
+ * iterative and the SDK's schemas stop at the result's open fields) and before anything recursive
+ * (a serializer, a schema) walks it. The stdio transport checks the raw line instead.
+ */
+const withinDepth = (result: SdkResult): Promise<SdkResult> =>
+  JsonLimits.isTooDeep(result) ? Promise.reject(new RawMessage.Refused(0, true)) : Promise.resolve(result)
 
 /** Servers of the 2024-10-07 protocol answer `{ toolResult }`; it becomes one text item. */
 const toToolResult = (result: SdkResult): Toolset.ToolResult =>

@@ -1,4 +1,5 @@
 /** Toolvisor MCP: MCP servers (stdio, streamable HTTP, SSE) as supervised toolsets. */
+export * as HeadersHelper from "./HeadersHelper.ts"
 export * as McpConnector from "./McpConnector.ts"
 export * as McpSpec from "./McpSpec.ts"
 export * as McpToolset from "./McpToolset.ts"

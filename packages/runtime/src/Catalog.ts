@@ -9,14 +9,8 @@
 import { Levenshtein, type State, type Toolset } from "@toolvisor/core"
 
 /** A toolset's contribution, as the registry gathered it. */
-export interface Source {
+export interface Source extends Filter {
   readonly toolset: string
-  /** Tools are exposed as `${prefix}_${tool}` when set. */
-  readonly prefix: string | undefined
-  /** Exposed names to keep; `undefined` keeps all. */
-  readonly allow: ReadonlyArray<string> | undefined
-  /** Exposed names never offered (a host's disabled-tools list), applied after `allow`. */
-  readonly deny?: ReadonlyArray<string> | undefined
   readonly listing: Toolset.Listing<Toolset.Tool>
   readonly state: State.State
   /** What the toolset listed the last time it was usable, if it ever was. */
@@ -82,6 +76,41 @@ export interface Instruction {
 export const exposedName = (prefix: string | undefined, tool: string): string =>
   prefix === undefined ? tool : `${prefix}_${tool}`
 
+/** How a toolset's tools are filtered and named for an agent: its config's `name`, `tools:` and `deny`. */
+export interface Filter {
+  /** Tools are exposed as `${prefix}_${tool}` when set. */
+  readonly prefix: string | undefined
+  /** Exposed names to keep; `undefined` keeps all. */
+  readonly allow: ReadonlyArray<string> | undefined
+  /** Exposed names never offered (a host's disabled-tools list), applied after `allow`. */
+  readonly deny?: ReadonlyArray<string> | undefined
+}
+
+/** The filter of a toolset's config entry. */
+export const filterOf = (config: {
+  readonly prefix: string | undefined
+  readonly tools: ReadonlyArray<string> | undefined
+  readonly deny?: ReadonlyArray<string> | undefined
+}): Filter => ({ prefix: config.prefix, allow: config.tools, deny: config.deny })
+
+/** Whether a toolset offers its tool `tool` (by its own, unprefixed name) through `filter`. */
+export const offers = (filter: Filter, tool: string): boolean => {
+  const name = exposedName(filter.prefix, tool)
+  return (filter.allow === undefined || filter.allow.includes(name)) && filter.deny?.includes(name) !== true
+}
+
+/**
+ * How many of `tools` a toolset offers through `filter`: the tool count every status output
+ * shows (snapshots, JSON lines, `/status`, `/metrics`, the live view, `validate --check`). A
+ * name an earlier toolset of the same agent already offers is still counted: the catalog
+ * reports it as shadowed.
+ */
+export const offeredCount = (filter: Filter, tools: ReadonlyArray<Toolset.Tool>): number => {
+  let count = 0
+  for (const tool of tools) if (offers(filter, tool.name)) count += 1
+  return count
+}
+
 /** States in which a toolset's last-known tools stay on offer: it is on its way back. */
 const returning = (state: State.State): boolean => state === "Starting" || state === "Restarting"
 
@@ -97,9 +126,8 @@ export const make = (sources: ReadonlyArray<Source>, previous?: Catalog): Catalo
   const offline: Array<Entry> = []
   const offer = (source: Source, items: ReadonlyArray<Toolset.Tool>, lastKnown: boolean, into: Array<Entry>) => {
     for (const tool of items) {
+      if (!offers(source, tool.name)) continue
       const name = exposedName(source.prefix, tool.name)
-      if (source.allow !== undefined && !source.allow.includes(name)) continue
-      if (source.deny?.includes(name) === true) continue
       const owner = owners.get(name)
       if (owner !== undefined) {
         if (into === tools) shadowed.push({ name, toolset: source.toolset, shadowedBy: owner })

@@ -4,6 +4,7 @@
  * than `EventSource`, so it can send the bearer token (given once as `#token=...`), and resumes
  * from the last id it saw whenever the stream drops — including across a Toolvisor restart.
  */
+import * as NodeCrypto from "node:crypto"
 
 const style = `
 :root { color-scheme: light dark; font: 14px/1.4 system-ui, sans-serif; }
@@ -193,3 +194,19 @@ export const page = `<!doctype html>
 </body>
 </html>
 `
+
+const sha256 = (text: string) => `'sha256-${NodeCrypto.createHash("sha256").update(text).digest("base64")}'`
+
+/**
+ * The page's Content-Security-Policy: its own inline style and script (by hash, so no injected
+ * markup could run), requests to this server only, and no framing by any other page.
+ */
+export const contentSecurityPolicy = [
+  "default-src 'none'",
+  `script-src ${sha256(script)}`,
+  `style-src ${sha256(style)}`,
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'"
+].join("; ")

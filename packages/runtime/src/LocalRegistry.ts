@@ -6,7 +6,7 @@
  * stops and replaces toolsets, and shuts them all down at once.
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
-import { State } from "@toolvisor/core"
+import { Redaction, State, type Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -17,7 +17,6 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
 import * as Offer from "./Offer.ts"
 import * as Routing from "./Routing.ts"
-import * as Secrets from "./Secrets.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as ToolSearch from "./ToolSearch.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
@@ -56,6 +55,9 @@ export const make = (
     const running = new Map<string, Running>()
     const latest = new Map<string, State.StatusSnapshot>()
     let config = initial
+    /** One for every toolset: a secret of one entry is masked in what any server says. */
+    const redactor = Redaction.make()
+    const build = options.build ?? ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor))
     const agentNames = () => config.agents.map((a) => a.name)
     const defaultAgent = options.agent ?? initial.agents[0]?.name ?? "default"
     if (!initial.agents.some((a) => a.name === defaultAgent)) {
@@ -112,28 +114,35 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const mask = Secrets.masker(entry.secrets)
-        const { toolset, lsp } = yield* (options.build ?? Toolsets.make)(entry).pipe(Scope.provide(scope))
+        const { toolset, lsp } = yield* build(entry).pipe(Scope.provide(scope))
+        const counted = offeredCounts(entry, toolset)
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
-            PubSub.publish(hub, {
-              toolset: entry.name,
-              from: t.from,
-              snapshot: Secrets.snapshot(t.snapshot, mask)
-            }).pipe(Effect.andThen(Telemetry.transition(entry.name, t.snapshot.state)))
+            Effect.flatMap(counted(t.snapshot), (snapshot) =>
+              PubSub.publish(hub, {
+                toolset: entry.name,
+                from: t.from,
+                snapshot
+              }).pipe(Effect.andThen(Telemetry.transition(entry.name, t.snapshot.state)))
+            )
           ),
           Effect.forkIn(scope, { startImmediately: true })
         )
         let listed = -1
         yield* toolset.changes.pipe(
+          Stream.mapEffect(counted),
           Stream.runForEach((snapshot) =>
             Effect.suspend(() => {
-              latest.set(entry.identity, Secrets.snapshot(snapshot, mask))
-              if (!State.isUsable(snapshot.state) || snapshot.toolsVersion === listed) return publishBoard
+              latest.set(entry.identity, snapshot)
+              const recorded =
+                snapshot.toolCount === undefined ? Effect.void : Telemetry.toolCount(entry.name, snapshot.toolCount)
+              if (!State.isUsable(snapshot.state) || snapshot.toolsVersion === listed) {
+                return Effect.andThen(recorded, publishBoard)
+              }
               // A new tool list: read it now, so routing knows it even if the toolset restarts
               // before anyone asks for a catalog.
               listed = snapshot.toolsVersion
-              return Effect.andThen(publishBoard, remember(entry.identity))
+              return Effect.andThen(recorded, Effect.andThen(publishBoard, remember(entry.identity)))
             })
           ),
           Effect.forkIn(scope, { startImmediately: true })
@@ -161,9 +170,7 @@ export const make = (
         Effect.tapError((error) =>
           entry.config.policy.required
             ? Effect.void
-            : Effect.logWarning(
-                `optional toolset did not start: ${Secrets.masker(entry.config.secrets)(error.message)}`
-              )
+            : Effect.logWarning(`optional toolset did not start: ${error.message}`)
         ),
         Effect.annotateLogs({ toolset: entry.config.name })
       )
@@ -181,7 +188,7 @@ export const make = (
                 {
                   toolset: entry.config.name,
                   tag: result.failure._tag,
-                  message: Secrets.masker(entry.config.secrets)(result.failure.message)
+                  message: result.failure.message
                 }
               ]
             : []
@@ -312,7 +319,7 @@ export const make = (
           entry.streak = 0
           recovered.push(name)
         } else {
-          const error = Secrets.masker(entry.config.secrets)(result.failure.message)
+          const error = result.failure.message
           if (entry.streak === 0) yield* Effect.logWarning(`${name} is still failing: ${error}`)
           entry.streak += 1
           failing.push({ toolset: name, error })
@@ -373,6 +380,41 @@ export const make = (
       reload
     } satisfies ToolsetRegistry.Registry
   })
+
+/**
+ * A toolset's snapshots with the tool count every output shows: the tools it offers after its
+ * `tools:` and `deny` filters (`Catalog.offeredCount`), counted once per tool list
+ * (`toolsVersion`) for its events and its board alike. Without a filter the session's own count
+ * is that number already. A list that can no longer be read (the toolset went down meanwhile)
+ * keeps the last count, or none.
+ */
+const offeredCounts = (
+  entry: AgentConfig.ToolsetConfig,
+  toolset: Toolset.Toolset
+): ((snapshot: State.StatusSnapshot) => Effect.Effect<State.StatusSnapshot>) => {
+  const filter = Catalog.filterOf(entry)
+  if (filter.allow === undefined && filter.deny === undefined) return Effect.succeed
+  let counted: { readonly toolsVersion: number; readonly count: number } | undefined
+  return (snapshot) => {
+    if (snapshot.toolCount === undefined) return Effect.succeed(snapshot)
+    if (counted?.toolsVersion === snapshot.toolsVersion) return Effect.succeed(withCount(snapshot, counted.count))
+    return toolset.tools.pipe(
+      Effect.map((listing) => {
+        if (listing.complete) {
+          counted = { toolsVersion: snapshot.toolsVersion, count: Catalog.offeredCount(filter, listing.items) }
+        }
+        return withCount(snapshot, counted?.count)
+      }),
+      Effect.orElseSucceed(() => withCount(snapshot, counted?.count))
+    )
+  }
+}
+
+const withCount = (snapshot: State.StatusSnapshot, toolCount: number | undefined): State.StatusSnapshot => {
+  if (toolCount !== undefined) return { ...snapshot, toolCount }
+  const { toolCount: _raw, ...rest } = snapshot
+  return rest
+}
 
 const unknownAgent = (agent: string, known: ReadonlyArray<string>) =>
   Effect.fail(

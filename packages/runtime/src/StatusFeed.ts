@@ -68,11 +68,7 @@ const timelineLimit = 500
 
 /** The data of a `snapshot` event: the same DTO as `GET /status` (the feed adds the timelines). */
 export const snapshotData = (registry: ToolsetRegistry.Registry) =>
-  Effect.gen(function* () {
-    const board = yield* registry.snapshot
-    const exposed = yield* StatusJson.exposed(registry)
-    return { toolsets: board.map((s) => StatusJson.make(s, exposed)) }
-  })
+  Effect.map(registry.snapshot, (board) => ({ toolsets: board.map((s) => StatusJson.make(s)) }))
 
 /** Starts reading the registry in the current scope; closing it ends every subscriber. */
 export const make = (
@@ -139,13 +135,11 @@ export const make = (
       })
 
     const transitions = registry.events.pipe(
-      Stream.mapArrayEffect((events) =>
-        Effect.map(StatusJson.exposed(registry), (exposed) =>
-          Arr.map(events, (e) => {
-            remember(e.toolset, e.snapshot.state, e.snapshot.since)
-            return { event: "transition" as const, data: { ...StatusJson.make(e.snapshot, exposed), from: e.from } }
-          })
-        )
+      Stream.mapArray((events) =>
+        Arr.map(events, (e) => {
+          remember(e.toolset, e.snapshot.state, e.snapshot.since)
+          return { event: "transition" as const, data: { ...StatusJson.make(e.snapshot), from: e.from } }
+        })
       )
     )
     const catalogs = registry.catalogChanges(options.agent).pipe(

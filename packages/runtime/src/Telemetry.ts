@@ -18,6 +18,15 @@ export const state = Metric.gauge("toolvisor_toolset_state", {
   description: "0 Stopped, 1 Starting, 2 Ready, 3 Degraded, 4 Restarting, 5 Failed"
 })
 
+/** The tools each toolset offers the agent, after its `tools:` filter (`Catalog.offeredCount`). */
+export const tools = Metric.gauge("toolvisor_toolset_tools", {
+  description: "Tools the toolset offers the agent, after its tools: filter"
+})
+
+/** Records the tool count of one toolset, as its status snapshot shows it. */
+export const toolCount = (toolset: string, count: number) =>
+  Metric.update(Metric.withAttributes(tools, { toolset }), count)
+
 /** Tool call latency in milliseconds. */
 export const callLatency = Metric.histogram("toolvisor_tool_call_duration_ms", {
   description: "Tool call latency",

@@ -68,7 +68,11 @@ export interface Registry {
    * by their policy until Ready, Failed, or stopped.
    */
   readonly start: Effect.Effect<void, StartFailed>
-  /** The current status of every toolset, in config order. */
+  /**
+   * The current status of every toolset, in config order. Here and in `status` and `events`, a
+   * snapshot's `toolCount` is the number of tools the toolset offers after its `tools:` filter
+   * (`Catalog.offeredCount`): the one count every output shows.
+   */
   readonly snapshot: Effect.Effect<ReadonlyArray<State.StatusSnapshot>>
   /** The current picture first, then a new one after every change. */
   readonly status: Stream.Stream<ReadonlyArray<State.StatusSnapshot>>

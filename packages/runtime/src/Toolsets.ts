@@ -1,13 +1,15 @@
 /**
  * Turns a resolved config entry into a running toolset: MCP entries become `McpToolset`s, LSP
- * entries `LspToolset`s. The only place the runtime knows which transport packages exist.
+ * entries `LspToolset`s. The only place the runtime knows which transport packages exist, and
+ * where each toolset gets its `Redactor`: whatever it lets out is masked (see `Secrets`).
  */
 import type { AgentConfig } from "@toolvisor/config"
-import type { Toolset } from "@toolvisor/core"
+import { Redaction, type Toolset } from "@toolvisor/core"
 import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
 import { McpSpec, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as Secrets from "./Secrets.ts"
 
 export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
   switch (transport._tag) {
@@ -16,14 +18,16 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
         command: transport.command,
         args: transport.args,
         env: transport.env,
-        ...(transport.cwd === undefined ? {} : { cwd: transport.cwd })
+        ...(transport.cwd === undefined ? {} : { cwd: transport.cwd }),
+        ...(transport.envFile === undefined ? {} : { envFile: transport.envFile })
       })
     case "http":
     case "sse": {
       const fields = {
         url: transport.url,
         headers: transport.headers,
-        ...(transport.oauth === undefined ? {} : { oauth: new McpSpec.OAuth(transport.oauth) })
+        ...(transport.oauth === undefined ? {} : { oauth: new McpSpec.OAuth(transport.oauth) }),
+        ...(transport.headersHelper === undefined ? {} : { headersHelper: transport.headersHelper })
       }
       return transport._tag === "http" ? McpSpec.Http.make(fields) : McpSpec.Sse.make(fields)
     }
@@ -37,10 +41,31 @@ export interface Built {
 }
 
 /** The fields of a config entry that building its toolset reads. */
-export type Buildable = Pick<AgentConfig.ToolsetConfig, "name" | "type" | "transport" | "fileTypes" | "policy">
+export type Buildable = Pick<
+  AgentConfig.ToolsetConfig,
+  "name" | "type" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "policy" | "secrets"
+>
 
-/** Builds the toolset of one config entry in the current scope (closing it stops the toolset). */
-export const make = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
+/**
+ * Builds the toolset of one config entry in the current scope (closing it stops the toolset),
+ * masked by `redactor` with the entry's secrets added. A registry passes one redactor to all its
+ * toolsets, so a secret of one entry is masked in whatever any server echoes (a server's `get-env`
+ * shows the variables another entry's headers use). The redactor is the toolset's
+ * `Redaction.Current` while it runs, so secrets met at connect time (an OAuth token) join it.
+ */
+export const make = (
+  config: Buildable,
+  redactor: Redaction.Redactor = Redaction.make()
+): Effect.Effect<Built, never, Scope.Scope> => {
+  redactor.add(config.secrets)
+  return Effect.map(Effect.provideService(transportOf(config), Redaction.Current, redactor), ({ toolset, lsp }) => {
+    if (lsp === undefined) return { toolset: Secrets.guard(toolset, redactor), lsp }
+    const masked = Secrets.guard(lsp, redactor)
+    return { toolset: masked, lsp: masked }
+  })
+}
+
+const transportOf = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
   if (config.type === "mcp") {
     return Effect.map(
       McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy }),
@@ -49,10 +74,7 @@ export const make = (config: Buildable): Effect.Effect<Built, never, Scope.Scope
   }
   return Effect.map(
     LspToolset.make({ name: config.name, spec: lspSpec(config), policy: config.policy }),
-    (toolset) => ({
-      toolset,
-      lsp: toolset
-    })
+    (toolset) => ({ toolset, lsp: toolset })
   )
 }
 
@@ -65,6 +87,7 @@ export const lspSpec = (config: Buildable): LspSpec.LspSpec => {
     args: stdio.args,
     env: stdio.env,
     cwd: stdio.cwd ?? process.cwd(),
-    fileTypes: config.fileTypes
+    fileTypes: config.fileTypes,
+    ...(config.allowOutsideWorkspace === undefined ? {} : { allowOutsideWorkspace: config.allowOutsideWorkspace })
   })
 }

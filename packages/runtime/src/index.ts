@@ -1,5 +1,7 @@
 /** Toolvisor runtime: the toolset registry, its catalog and status stream, as Layers. */
+export * as BearerAuth from "./BearerAuth.ts"
 export * as Catalog from "./Catalog.ts"
+export * as HttpGate from "./HttpGate.ts"
 export * as LocalRegistry from "./LocalRegistry.ts"
 export * as Offer from "./Offer.ts"
 export * as OrphanSweep from "./OrphanSweep.ts"

@@ -13,6 +13,7 @@ import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
+import * as HttpGate from "../src/HttpGate.ts"
 import * as StatusFeed from "../src/StatusFeed.ts"
 import * as StatusHttp from "../src/StatusHttp.ts"
 import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
@@ -172,11 +173,11 @@ describe("StatusFeed", () => {
 })
 
 describe("StatusHttp", () => {
-  const handler = (options: Partial<StatusHttp.Options> = {}) =>
+  const handler = (gate: HttpGate.Options = { host: "127.0.0.1" }) =>
     Effect.gen(function* () {
       const events = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
-      const app = StatusHttp.layer({ host: "127.0.0.1", heartbeat: "50 millis", ...options }).pipe(
-        Layer.provide(Layer.succeed(ToolsetRegistry.ToolsetRegistry)(fakeRegistry(events)))
+      const app = StatusHttp.layer({ heartbeat: "50 millis" }).pipe(
+        Layer.provide([Layer.succeed(ToolsetRegistry.ToolsetRegistry)(fakeRegistry(events)), HttpGate.layer(gate)])
       )
       const web = HttpRouter.toWebHandler(app, { disableLogger: true })
       yield* Effect.addFinalizer(() => Effect.promise(() => web.dispose()))
@@ -215,19 +216,24 @@ describe("StatusHttp", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.effect("a token guards control routes, and reads too off loopback; 404 for an unknown toolset", () =>
-    Effect.gen(function* () {
-      const local = yield* handler({ token: "tok-123" })
-      assert.strictEqual((yield* local("/status")).status, 200)
-      assert.strictEqual((yield* local("/toolsets/fx/restart", { method: "POST" })).status, 401)
-      const authorized = { method: "POST", headers: { authorization: "Bearer tok-123" } }
-      assert.strictEqual((yield* local("/toolsets/fx/restart", authorized)).status, 200)
-      assert.strictEqual((yield* local("/toolsets/nope/restart", authorized)).status, 404)
-      assert.strictEqual((yield* local("/toolsets/fx/explode", authorized)).status, 404)
-      const exposed = yield* handler({ host: "0.0.0.0", token: "tok-123" })
-      assert.strictEqual((yield* exposed("/status")).status, 401)
-      assert.strictEqual((yield* exposed("/status", { headers: { authorization: "Bearer tok-123" } })).status, 200)
-      assert.strictEqual((yield* exposed("/healthz")).status, 200)
-    }).pipe(Effect.scoped)
+  it.effect(
+    "a token guards every route but the probes and the page, on loopback or off; 404 for an unknown toolset",
+    () =>
+      Effect.gen(function* () {
+        const local = yield* handler({ host: "127.0.0.1", token: "tok-123" })
+        assert.strictEqual((yield* local("/status")).status, 401)
+        assert.strictEqual((yield* local("/status", { headers: { authorization: "Bearer tok-123" } })).status, 200)
+        assert.strictEqual((yield* local("/healthz")).status, 200)
+        assert.strictEqual((yield* local("/")).status, 200)
+        assert.strictEqual((yield* local("/toolsets/fx/restart", { method: "POST" })).status, 401)
+        const authorized = { method: "POST", headers: { authorization: "Bearer tok-123" } }
+        assert.strictEqual((yield* local("/toolsets/fx/restart", authorized)).status, 200)
+        assert.strictEqual((yield* local("/toolsets/nope/restart", authorized)).status, 404)
+        assert.strictEqual((yield* local("/toolsets/fx/explode", authorized)).status, 404)
+        const exposed = yield* handler({ host: "0.0.0.0", token: "tok-123" })
+        assert.strictEqual((yield* exposed("/status")).status, 401)
+        assert.strictEqual((yield* exposed("/status", { headers: { authorization: "Bearer tok-123" } })).status, 200)
+        assert.strictEqual((yield* exposed("/healthz")).status, 200)
+      }).pipe(Effect.scoped)
   )
 })

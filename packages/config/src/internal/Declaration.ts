@@ -4,7 +4,7 @@
  * identities shared, display names made unique, policies computed.
  */
 import * as NodePath from "node:path"
-import { HttpUrl, Policy } from "@toolvisor/core"
+import { HttpUrl, Policy, Redaction } from "@toolvisor/core"
 import type * as AgentConfig from "../AgentConfig.ts"
 import type * as ConfigError from "../ConfigError.ts"
 import * as ToolsetDiff from "../ToolsetDiff.ts"
@@ -33,8 +33,6 @@ export interface Declaration extends ToolsetDiff.Signed {
   readonly named: boolean
   /** The `mcps` definition it came from, if any. */
   readonly sourcePath: string
-  readonly headersHelper?: string | undefined
-  readonly envFile?: string | undefined
   readonly secrets: ReadonlyArray<string>
 }
 
@@ -79,6 +77,19 @@ const transportOf = (
   }
 }
 
+/**
+ * The secrets written into the file itself, which no `${VAR}` announced: keys after secret flags
+ * and in `env`, literal header values, URL credentials and tokens, a configured client secret.
+ */
+const literalSecrets = (transport: AgentConfig.Transport): ReadonlyArray<string> =>
+  transport._tag === "stdio"
+    ? [...Redaction.argSecrets(transport.args), ...Redaction.envSecrets(transport.env)]
+    : [
+        ...Redaction.urlSecrets(transport.url),
+        ...Redaction.headerSecrets(transport.headers),
+        ...(transport.oauth?.clientSecret === undefined ? [] : [transport.oauth.clientSecret])
+      ]
+
 const nameFrom = (transport: AgentConfig.Transport): string =>
   transport._tag === "stdio" ? NodePath.basename(transport.command) : new URL(transport.url).host
 
@@ -93,6 +104,8 @@ export interface Declare {
   readonly source: Source
   readonly urlPath: string
   readonly fileTypes: ReadonlyArray<string> | undefined
+  /** LSP only: `true`, or extra folders, relative ones against the config file's directory. */
+  readonly allowOutsideWorkspace?: boolean | ReadonlyArray<string> | undefined
   readonly tools: ReadonlyArray<string> | undefined
   /** Tools never exposed (a host's disabled-tools list). */
   readonly deny?: ReadonlyArray<string> | undefined
@@ -105,14 +118,47 @@ export interface Declare {
 export const allowList = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<string> | undefined =>
   tools === undefined || tools.includes("*") ? undefined : tools
 
+/**
+ * What runs or is read only when the toolset connects: a stdio server's `envFile` (relative to the
+ * config file's folder) and a remote server's `headersHelper` (run in that folder). Loading reads
+ * neither; they are part of the transport, so changing one is a change of the toolset.
+ */
+const withConnectInputs = (
+  transport: AgentConfig.Transport,
+  input: Declare,
+  context: Context
+): AgentConfig.Transport => {
+  if (transport._tag === "stdio") {
+    return input.envFile === undefined
+      ? transport
+      : { ...transport, envFile: NodePath.resolve(context.baseDir, input.envFile) }
+  }
+  return input.headersHelper === undefined
+    ? transport
+    : { ...transport, headersHelper: { command: input.headersHelper, cwd: context.baseDir } }
+}
+
+/** `allow_outside_workspace` as the toolset takes it: `false` is the default, extra roots absolute. */
+const outsideWorkspace = (
+  allowed: Declare["allowOutsideWorkspace"],
+  context: Context
+): Pick<AgentConfig.ToolsetConfig, "allowOutsideWorkspace"> =>
+  allowed === undefined || allowed === false
+    ? {}
+    : {
+        allowOutsideWorkspace: allowed === true ? true : allowed.map((root) => NodePath.resolve(context.baseDir, root))
+      }
+
 export const declare = (input: Declare, context: Context): Outcome => {
-  const transport = transportOf(input.source, context, input.urlPath)
-  if (!("_tag" in transport)) return { _tag: "Invalid", issues: transport }
+  const bare = transportOf(input.source, context, input.urlPath)
+  if (!("_tag" in bare)) return { _tag: "Invalid", issues: bare }
+  const transport = withConnectInputs(bare, input, context)
   const signed: ToolsetDiff.Signed = {
     type: input.type,
     prefix: input.name,
     transport,
     fileTypes: input.fileTypes ?? [],
+    ...outsideWorkspace(input.allowOutsideWorkspace, context),
     tools: allowList(input.tools),
     ...(input.deny === undefined || input.deny.length === 0 ? {} : { deny: input.deny }),
     lifecycle: input.lifecycle ?? {},
@@ -131,9 +177,7 @@ export const declare = (input: Declare, context: Context): Outcome => {
     derivedName: input.name ?? input.ref ?? nameFrom(transport),
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
-    ...(input.headersHelper === undefined ? {} : { headersHelper: input.headersHelper }),
-    ...(input.envFile === undefined ? {} : { envFile: input.envFile }),
-    secrets: [...new Set(input.secrets)]
+    secrets: [...new Set([...input.secrets, ...literalSecrets(transport)])]
   }
   return { _tag: "Declared", declaration }
 }

@@ -1,0 +1,54 @@
+/**
+ * The live view's frame with hostile text in every part of it — a toolset named with a newline
+ * and an escape sequence, an error that sets the title, event lines and a page of a command's
+ * output that clear the screen, a typed C1 character — keeps its shape (exactly `height` lines)
+ * and lets no control character through but its own colours.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { State } from "@toolvisor/core"
+import * as Screen from "../src/Screen.ts"
+
+const esc = "\u001b"
+const hostile = `${esc}[2J${esc}]0;pwned\u0007\u009b31m\u202e`
+
+const snapshot = (name: string, state: State.State, error?: string): State.StatusSnapshot => ({
+  name,
+  kind: "mcp-stdio",
+  state,
+  since: 0,
+  restarts: 0,
+  attempt: 0,
+  toolsVersion: 0,
+  ...(error === undefined ? {} : { lastError: { tag: "ServerCrashed", message: error } })
+})
+
+/** Every control character except the colour codes (ESC [ digits m) the table paints states with. */
+const actingRanges = "\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069"
+const acting = new RegExp(`[${actingRanges}]`)
+const withoutColours = (line: string) => line.split(new RegExp(`${esc}\\[[0-9;]*m`)).join("")
+
+describe("the live view's frame", () => {
+  it("escapes what servers and typing put in it, and keeps exactly its height", () => {
+    const view: Screen.View = {
+      title: `agent${hostile}.yaml`,
+      board: [snapshot(`evil\nname${hostile}`, "Failed", `crashed ${hostile}\nsecond line`), snapshot("ok", "Ready")],
+      frame: 0,
+      events: (count) => Array.from({ length: count }, (_, i) => `event ${i} ${hostile}`),
+      page: undefined,
+      message: `tool error: ${hostile}`,
+      typed: `call x \u009b2J`
+    }
+    for (const shown of [
+      view,
+      { ...view, page: { title: `call${hostile}`, lines: [`result ${hostile}`], offset: 0 } }
+    ]) {
+      const lines = Screen.render(shown, 100, 24)
+      assert.strictEqual(lines.length, 24)
+      for (const line of lines) assert.isNull(acting.exec(withoutColours(line)), JSON.stringify(line))
+      assert.isTrue(
+        lines.some((l) => l.startsWith("evil\\nname\\x1b[2J")),
+        "the name is one cell, escaped"
+      )
+    }
+  })
+})
