@@ -19,9 +19,11 @@ import * as ScriptedModel from "./ScriptedModel.ts"
  * deferred by `defer_above`.
  */
 const manyTools = () => {
+  // r1 comes back from a crash after a second: long enough for a search and a call to meet it restarting.
+  const lifecycle = (copy: number) => ({ call_timeout: "30s", ...(copy === 1 ? { backoff: { initial: "1s" } } : {}) })
   const toolsets = [
     everything(),
-    ...[1, 2, 3, 4].map((copy) => replay(`r${copy}`, ToolCatalogs.servers, { lifecycle: { call_timeout: "30s" } }))
+    ...[1, 2, 3, 4].map((copy) => replay(`r${copy}`, ToolCatalogs.servers, { lifecycle: lifecycle(copy) }))
   ]
   const agent: AgentConfig.AgentSpec = {
     name: "root",
@@ -52,6 +54,10 @@ describe("deferred tools in agent loops", () => {
         const r1 = pidOf(board, "r1")
         assert.isDefined(r1)
 
+        // The toolset dies before the turn: the search finds its last-known tools, and the call
+        // waits for supervision to bring it back.
+        process.kill(r1 ?? 0, "SIGKILL")
+        yield* untilBoard(registry, (b) => b.some((s) => s.name === "r1" && s.state === "Restarting"))
         let found = ""
         const model = ScriptedModel.make((call) => {
           if (call.index === 0) {
@@ -64,8 +70,6 @@ describe("deferred tools in agent loops", () => {
           }
           if (call.index === 1) {
             found = /^- (\S+):/m.exec(readBack(call)[0] ?? "")?.[1] ?? ""
-            // The toolset dies between the search and the call: supervision brings it back, and the call waits for it.
-            process.kill(r1 ?? 0, "SIGKILL")
             return [
               ScriptedModel.toolCall("c1", found, { address: "1600 Amphitheatre Parkway" }),
               ScriptedModel.finish("tool-calls")
