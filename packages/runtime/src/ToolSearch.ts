@@ -90,14 +90,41 @@ const stem = (word: string): string => {
   return out.length > 3 && out.endsWith("e") ? out.slice(0, -1) : out
 }
 
+const isUpper = (c: number) => c >= 65 && c <= 90
+const isLower = (c: number) => c >= 97 && c <= 122
+const isDigit = (c: number) => c >= 48 && c <= 57
+
+/**
+ * Splits at everything but ASCII letters and digits, and where the case changes: `readFile`,
+ * `v2Beta`, and `HTTPServer` before its `S`. One pass: the regular expressions that do this
+ * backtrack quadratically on a run of capitals (36 s for a 100,000-letter name from a hostile server).
+ */
+const split = (text: string): Array<string> => {
+  const parts: Array<string> = []
+  let start = -1
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0
+    if (!(isUpper(c) || isLower(c) || isDigit(c))) {
+      if (start >= 0) parts.push(text.slice(start, i))
+      start = -1
+    } else if (start < 0) {
+      start = i
+    } else if (isUpper(c)) {
+      const before = text.charCodeAt(i - 1)
+      if (isLower(before) || isDigit(before) || (isUpper(before) && isLower(text.charCodeAt(i + 1)))) {
+        parts.push(text.slice(start, i))
+        start = i
+      }
+    }
+  }
+  return parts
+}
+
 /** The words of a name or a text: `camelCase`, `snake_case`, `kebab-case` and `dotted.names` split, lower-cased, stemmed. */
 export const words = (text: string): Array<string> =>
-  text
-    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter((word) => word !== "" && !stopWords.has(word))
+  split(text)
+    .map((word) => word.toLowerCase())
+    .filter((word) => !stopWords.has(word))
     .map(stem)
 
 /** What is indexed of a tool; a hostile server's megabyte description is cut, not indexed whole. */
@@ -109,6 +136,8 @@ interface Document {
   readonly params: string
 }
 
+/** What a server says about one tool is indexed up to these lengths. */
+const maxIndexedName = 256
 const maxIndexedDescription = 4096
 const maxIndexedParams = 100
 
@@ -117,12 +146,15 @@ const documentOf = (entry: Catalog.Entry): Document => {
   const properties = tool.inputSchema.properties
   const params =
     typeof properties === "object" && properties !== null
-      ? Object.keys(properties).slice(0, maxIndexedParams).join(" ")
+      ? Object.keys(properties)
+          .slice(0, maxIndexedParams)
+          .map((param) => param.slice(0, maxIndexedName))
+          .join(" ")
       : ""
   return {
     id: entry.name,
-    name: entry.name,
-    title: tool.title ?? tool.annotations?.title ?? "",
+    name: entry.name.slice(0, maxIndexedName),
+    title: (tool.title ?? tool.annotations?.title ?? "").slice(0, maxIndexedName),
     description: (tool.description ?? "").slice(0, maxIndexedDescription),
     params
   }

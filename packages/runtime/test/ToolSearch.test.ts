@@ -27,6 +27,14 @@ describe("ToolSearch", () => {
     assert.deepStrictEqual(ToolSearch.words("Reading the files"), ["read", "fil"])
     assert.deepStrictEqual(ToolSearch.words("create created creating creates"), ["creat", "creat", "creat", "creat"])
     assert.deepStrictEqual(ToolSearch.words("entities entity string"), ["entity", "entity", "string"])
+    assert.deepStrictEqual(ToolSearch.words("v2Beta getURLFor über"), ["v2", "beta", "get", "url", "ber"])
+  })
+
+  it("splits a 100,000-capital name from a hostile server in linear time", () => {
+    const started = performance.now()
+    assert.strictEqual(ToolSearch.words(`${"A".repeat(100_000)}b`).length, 2)
+    // A backtracking split takes tens of seconds here; one pass takes about a millisecond.
+    assert.isBelow(performance.now() - started, 1000)
   })
 
   it("a word most tools have is left out when the query has a rarer one, and searched when it is alone", () => {
