@@ -78,7 +78,8 @@ export const defer = (
 export const instruction = (configured: string | undefined, server: string | undefined): string => {
   const own = server?.slice(0, maxInstructionLength).trim() ?? ""
   if (configured === undefined) return own
-  if (configured.includes(original)) return configured.replace(original, own).trim()
+  // A function, so a `$&` the server wrote is text, not a replacement pattern.
+  if (configured.includes(original)) return configured.replace(original, () => own).trim()
   return [configured.trim(), own].filter((text) => text !== "").join("\n\n")
 }
 

@@ -89,6 +89,7 @@ describe("Offer", () => {
       Offer.instruction("Before: {ORIGINAL_INSTRUCTIONS} After.", "Memory server."),
       "Before: Memory server. After."
     )
+    assert.strictEqual(Offer.instruction("[{ORIGINAL_INSTRUCTIONS}]", "costs $& and $1"), "[costs $& and $1]")
     assert.strictEqual(Offer.instruction(undefined, " Memory server. "), "Memory server.")
     assert.strictEqual(Offer.instruction("Only mine.", undefined), "Only mine.")
     assert.strictEqual(Offer.instruction(undefined, "x".repeat(100_000)).length, Offer.maxInstructionLength)
