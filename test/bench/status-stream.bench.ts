@@ -44,6 +44,7 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
   catalogChanges: () => Stream.empty,
   callTool: () => Effect.die("unused"),
   callToolNow: () => undefined,
+  searchTools: () => Effect.die("unused"),
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: () => Effect.void,

@@ -82,6 +82,29 @@ describe("toolvisor validate", () => {
     assert.include(result.stderr, "toolset(s) that did not start: missing")
   })
 
+  it("--check flags a defer entry that matches no tool, with the name it probably meant", async () => {
+    const config = writeConfig(
+      [
+        "agents:",
+        "  root:",
+        "    toolsets:",
+        "      - type: mcp",
+        "        name: everything",
+        `        command: ${JSON.stringify(process.execPath)}`,
+        `        args: [${JSON.stringify(everything)}, stdio]`,
+        "        defer: [get-sum, everything_echo, get-tiny-imag, nothing-like-it]",
+        ""
+      ].join("\n"),
+      "agent.yaml"
+    )
+    const result = await runCli(["validate", config, "--check"])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(
+      result.stdout,
+      'warning everything: defer entries of agent root "get-tiny-imag" (did you mean "get-tiny-image"?), "nothing-like-it" match no tool it offers'
+    )
+  })
+
   it("runs no headersHelper and reads no envFile, but says it would (text and --json); --check runs and reads them", async () => {
     const config = writeConfig(
       JSON.stringify({

@@ -86,6 +86,26 @@ export const ignored = Schema.optionalKey(
 const onlyFor = (field: string, types: string) =>
   Schema.optionalKey(Schema.Never.annotate({ message: `${field} can only be used with type ${types}` }))
 
+/** docker-agent's `defer`: `true` defers every tool of the toolset, a list defers the tools it names. */
+export const Defer = Schema.Union([
+  Schema.Boolean,
+  Strings.annotate({ description: "Tool names to defer, as the server names them or as exposed (<name>_<tool>)" })
+]).annotate({
+  description:
+    "Offer these tools only once a tool search finds them (true: every tool; false: never, even past the agent's defer_above). They stay callable by name."
+})
+export type Defer = typeof Defer.Type
+
+/** docker-agent v0/v1 wrote `env_file` as a string or a list; Toolvisor reads one file per toolset. */
+const EnvFilePath = Schema.Union([
+  Schema.NonEmptyString,
+  Schema.Array(Schema.NonEmptyString).check(
+    Schema.isMaxLength(1, { message: "Toolvisor reads one env_file per toolset; merge the files into one" })
+  )
+]).annotate({
+  description: "A dotenv file (relative to this file's folder) whose variables the server starts with; env wins over it"
+})
+
 const common = {
   name: Schema.optionalKey(
     Schema.NonEmptyString.annotate({ description: "Display name; MCP tools are exposed as <name>_<tool>" })
@@ -93,13 +113,18 @@ const common = {
   tools: Schema.optionalKey(Strings.annotate({ description: "Allow-list of exposed tool names (after the prefix)" })),
   lifecycle: Schema.optionalKey(Lifecycle),
   lazy: Schema.optionalKey(Schema.Boolean.annotate({ description: "Connect at first use instead of at start-up" })),
-  instruction: ignored,
+  instruction: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "Text added to the agent's instructions for this toolset, with the server's own instructions (or in place of {ORIGINAL_INSTRUCTIONS})"
+    })
+  ),
   toon: ignored,
   model: ignored,
-  defer: ignored,
+  defer: Schema.optionalKey(Defer),
   version: ignored,
   sandbox: ignored,
-  env_file: ignored
+  env_file: Schema.optionalKey(EnvFilePath)
 }
 
 const processFields = {
@@ -226,7 +251,8 @@ export const LspEntry = Schema.Struct({
     })
   ),
   remote: onlyFor("remote", "'mcp'"),
-  ref: onlyFor("ref", "'mcp'")
+  ref: onlyFor("ref", "'mcp'"),
+  env_file: onlyFor("env_file", "'mcp'")
 }).annotate({ identifier: "LspToolset", description: "A language server over stdio" })
 
 /** docker-agent toolset types Toolvisor does not run: loaded, reported as skipped. */
@@ -316,10 +342,19 @@ const noAgentTools = Schema.makeFilter(
   { toJsonSchema: () => ({ not: { required: ["tools"] } }) }
 )
 
+/** Agent fields of Toolvisor's own, beside docker-agent's. */
+export const toolvisorAgentFields = ["defer_above"] as const
+
 export const Agent = Schema.StructWithRest(
   Schema.Struct({
     // `toolsets:` with nothing after it is YAML's null, which docker-agent reads as no toolsets.
     toolsets: Schema.optionalKey(Schema.NullOr(Schema.Array(ToolsetEntry))),
+    defer_above: Schema.optionalKey(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({
+        description:
+          "Defer every tool (but those a toolset's tools: names, and toolsets with defer: false) while the agent has more tools than this"
+      })
+    ),
     ...Object.fromEntries(agentFields.map((field) => [field, ignored])),
     ...Object.fromEntries(legacyToolsetFields.map((field) => [field, ignored]))
   }),
@@ -405,10 +440,25 @@ export interface ToolsetConfig {
   readonly path: string
 }
 
+/** How one agent is offered one of its toolsets, when the entry says more than "all, eagerly". */
+export interface Offer {
+  /** `true` defers every tool, a list the tools it names; `false` keeps every tool eager past `deferAbove`. */
+  readonly defer?: Defer | undefined
+  /** docker-agent's `instruction`: served with the server's own instructions. */
+  readonly instruction?: string | undefined
+}
+
 export interface AgentSpec {
   readonly name: string
   /** Identities, in config order. */
   readonly toolsets: ReadonlyArray<string>
+  /**
+   * By toolset identity. Per agent, not per toolset: deferral changes what this agent's model is
+   * offered, not the server, so two agents sharing a toolset may defer it differently.
+   */
+  readonly offers?: Readonly<Record<string, Offer>> | undefined
+  /** Defer automatically while the agent has more tools than this. */
+  readonly deferAbove?: number | undefined
 }
 
 export interface Skipped {

@@ -165,7 +165,8 @@ const expandedFields = new Set([
   "headers",
   "cwd",
   "working_dir",
-  "envFile"
+  "envFile",
+  "env_file"
 ])
 
 /**

@@ -117,10 +117,37 @@ const declareMcpSource = (
       tools: fields.tools,
       lifecycle: fields.lifecycle,
       lazy: fields.lazy,
+      envFile: envFileOf(fields.env_file),
       secrets
     },
     context
   )
+
+/** docker-agent's `env_file` is VS Code's `envFile`: one dotenv file, read the same way. */
+const envFileOf = (file: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof file === "string" ? file : file?.[0]
+
+/**
+ * What the entry (or the `mcps` definition it refers to) says about how the agent is offered it;
+ * `undefined` when it is offered whole and eagerly. An empty `defer` list defers nothing.
+ */
+const offerOf = (entry: AgentConfig.ToolsetEntry, file: AgentConfig.AgentFile): AgentConfig.Offer | undefined => {
+  if (entry.type !== "mcp" && entry.type !== "lsp") return undefined
+  const definition = entry.type === "mcp" && entry.ref !== undefined ? file.mcps?.[entry.ref] : undefined
+  const defer = entry.defer ?? definition?.defer
+  const instruction = entry.instruction ?? definition?.instruction
+  const offer = {
+    ...(defer === undefined || (Array.isArray(defer) && defer.length === 0) ? {} : { defer }),
+    ...(instruction === undefined || instruction.trim() === "" ? {} : { instruction })
+  }
+  return Object.keys(offer).length === 0 ? undefined : offer
+}
+
+const withOffer = (outcome: Outcome, entry: AgentConfig.ToolsetEntry, file: AgentConfig.AgentFile): Outcome => {
+  if (outcome._tag !== "Declared") return outcome
+  const offer = offerOf(entry, file)
+  return offer === undefined ? outcome : { ...outcome, offer }
+}
 
 const declareEntry = (
   entry: AgentConfig.ToolsetEntry,
@@ -186,9 +213,14 @@ export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Re
         outcomes: [
           ...legacyToolsets(agent, path, versionOf(file)),
           ...(agent.toolsets ?? []).map((entry, index) =>
-            declareEntry(entry, `${ConfigError.childPath(path, "toolsets")}[${index}]`, file, context)
+            withOffer(
+              declareEntry(entry, `${ConfigError.childPath(path, "toolsets")}[${index}]`, file, context),
+              entry,
+              file
+            )
           )
-        ]
+        ],
+        deferAbove: agent.defer_above
       }
     })
   )

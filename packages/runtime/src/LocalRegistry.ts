@@ -17,9 +17,11 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
 import * as McpRoutes from "./McpRoutes.ts"
+import * as Offer from "./Offer.ts"
 import * as Routing from "./Routing.ts"
 import * as Surfaces from "./Surfaces.ts"
 import * as Telemetry from "./Telemetry.ts"
+import * as ToolSearch from "./ToolSearch.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
 
@@ -242,6 +244,57 @@ export const make = (
       agentEntries,
       memory: Surfaces.memory()
     })
+    /** Per agent: deferral and instructions on top of routing's catalog, and the agent's search index. */
+    const offers = new Map<string, Offer.Tracker>()
+    const indexes = new Map<string, { readonly index: ToolSearch.Index; version: number }>()
+
+    const catalogOf = (name: string) =>
+      Effect.map(routing.catalog(name), (catalog) => {
+        const spec = config.agents.find((a) => a.name === name)
+        if (spec === undefined) return catalog
+        let tracker = offers.get(name)
+        if (tracker === undefined) {
+          tracker = Offer.tracker()
+          offers.set(name, tracker)
+        }
+        const toolsets = spec.toolsets.flatMap((identity) => {
+          const entry = running.get(identity)
+          return entry === undefined ? [] : [entry.config]
+        })
+        return tracker.offer(catalog, spec, toolsets, (identity) => latest.get(identity)?.instructions)
+      })
+
+    /** Lazy toolsets of the agent that never listed: a search is their first use, as a call of an unknown name is. */
+    const wakeLazy = (name: string) =>
+      Effect.gen(function* () {
+        const catalog = yield* catalogOf(name)
+        const listed = new Set([...catalog.tools, ...catalog.offline].map((entry) => entry.toolset))
+        const idle = yield* Effect.filter(yield* agentEntries(name), (entry) =>
+          entry.config.lazy && !listed.has(entry.config.name)
+            ? Effect.map(entry.toolset.state, (s) => s.state === "Stopped" && s.lastError === undefined)
+            : Effect.succeed(false)
+        )
+        yield* Effect.forEach(idle, (entry) => Effect.ignore(startOne(entry)), {
+          concurrency: "unbounded",
+          discard: true
+        })
+      })
+
+    const searchTools = (query: string, name: string, limit: number | undefined) =>
+      Effect.gen(function* () {
+        yield* wakeLazy(name)
+        const catalog = yield* catalogOf(name)
+        let slot = indexes.get(name)
+        if (slot === undefined) {
+          slot = { index: ToolSearch.make(), version: -1 }
+          indexes.set(name, slot)
+        }
+        if (slot.version !== catalog.version) {
+          slot.index.update(catalog.tools)
+          slot.version = catalog.version
+        }
+        return slot.index.search(query, limit)
+      })
 
     const byName = (name: string) =>
       Effect.suspend(() => {
@@ -323,8 +376,13 @@ export const make = (
       snapshot: SubscriptionRef.get(board),
       status: SubscriptionRef.changes(board),
       events: Stream.fromPubSub(hub),
-      catalog: (name = defaultAgent) => routing.catalog(name),
-      catalogChanges: (name = defaultAgent) => routing.changes(name),
+      catalog: (name = defaultAgent) => catalogOf(name),
+      catalogChanges: (name = defaultAgent) =>
+        SubscriptionRef.changes(board).pipe(
+          Stream.mapEffect(() => catalogOf(name)),
+          Stream.changesWith((a, b) => a.version === b.version && a.complete === b.complete)
+        ),
+      searchTools: (query, { limit, agent = defaultAgent } = {}) => searchTools(query, agent, limit),
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
       callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),

@@ -16,6 +16,7 @@ import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type * as Catalog from "./Catalog.ts"
 import type * as Surfaces from "./Surfaces.ts"
+import type * as ToolSearch from "./ToolSearch.ts"
 
 /** No toolset of that name in the config. */
 export class UnknownToolset extends Schema.TaggedError<UnknownToolset>()("UnknownToolset", {
@@ -109,6 +110,16 @@ export interface Registry {
    * completeness change — what a gateway's `list_changed` and a live view follow.
    */
   readonly catalogChanges: (agent?: string) => Stream.Stream<Catalog.Catalog, UnknownAgent>
+  /**
+   * Ranks the agent's tools for a natural-language query (BM25 over name, title, description and
+   * parameter names), deferred and last-known ones included; `select:NAME[,NAME]` selects exactly.
+   * Lazy toolsets that never listed their tools are started first, as a call of an unknown name
+   * would. `limit` defaults to 5, at most 50.
+   */
+  readonly searchTools: (
+    query: string,
+    options?: { readonly limit?: number | undefined; readonly agent?: string | undefined }
+  ) => Effect.Effect<ToolSearch.Result, UnknownAgent>
   readonly callTool: (
     tool: string,
     args: { readonly [key: string]: unknown },

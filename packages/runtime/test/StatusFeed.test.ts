@@ -43,6 +43,7 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
   catalogChanges: () => Stream.empty,
   callTool: () => unused,
   callToolNow: () => undefined,
+  searchTools: () => unused,
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: (name) =>

@@ -37,7 +37,7 @@ export interface Declaration extends ToolsetDiff.Signed {
 }
 
 export type Outcome =
-  | { readonly _tag: "Declared"; readonly declaration: Declaration }
+  | { readonly _tag: "Declared"; readonly declaration: Declaration; readonly offer?: AgentConfig.Offer | undefined }
   | { readonly _tag: "Skipped"; readonly skipped: AgentConfig.Skipped }
   | { readonly _tag: "Invalid"; readonly issues: ReadonlyArray<ConfigError.Issue> }
 
@@ -199,15 +199,20 @@ const uniqueName = (base: string, used: Set<string>): string => {
 
 export const assemble = (
   source: string,
-  agents: ReadonlyArray<{ readonly name: string; readonly outcomes: ReadonlyArray<Outcome> }>
+  agents: ReadonlyArray<{
+    readonly name: string
+    readonly outcomes: ReadonlyArray<Outcome>
+    readonly deferAbove?: number | undefined
+  }>
 ): Resolution => {
   const issues: Array<ConfigError.Issue> = []
   const skippedEntries: Array<AgentConfig.Skipped> = []
   const byIdentity = new Map<string, AgentConfig.ToolsetConfig>()
   const usedNames = new Set<string>()
   const live: Array<string> = []
-  const specs = agents.map(({ name, outcomes }) => {
+  const specs = agents.map(({ name, outcomes, deferAbove }): AgentConfig.AgentSpec => {
     const identities: Array<string> = []
+    const offers: Record<string, AgentConfig.Offer> = {}
     for (const outcome of outcomes) {
       if (outcome._tag === "Invalid") issues.push(...outcome.issues)
       else if (outcome._tag === "Skipped") skippedEntries.push(outcome.skipped)
@@ -238,10 +243,18 @@ export const assemble = (
             `toolset ${identity} is also declared at ${other} with a different definition; give one a different name`
           issues.push({ path: existing.path, message: message(path) }, { path, message: message(existing.path) })
         }
-        if (!identities.includes(identity)) identities.push(identity)
+        if (!identities.includes(identity)) {
+          identities.push(identity)
+          if (outcome.offer !== undefined) offers[identity] = outcome.offer
+        }
       }
     }
-    return { name, toolsets: identities }
+    return {
+      name,
+      toolsets: identities,
+      ...(Object.keys(offers).length === 0 ? {} : { offers }),
+      ...(deferAbove === undefined ? {} : { deferAbove })
+    }
   })
   return {
     config: { source, agents: specs, toolsets: [...byIdentity.values()], skipped: skippedEntries },
