@@ -41,7 +41,10 @@ export interface ParseOptions extends Options {
   readonly source: string
   /** Guessed from the text when absent. */
   readonly format?: Format | undefined
-  /** Relative directories are resolved against it. */
+  /**
+   * The file's folder. Relative paths resolve against it, or against the project above it when
+   * it is a host's settings folder such as `.vscode/`.
+   */
   readonly baseDir: string
 }
 
@@ -100,6 +103,15 @@ const expandAgentFile = (document: Readonly<Record<string, unknown>>, env: Inter
 /** The folder a host calls `${workspaceFolder}`: the project, one level above `.vscode/`, `.cursor/`… */
 const workspaceFolder = (baseDir: string): string =>
   NodePath.basename(baseDir).startsWith(".") ? NodePath.dirname(baseDir) : baseDir
+
+/**
+ * The config's folder, against which its relative paths resolve and in which a stdio server with
+ * no `cwd` runs: the file's own folder, or, for a host's file kept in a settings folder such as
+ * `.vscode/` or `.cursor/`, the project above it — where that host runs its servers, and what it
+ * calls `${workspaceFolder}`.
+ */
+const folderOf = (format: HostConfig.Format, baseDir: string): string =>
+  format._tag === "DockerAgent" ? baseDir : workspaceFolder(baseDir)
 
 const hostBuiltins = (format: HostConfig.Format, baseDir: string, env: Interpolation.Env) => {
   const workspace = workspaceFolder(baseDir)
@@ -174,7 +186,7 @@ const fromDocument = (
     const document = options.agent === undefined ? raw : yield* selectAgent(raw, format, options.agent, source)
     const env = options.env ?? process.env
     const into: Into = { issues: [], secrets: new Map() }
-    const base = { source, baseDir: options.baseDir, secrets: into.secrets }
+    const base = { source, baseDir: folderOf(format, options.baseDir), secrets: into.secrets }
     if (format._tag === "DockerAgent") {
       const value = expandAgentFile(document, env, into)
       const decoded = Schema.decodeUnknownResult(AgentConfig.AgentFile)(value, parseOptions)

@@ -69,7 +69,7 @@ describe("Interpolation in a config", () => {
         command: "/opt/api-server",
         args: ["--key", "k-0123456789", "--mode=fast"],
         env: { TOKEN: "k-0123456789", PLAIN: "$literal" },
-        cwd: undefined
+        cwd: "/project"
       })
       // A path from the environment is a setting: masking it would garble every path in a result.
       assert.sameMembers([...api.secrets], ["k-0123456789", "$literal"])

@@ -11,7 +11,10 @@ import * as ToolsetDiff from "../ToolsetDiff.ts"
 
 export interface Context {
   readonly source: string
-  /** Relative `working_dir` / `cwd` are resolved against it: the config file's directory. */
+  /**
+   * The config's folder: relative paths in it are resolved against it, and a stdio server with
+   * no `cwd` runs there (`folderOf` in `ConfigLoader.ts`).
+   */
   readonly baseDir: string
   /** The environment values expanded into each entry, by the entry's path. */
   readonly secrets: ReadonlyMap<string, ReadonlyArray<string>>
@@ -52,18 +55,32 @@ export interface Source {
   readonly sse: boolean
 }
 
+/**
+ * A command that names a file (`./bin/server`, `scripts/run.sh`) rather than a program to look
+ * up on PATH (`npx`, `node`): it is found where the server runs, as a shell would find it there.
+ */
+const isPath = (command: string): boolean => command.includes("/") || command.includes(NodePath.sep)
+
+/**
+ * A stdio server runs in its `cwd` / `working_dir`, relative to the config's folder, which is
+ * also where it runs when the entry names none: a host that starts `serve /abs/agent.yaml` from
+ * a folder of its own gets the servers of that file, not whatever its folder holds. A command
+ * that is a path is made absolute there; `args` are passed as written, and a relative one is
+ * the server's to read against the folder it runs in, as every host and shell has it.
+ */
 const transportOf = (
   source: Source,
   context: Context,
   urlPath: string
 ): AgentConfig.Transport | ReadonlyArray<ConfigError.Issue> => {
   if (source.command !== undefined) {
+    const cwd = NodePath.resolve(context.baseDir, source.cwd ?? ".")
     return {
       _tag: "stdio",
-      command: source.command,
+      command: isPath(source.command) ? NodePath.resolve(cwd, source.command) : source.command,
       args: source.args ?? [],
       env: source.env ?? {},
-      cwd: source.cwd === undefined ? undefined : NodePath.resolve(context.baseDir, source.cwd)
+      cwd
     }
   }
   const url = source.url ?? ""
