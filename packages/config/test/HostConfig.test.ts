@@ -297,24 +297,31 @@ describe("HostConfig: variables", () => {
       assert.sameMembers([...a.secrets], ["sk-given-123", "Bearer sk-given-123"])
       const fromEnv = yield* host(text, source, { TOOLVISOR_INPUT_API_KEY: "sk-env-456" })
       assert.include(JSON.stringify(toolset(fromEnv, "mcp/a").transport), "sk-env-456")
-      const error = yield* issues(text, source)
-      assert.deepStrictEqual(error.issues, [
+      // Without a value the file is still valid: the toolset that needs it is unresolved, and named.
+      const without = yield* host(text, source)
+      assert.deepStrictEqual(without.warnings, [
         {
           path: "servers.a.headers.Authorization",
           message:
-            'Input api-key ("The API key") has no value: pass `--input api-key=VALUE` or set TOOLVISOR_INPUT_API_KEY'
+            'toolset a will not start: Input api-key ("The API key") has no value: pass `--input api-key=VALUE` or set TOOLVISOR_INPUT_API_KEY'
         }
       ])
+      assert.deepStrictEqual(
+        toolset(without, "mcp/a").unresolved?.map((lack) => lack.variable),
+        ["input:api-key"]
+      )
     })
   )
 
   it.effect("the hint for a secret-looking name is shown as written, never masked", () =>
     Effect.gen(function* () {
-      const error = yield* issues('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')
+      const config = yield* host('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')
       assert.include(
-        error.message,
+        config.warnings?.[0]?.message,
         "Environment variable GITHUB_TOKEN is not set (write ${GITHUB_TOKEN:-default} for a default)"
       )
+      // The reference left in the transport is the file's text, not a secret to mask.
+      assert.deepStrictEqual(toolset(config, "mcp/gh").secrets, [])
     })
   )
 })

@@ -19,6 +19,7 @@ import * as Routing from "./Routing.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
+import * as Unresolved from "./Unresolved.ts"
 
 export interface Options {
   /** The agent whose catalog is served by default; the config's first agent when omitted. */
@@ -112,7 +113,9 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const { toolset, lsp } = yield* build(entry).pipe(Scope.provide(scope))
+        const unresolved = Unresolved.of(entry)
+        const built = unresolved === undefined ? build(entry) : Unresolved.make(entry, unresolved)
+        const { toolset, lsp } = yield* built.pipe(Scope.provide(scope))
         const counted = offeredCounts(entry, toolset)
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
