@@ -70,6 +70,14 @@ describe("oauth is interpolated like every other field", () => {
         validate.stdout,
         /warning agents\.root\.toolsets\[0\]\.remote\.oauth\.clientSecret: toolset machine will not start: Environment variable MACHINE_SECRET is not set/
       )
+      // auth refuses too, rather than log in with the reference as written.
+      const auth = yield* Effect.promise(() =>
+        runCli(["auth", "machine", config, "--no-browser"], {
+          env: { ...unset, TOOLVISOR_STATE_DIR: dir, MACHINE_ID: server.machine.clientId }
+        })
+      )
+      assert.strictEqual(auth.code, 1, auth.stdout + auth.stderr)
+      assert.include(auth.stderr, "machine: cannot start: Environment variable MACHINE_SECRET is not set")
       assert.strictEqual(server.grants("client_credentials"), 1, "a literal ${MACHINE_SECRET} was sent")
     })
   )

@@ -36,24 +36,29 @@ const describe = (unresolved: ReadonlyArray<AgentConfig.Unresolved>): string => 
   return [...places.values()].map(({ message, paths }) => `${message}; needed at ${paths.join(", ")}`).join(". ")
 }
 
+/** What starting the toolset fails with: `NotStarted`, caused by `MissingVariables`. */
+export const error = (name: string, unresolved: ReadonlyArray<AgentConfig.Unresolved>): LifecycleError.NotStarted => {
+  const cause = new MissingVariables({
+    toolset: name,
+    message: `${name}: cannot start: ${describe(unresolved)}`,
+    variables: [...new Set(unresolved.map((lack) => lack.variable))]
+  })
+  return new LifecycleError.NotStarted({ toolset: name, message: cause.message, cause })
+}
+
 export const make = (
   config: AgentConfig.ToolsetConfig,
   unresolved: ReadonlyArray<AgentConfig.Unresolved>
 ): Effect.Effect<Toolsets.Built> =>
   Effect.gen(function* () {
     const name = config.name
-    const cause = new MissingVariables({
-      toolset: name,
-      message: `${name}: cannot start: ${describe(unresolved)}`,
-      variables: [...new Set(unresolved.map((lack) => lack.variable))]
-    })
-    const error = new LifecycleError.NotStarted({ toolset: name, message: cause.message, cause })
+    const failure = error(name, unresolved)
     const snapshot: State.StatusSnapshot = {
       name,
       kind: Toolsets.kind(config),
       state: "Failed",
       since: yield* Clock.currentTimeMillis,
-      lastError: { tag: error._tag, message: error.message },
+      lastError: { tag: failure._tag, message: failure.message },
       restarts: 0,
       attempt: 0,
       toolsVersion: 0
@@ -61,15 +66,15 @@ export const make = (
     const toolset: Toolset.Toolset = {
       name,
       kind: snapshot.kind,
-      start: Effect.fail(error),
+      start: Effect.fail(failure),
       stop: Effect.void,
-      restart: Effect.fail(error),
+      restart: Effect.fail(failure),
       state: Effect.succeed(snapshot),
       // Nothing ever changes: the snapshot, then silence (the stream stays open, as a toolset's does).
       changes: Stream.concat(Stream.succeed(snapshot), Stream.never),
       events: Stream.never,
-      tools: Effect.succeed({ complete: false, items: [], reason: error }),
-      callTool: () => Effect.fail(error)
+      tools: Effect.succeed({ complete: false, items: [], reason: failure }),
+      callTool: () => Effect.fail(failure)
     }
     return { toolset, lsp: undefined }
   })
