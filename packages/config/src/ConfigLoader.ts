@@ -255,7 +255,9 @@ const settle = <A>(
     const { source, format, into, notes } = pending
     const secrets = [...into.secrets.values()].flat()
     const missing = [...into.unresolved.values()].flat()
-    const explained = new Set([...into.issues, ...missing].map((issue) => issue.path).concat(notes.explained))
+    // A reference left as written for a missing variable is valid text: only a malformed one
+    // explains the Schema's issue with its value.
+    const explained = new Set([...into.issues.map((issue) => issue.path), ...notes.explained])
     const failWith = (found: ReadonlyArray<ConfigError.Issue>, expanded: ReadonlyArray<ConfigError.Issue>) => {
       const issues = [...found.filter((issue) => !explained.has(issue.path)), ...notes.errors, ...expanded]
       return Effect.fail(ConfigError.make(source, issues, secrets, format.name))
