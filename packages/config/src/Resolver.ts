@@ -18,7 +18,7 @@ export const allowList = Declaration.allowList
 /** The agent a host's server map becomes. */
 export const defaultAgent = "default"
 
-const { declare, secretsAt, skipped, assemble } = Declaration
+const { declare, secretsAt, unresolvedAt, skipped, assemble } = Declaration
 type Outcome = Declaration.Outcome
 
 const dockerRef = (ref: string): boolean => ref.startsWith("docker:")
@@ -53,7 +53,7 @@ export const unknownRefs = (document: unknown): ReadonlyArray<ConfigError.Issue>
 
 const declareMcp = (entry: McpFields, path: string, file: AgentConfig.AgentFile, context: Context): Outcome => {
   const ref = entry.ref
-  if (ref === undefined) return declareMcpSource(entry, entry, path, path, undefined, secretsAt(context, path), context)
+  if (ref === undefined) return declareMcpSource(entry, entry, path, path, undefined, context)
   if (dockerRef(ref)) return dockerSkip(path, ref)
   const definition = file.mcps?.[ref]
   if (definition === undefined) {
@@ -74,15 +74,7 @@ const declareMcp = (entry: McpFields, path: string, file: AgentConfig.AgentFile,
     ...entry,
     env: { ...definition.env, ...entry.env }
   }
-  return declareMcpSource(
-    merged,
-    definition,
-    path,
-    definitionPath,
-    ref,
-    secretsAt(context, path, definitionPath),
-    context
-  )
+  return declareMcpSource(merged, definition, path, definitionPath, ref, context)
 }
 
 /** `fields` carries the overridable settings; `source` is where command or remote was written. */
@@ -92,7 +84,6 @@ const declareMcpSource = (
   path: string,
   sourcePath: string,
   ref: string | undefined,
-  secrets: ReadonlyArray<string>,
   context: Context
 ): Outcome =>
   declare(
@@ -118,7 +109,8 @@ const declareMcpSource = (
       lifecycle: fields.lifecycle,
       lazy: fields.lazy,
       envFile: envFileOf(fields.env_file),
-      secrets
+      secrets: secretsAt(context, path, sourcePath),
+      unresolved: unresolvedAt(context, path, sourcePath)
     },
     context
   )
@@ -172,7 +164,8 @@ const declareEntry = (
           tools: entry.tools,
           lifecycle: entry.lifecycle,
           lazy: entry.lazy,
-          secrets: secretsAt(context, path)
+          secrets: secretsAt(context, path),
+          unresolved: unresolvedAt(context, path)
         },
         context
       )

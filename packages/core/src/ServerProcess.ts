@@ -10,6 +10,8 @@
  * runs on ends its session all the same.
  */
 import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -242,18 +244,38 @@ const start = (
     child.once("error", (cause) => {
       // After a successful spawn, errors come from kill/stdio; the exit event reports the outcome.
       if (child.pid !== undefined) return
-      const classified = Classify.classify(toolset, cause)
+      const why = isNotFound(cause) ? notFound(spec) : Classify.classify(toolset, cause).message
       resume(
         Effect.fail(
           new LifecycleError.ServerUnavailable({
             toolset,
-            message: `${toolset}: cannot run "${spec.command}": ${classified.message}`,
+            message: Redaction.redact(`${toolset}: cannot run "${spec.command}": ${why}`),
             cause
           })
         )
       )
     })
   })
+
+const isNotFound = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
+
+/**
+ * Where a spawn looked and found nothing. Node says only `spawn X ENOENT`, for a missing program,
+ * a missing working directory and a script whose `#!` interpreter is missing alike.
+ */
+const notFound = (spec: Spec): string => {
+  const folder = spec.cwd ?? process.cwd()
+  if (!NodeFs.existsSync(folder)) return `its working directory ${folder} does not exist`
+  if (!spec.command.includes("/")) {
+    const path = spec.env?.PATH ?? process.env.PATH ?? ""
+    return `not found in any folder on PATH (${path.length > 300 ? `${path.slice(0, 300)}…` : path})`
+  }
+  const file = NodePath.resolve(folder, spec.command)
+  return NodeFs.existsSync(file)
+    ? `${file} exists, but the interpreter its #! line names was not found`
+    : `there is no ${file}${file === spec.command ? "" : ` (looked in ${folder})`}`
+}
 
 /** Ends the server's group, then what escaped it (a `setsid` descendant); returns once none is left. */
 const close = (

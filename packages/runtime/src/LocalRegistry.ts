@@ -24,6 +24,7 @@ import * as Telemetry from "./Telemetry.ts"
 import * as ToolSearch from "./ToolSearch.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
+import * as Unresolved from "./Unresolved.ts"
 
 export interface Options {
   /** The agent whose catalog is served by default; the config's first agent when omitted. */
@@ -119,7 +120,9 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const { toolset, lsp, mcp } = yield* build(entry).pipe(Scope.provide(scope))
+        const unresolved = Unresolved.of(entry)
+        const built = unresolved === undefined ? build(entry) : Unresolved.make(entry, unresolved)
+        const { toolset, lsp, mcp } = yield* built.pipe(Scope.provide(scope))
         if (mcp !== undefined) {
           yield* mcp.logs.pipe(
             Stream.runForEach((event) => PubSub.publish(logHub, event)),

@@ -34,6 +34,10 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
   }
 }
 
+/** The kind a config entry's toolset shows in status: `lsp`, `mcp-stdio`, `mcp-http`, `mcp-sse`. */
+export const kind = (config: Pick<AgentConfig.ToolsetConfig, "type" | "transport">): string =>
+  config.type === "lsp" ? "lsp" : `mcp-${config.transport._tag}`
+
 /** A built toolset; LSP ones are also kept as such, so several can be put behind one router. */
 export interface Built {
   readonly toolset: Toolset.Toolset
