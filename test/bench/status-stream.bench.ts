@@ -44,12 +44,20 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
   catalogChanges: () => Stream.empty,
   callTool: () => Effect.die("unused"),
   callToolNow: () => undefined,
+  searchTools: () => Effect.die("unused"),
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: () => Effect.void,
   inspect: () => Effect.die("unused"),
   reprobe: Effect.die("unused"),
-  reload: () => Effect.die("unused")
+  reload: () => Effect.die("unused"),
+  prompts: () => Effect.die("unused"),
+  getPrompt: () => Effect.die("unused"),
+  resources: () => Effect.die("unused"),
+  readResource: () => Effect.die("unused"),
+  subscribe: () => Stream.empty,
+  complete: () => Effect.die("unused"),
+  logs: Stream.empty
 })
 
 interface Subscriber {

@@ -7,11 +7,11 @@
 import * as NodeChildProcess from "node:child_process"
 import { type AgentConfig, ConfigLoader } from "@toolvisor/config"
 import { McpSpec, McpToolset, OAuth } from "@toolvisor/mcp"
-import { Toolsets } from "@toolvisor/runtime"
+import { Toolsets, Unresolved } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import { UsageError } from "./CliError.ts"
+import { Failure, UsageError } from "./CliError.ts"
 import * as Open from "./Open.ts"
 
 /** Opens the URL in the desktop's browser when there is one; the URL is printed either way. */
@@ -35,6 +35,9 @@ const remoteEntry = (config: AgentConfig.Config, name: string) =>
       const names = config.toolsets.map((toolset) => toolset.name).join(", ")
       return yield* new UsageError({ message: `auth: no toolset named "${name}" (toolsets: ${names})` })
     }
+    // A login with a `${VAR}` the environment lacks would send the reference as written.
+    const lacks = Unresolved.of(entry)
+    if (lacks !== undefined) return yield* new Failure({ message: Unresolved.error(name, lacks).message })
     const spec = entry.type === "mcp" ? Toolsets.mcpSpec(entry.transport) : undefined
     if (spec === undefined || !McpSpec.isRemote(spec)) {
       return yield* new UsageError({ message: `auth: ${name} is not a remote MCP server; only those log in` })

@@ -7,7 +7,7 @@
  * toolset through the registry, lists its tools and stops it: a dry run that finds a missing
  * binary or a wrong URL before an agent does.
  */
-import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
+import { type AgentConfig, AllowList, ConfigLoader, DeferList, JsonSchema } from "@toolvisor/config"
 import { Redaction } from "@toolvisor/core"
 import { Catalog, LocalRegistry, OrphanSweep } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
@@ -140,7 +140,7 @@ export const parseInputs = (given: ReadonlyArray<string>) =>
  * failure is reported at once. Each toolset sits alone in an agent of its own (several LSP
  * toolsets are not merged behind one router) with its filters lifted, so the check sees every
  * tool: it prints those the toolset offers through its `tools:` filter — the count every status
- * output shows — and warns of `tools:` entries that match none.
+ * output shows — and warns of `tools:` and `defer:` entries that match none.
  */
 const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effect<void>) =>
   Effect.scoped(
@@ -174,6 +174,10 @@ const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effec
           catalog.tools.map((entry) => entry.name)
         )
         if (unmatched !== undefined) yield* print(Printable.line(`warning ${AllowList.message(unmatched)}`))
+        const listed = catalog.tools.map((entry) => ({ exposed: entry.name, server: entry.tool.name }))
+        for (const found of DeferList.check(config, toolset, listed)) {
+          yield* print(Printable.line(`warning ${DeferList.message(found)}`))
+        }
         yield* registry.stopToolset(toolset.name)
       }
       if (failed.length > 0) {

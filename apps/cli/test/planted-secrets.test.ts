@@ -34,11 +34,12 @@ const planted = {
   bearer: "PlantBearer5z6a",
   stderr: "PlantStderr7b8c",
   oauthAccess: "PlantOauthAccess9d0e",
-  oauthRefresh: "PlantOauthRefresh1f2g"
+  oauthRefresh: "PlantOauthRefresh1f2g",
+  oauthSecretVar: "PlantOauthSecret3h4i"
 } as const
 
 /** The variables the CLI runs with: the `${VAR}`s of the config. */
-const env = { PLANTED_VAR: planted.envVar, PLANTED_HDR: planted.headerVar }
+const env = { PLANTED_VAR: planted.envVar, PLANTED_HDR: planted.headerVar, PLANTED_OAUTH: planted.oauthSecretVar }
 
 /** Everything any command wrote, labelled by where it came from. */
 const outputs: Array<{ readonly where: string; readonly text: string }> = []
@@ -120,6 +121,13 @@ beforeAll(async () => {
       "        name: oauthed",
       "        remote:",
       `          url: ${base}/oauth/mcp`,
+      bestEffort,
+      "      - type: mcp",
+      "        name: machine",
+      "        remote:",
+      `          url: ${base}/machine/mcp`,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config's own ${VAR} syntax
+      '          oauth: { clientId: machine, clientSecret: "${PLANTED_OAUTH}" }',
       bestEffort
     ].join("\n")
   )

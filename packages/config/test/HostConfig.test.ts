@@ -85,7 +85,8 @@ describe("HostConfig: JSONC", () => {
         command: "node",
         args: ["server.js"],
         env: {},
-        cwd: undefined
+        // A host's `.vscode/` file: its servers run in the project above it, as in the host.
+        cwd: "/work/project"
       })
     })
   )
@@ -202,7 +203,7 @@ describe("HostConfig: each host's fields", () => {
         command: "pg-server",
         args: ["--db", "x"],
         env: { A: "1" },
-        cwd: undefined
+        cwd: "/work/project"
       })
       assert.deepStrictEqual(
         config.skipped.map((s) => s.reason),
@@ -222,7 +223,7 @@ describe("HostConfig: each host's fields", () => {
         command: "uv",
         args: ["run", "python", "server.py"],
         env: {},
-        cwd: undefined
+        cwd: "/work/project"
       })
       assert.strictEqual(weather?.prefix, "github_com_a_weather")
       const path = yield* host('{ "mcpServers": { "app": { "command": "/Applications/My App/bin/server" } } }')
@@ -261,7 +262,7 @@ describe("HostConfig: variables", () => {
         command: "/work/project/plugin/bin/server",
         args: ["/work/project/plugin", NodeOs.homedir(), "fast"],
         env: { TOKEN: "t-1234", KEY: "k-5678" },
-        cwd: undefined
+        cwd: "/work/project/plugin"
       })
       assert.deepStrictEqual(a.secrets, ["t-1234", "k-5678"])
       const vscode = yield* host(
@@ -275,7 +276,7 @@ describe("HostConfig: variables", () => {
           command: "x",
           args: ["/w/proj"],
           env: {},
-          cwd: undefined
+          cwd: "/w/proj"
         }
       )
     })
@@ -296,24 +297,31 @@ describe("HostConfig: variables", () => {
       assert.sameMembers([...a.secrets], ["sk-given-123", "Bearer sk-given-123"])
       const fromEnv = yield* host(text, source, { TOOLVISOR_INPUT_API_KEY: "sk-env-456" })
       assert.include(JSON.stringify(toolset(fromEnv, "mcp/a").transport), "sk-env-456")
-      const error = yield* issues(text, source)
-      assert.deepStrictEqual(error.issues, [
+      // Without a value the file is still valid: the toolset that needs it is unresolved, and named.
+      const without = yield* host(text, source)
+      assert.deepStrictEqual(without.warnings, [
         {
           path: "servers.a.headers.Authorization",
           message:
-            'Input api-key ("The API key") has no value: pass `--input api-key=VALUE` or set TOOLVISOR_INPUT_API_KEY'
+            'toolset a will not start: Input api-key ("The API key") has no value: pass `--input api-key=VALUE` or set TOOLVISOR_INPUT_API_KEY'
         }
       ])
+      assert.deepStrictEqual(
+        toolset(without, "mcp/a").unresolved?.map((lack) => lack.variable),
+        ["input:api-key"]
+      )
     })
   )
 
   it.effect("the hint for a secret-looking name is shown as written, never masked", () =>
     Effect.gen(function* () {
-      const error = yield* issues('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')
+      const config = yield* host('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')
       assert.include(
-        error.message,
+        config.warnings?.[0]?.message,
         "Environment variable GITHUB_TOKEN is not set (write ${GITHUB_TOKEN:-default} for a default)"
       )
+      // The reference left in the transport is the file's text, not a secret to mask.
+      assert.deepStrictEqual(toolset(config, "mcp/gh").secrets, [])
     })
   )
 })
@@ -335,7 +343,7 @@ describe("HostConfig: loading runs nothing", () => {
         JSON.stringify({ mcpServers: { api: { type: "http", url: "https://api.example/mcp", headersHelper: helper } } })
       )
       const vscode = NodePath.join(dir, ".vscode", "mcp.json")
-      NodeFs.writeFileSync(vscode, JSON.stringify({ servers: { a: { command: "x", envFile: "../secrets.env" } } }))
+      NodeFs.writeFileSync(vscode, JSON.stringify({ servers: { a: { command: "x", envFile: "secrets.env" } } }))
 
       const api = toolset(yield* ConfigLoader.load(claude, { env: {} }), "mcp/api")
       const a = toolset(yield* ConfigLoader.load(vscode, { env: {} }), "mcp/a")
@@ -345,7 +353,7 @@ describe("HostConfig: loading runs nothing", () => {
         cwd: dir
       })
       assert.deepStrictEqual(api.transport._tag !== "stdio" && api.transport.headers, {})
-      // Relative to the config file's folder, not to the process's.
+      // Relative to the config's folder (for `.vscode/mcp.json`, the project), not to the process's.
       assert.strictEqual(a.transport._tag === "stdio" && a.transport.envFile, NodePath.join(dir, "secrets.env"))
       assert.deepStrictEqual(a.transport._tag === "stdio" && a.transport.env, {})
     })

@@ -4,11 +4,15 @@
  * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
  * whole group — and returns only when no process of the group is left, nor any that escaped it.
  * Every server carries this process's owner mark and a number of its own, so what escapes its group
- * is found at its close, and all of it if this process dies without closing it (`Owner`).
+ * is found at its close, and all of it if this process dies without closing it (`Owner`); none
+ * inherits Toolvisor's own variables (its tokens and keys). However much a server writes to stderr,
+ * it costs a tail of short lines and a bounded rate of reading; a server that closes its stdout but
+ * runs on ends its session all the same.
  */
 import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
-import { StringDecoder } from "node:string_decoder"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -16,6 +20,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
 import * as ProcessGroup from "./internal/processGroup.ts"
+import * as Stderr from "./internal/stderr.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 import * as Owner from "./Owner.ts"
 import { groupAlive } from "./Procfs.ts"
@@ -28,7 +33,7 @@ export interface Spec {
   /** Added to (and overriding) the parent's environment. */
   readonly env?: Readonly<Record<string, string>>
   readonly cwd?: string
-  /** How many stderr lines to keep for error messages (default 50). */
+  /** How many stderr lines to keep for error messages (default 50), each cut at `maxStderrLineBytes`. */
   readonly stderrLines?: number
   /** How long to wait after ending stdin, then after SIGTERM (defaults 2 s each). */
   readonly grace?: { readonly stdin?: Duration.Input; readonly term?: Duration.Input }
@@ -52,6 +57,12 @@ export interface ServerProcess {
   readonly established: Effect.Effect<void>
   /** Completes when the process exits: success only for a clean exit after `established`. */
   readonly exited: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
+  /**
+   * Completes when the session over the pipes is over: as `exited` when the process exits, and
+   * with `ServerCrashed` when it closes its stdout but does not exit soon after — it can never
+   * answer again, so it is as good as crashed (closing the scope then ends it).
+   */
+  readonly ended: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
   /** Whether `exited` has completed: lets a finalizer tell a process that died from one it ends. */
   readonly hasExited: () => boolean
   /** Runs `effect`, failing it at once if the process exits first (a handshake must not hang on a dead server). */
@@ -91,11 +102,14 @@ export const spawn = (
 ): Effect.Effect<ServerProcess, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const exit = yield* Deferred.make<Exited>()
-    const tail = makeTail(spec.stderrLines ?? 50)
+    const outputClosed = yield* Deferred.make<void>()
+    const tail = new Stderr.Tail(spec.stderrLines ?? 50)
     const watch = yield* StderrWatch
     watch?.(tail.lines)
+    // Runs after the close below (finalizers run in reverse): the group is gone, stderr may flow.
+    yield* Effect.addFinalizer(() => Effect.sync(() => tail.stop()))
     const claim = yield* Owner.claim
-    const child = yield* Effect.acquireRelease(start(toolset, spec, claim, exit, tail), (child) =>
+    const child = yield* Effect.acquireRelease(start(toolset, spec, claim, exit, outputClosed, tail), (child) =>
       close(toolset, child, claim, Deferred.await(exit), spec.grace)
     )
     let isEstablished = false
@@ -129,6 +143,23 @@ export const spawn = (
         )
       })
     )
+    const stillRunning = Effect.suspend(() =>
+      Effect.fail(
+        new LifecycleError.ServerCrashed({
+          toolset,
+          message: `${toolset}: the server closed its stdout but kept running, so it can no longer answer`,
+          exitCode: null,
+          signal: null,
+          stderr: tail.lines()
+        })
+      )
+    )
+    const ended = Effect.raceFirst(
+      exited,
+      Deferred.await(outputClosed).pipe(
+        Effect.andThen(Effect.raceFirst(exited, WallClock.sleep(exitReportGrace).pipe(Effect.andThen(stillRunning))))
+      )
+    )
     const pid = child.pid
     if (pid === undefined) return yield* Effect.die(new Error("spawned process has no pid"))
     return {
@@ -140,6 +171,7 @@ export const spawn = (
         isEstablished = true
       }),
       exited,
+      ended,
       hasExited: () => Deferred.isDoneUnsafe(exit),
       whileRunning: (effect) => {
         const exitFailure = Effect.flatMap(exited, () =>
@@ -168,20 +200,45 @@ type Child = NodeChildProcess.ChildProcessWithoutNullStreams
 /** How long an exit report waits for the last of stderr. */
 const stderrGrace = 200
 
-/** How long a failure on a closed pipe waits for the exit that usually follows it. */
+/** How long a failure on a closed pipe, or a closed stdout, waits for the exit that usually follows it. */
 const exitReportGrace = 500
 
-const start = (toolset: string, spec: Spec, claim: Owner.Claim, exit: Deferred.Deferred<Exited>, tail: Tail) =>
+/**
+ * Toolvisor's own variables: its HTTP token (`TOOLVISOR_HTTP_TOKEN`), its cluster key
+ * (`TOOLVISOR_CLUSTER_KEY`), the directory of its OAuth tokens (`TOOLVISOR_STATE_DIR`), the
+ * inputs a config asks for (`TOOLVISOR_INPUT_*`), a runner's id. They are addressed to Toolvisor
+ * and none to a server, so the whole prefix is held back — a list would miss the next secret
+ * someone adds. A server that needs one gets it from its config's `env`, which passes as written.
+ */
+export const isOwnVariable = (name: string): boolean => name.startsWith("TOOLVISOR_")
+
+/** What a server's environment is: this process's, less its own variables, plus the spec's, plus the owner mark. */
+const environment = (spec: Spec, claim: Owner.Claim): NodeJS.ProcessEnv => {
+  const inherited: NodeJS.ProcessEnv = {}
+  for (const name in process.env) if (!isOwnVariable(name)) inherited[name] = process.env[name]
+  // The owner mark comes last: a server is this process's whatever its spec says.
+  return { ...inherited, ...spec.env, ...claim.env }
+}
+
+const start = (
+  toolset: string,
+  spec: Spec,
+  claim: Owner.Claim,
+  exit: Deferred.Deferred<Exited>,
+  outputClosed: Deferred.Deferred<void>,
+  tail: Stderr.Tail
+) =>
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
     const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
       cwd: spec.cwd,
-      // The owner mark comes last: a server is this process's whatever its spec says.
-      env: { ...process.env, ...spec.env, ...claim.env },
+      env: environment(spec, claim),
       detached: true,
       stdio: ["pipe", "pipe", "pipe"]
     })
-    const decoder = new StringDecoder("utf8")
-    child.stderr.on("data", (chunk: Buffer) => tail.push(decoder.write(chunk)))
+    tail.read(child.stderr)
+    const onOutputClosed = () => Deferred.doneUnsafe(outputClosed, Effect.void)
+    child.stdout.once("end", onOutputClosed)
+    child.stdout.once("close", onOutputClosed)
     // A server that dies while we write to it must not take the host down with EPIPE.
     child.stdin.on("error", () => {})
     // "exit" can come before the last stderr bytes are read; wait (briefly: a grandchild may hold
@@ -201,18 +258,38 @@ const start = (toolset: string, spec: Spec, claim: Owner.Claim, exit: Deferred.D
     child.once("error", (cause) => {
       // After a successful spawn, errors come from kill/stdio; the exit event reports the outcome.
       if (child.pid !== undefined) return
-      const classified = Classify.classify(toolset, cause)
+      const why = isNotFound(cause) ? notFound(spec) : Classify.classify(toolset, cause).message
       resume(
         Effect.fail(
           new LifecycleError.ServerUnavailable({
             toolset,
-            message: `${toolset}: cannot run "${spec.command}": ${classified.message}`,
+            message: Redaction.redact(`${toolset}: cannot run "${spec.command}": ${why}`),
             cause
           })
         )
       )
     })
   })
+
+const isNotFound = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
+
+/**
+ * Where a spawn looked and found nothing. Node says only `spawn X ENOENT`, for a missing program,
+ * a missing working directory and a script whose `#!` interpreter is missing alike.
+ */
+const notFound = (spec: Spec): string => {
+  const folder = spec.cwd ?? process.cwd()
+  if (!NodeFs.existsSync(folder)) return `its working directory ${folder} does not exist`
+  if (!spec.command.includes("/")) {
+    const path = spec.env?.PATH ?? process.env.PATH ?? ""
+    return `not found in any folder on PATH (${path.length > 300 ? `${path.slice(0, 300)}…` : path})`
+  }
+  const file = NodePath.resolve(folder, spec.command)
+  return NodeFs.existsSync(file)
+    ? `${file} exists, but the interpreter its #! line names was not found`
+    : `there is no ${file}${file === spec.command ? "" : ` (looked in ${folder})`}`
+}
 
 /** Ends the server's group, then what escaped it (a `setsid` descendant); returns once none is left. */
 const close = (
@@ -249,27 +326,7 @@ const endGroup = (
     yield* ProcessGroup.awaitGone(pgid, Duration.seconds(5))
   })
 
+/** The bounds on what a server's stderr costs: the length of a line kept, and how fast it is read. */
+export { maxLineBytes as maxStderrLineBytes, readBytesPerSecond as stderrBytesPerSecond } from "./internal/stderr.ts"
 /** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
 export { groupAlive, isAlive } from "./Procfs.ts"
-
-interface Tail {
-  readonly push: (text: string) => void
-  readonly lines: () => ReadonlyArray<string>
-}
-
-/** A ring of the last `size` complete lines, plus the line being written. */
-const makeTail = (size: number): Tail => {
-  const lines: Array<string> = []
-  let partial = ""
-  return {
-    push: (text) => {
-      const parts = (partial + text).split(/\r?\n/)
-      partial = parts.pop() ?? ""
-      for (const line of parts) {
-        lines.push(line)
-        if (lines.length > size) lines.shift()
-      }
-    },
-    lines: () => (partial === "" ? [...lines] : [...lines, partial].slice(-size))
-  }
-}

@@ -1,6 +1,7 @@
 /**
  * Opens an LSP session for the Supervisor: spawns the server through `ServerProcess`, speaks
- * JSON-RPC to it with `vscode-jsonrpc` (requests through `Requests`, so each carries the tool
+ * JSON-RPC to it with `vscode-jsonrpc` (reading through the bounded `StdoutReader`, writing
+ * through `StdinWriter`; requests through `Requests`, so each carries the tool
  * call's deadline and fails when the connection is lost), runs `initialize` → `initialized`,
  * answers the requests a server sends the client, and keeps the session's capabilities,
  * documents and diagnostics. Closing the session sends `shutdown` + `exit` (bounded), because
@@ -24,6 +25,7 @@ import * as LspTools from "./LspTools.ts"
 import * as Paths from "./Paths.ts"
 import * as Requests from "./Requests.ts"
 import * as StdinWriter from "./StdinWriter.ts"
+import * as StdoutReader from "./StdoutReader.ts"
 import * as Workspace from "./Workspace.ts"
 
 /** What tool requests run on. */
@@ -157,9 +159,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       ...(spec.env === undefined ? {} : { env: spec.env })
     })
     const connection = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        Rpc.createMessageConnection(new Rpc.StreamMessageReader(proc.stdout), StdinWriter.make(proc.stdin))
-      ),
+      Effect.sync(() => Rpc.createMessageConnection(StdoutReader.make(proc.stdout), StdinWriter.make(proc.stdin))),
       (connection) => Effect.sync(() => connection.dispose())
     )
     const requests = Requests.make(name, connection)

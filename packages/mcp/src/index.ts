@@ -2,6 +2,7 @@
 export * as HeadersHelper from "./HeadersHelper.ts"
 export * as McpConnector from "./McpConnector.ts"
 export * as McpSpec from "./McpSpec.ts"
+export * as McpSurfaces from "./McpSurfaces.ts"
 export * as McpToolset from "./McpToolset.ts"
 export * as OAuth from "./OAuth.ts"
 export * as OAuthProvider from "./OAuthProvider.ts"

@@ -28,6 +28,11 @@ export interface Entry {
    * restarting: a call waits for it to be back (within `call_timeout`).
    */
   readonly lastKnown: boolean
+  /**
+   * True when the agent's model is offered the tool only once a tool search found it (`defer`).
+   * It stays in the catalog, routable and callable by name: deferral changes what is offered, not what works.
+   */
+  readonly deferred?: boolean | undefined
 }
 
 export interface Missing {
@@ -54,8 +59,18 @@ export interface Catalog {
    * at once with its toolset's error instead of "no such tool".
    */
   readonly offline: ReadonlyArray<Entry>
-  /** Moves only when the offered tools (names, descriptions, schemas, annotations) change. */
+  /** Moves only when the offered tools (names, descriptions, schemas, annotations) or their deferral change. */
   readonly version: number
+  /**
+   * What the agent should be told about its toolsets, in config order: each toolset's configured
+   * `instruction` with its server's own instructions.
+   */
+  readonly instructions?: ReadonlyArray<Instruction> | undefined
+}
+
+export interface Instruction {
+  readonly toolset: string
+  readonly text: string
 }
 
 export const exposedName = (prefix: string | undefined, tool: string): string =>

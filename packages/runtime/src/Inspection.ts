@@ -1,8 +1,7 @@
 /**
  * One toolset as an operator's detail view shows it, beyond its status: the policy it runs on,
- * the tools it offers the agent, and what its server last wrote to stderr. The registry's toolsets
- * are masked already (`Secrets`); what a server wrote is also bounded here, since it is shown to
- * a browser.
+ * the tools it offers the agent, and what its server last wrote to stderr — masked like all the
+ * registry's toolsets say (`Secrets`), and bounded as `ServerProcess` keeps it (short lines, few).
  */
 import type { AgentConfig } from "@toolvisor/config"
 import type { Policy, Toolset } from "@toolvisor/core"
@@ -24,11 +23,6 @@ export interface Inspection {
   readonly stderr: ReadonlyArray<string> | undefined
 }
 
-/** Longest stderr line kept: a server may write megabytes without a newline. */
-const lineLimit = 2_000
-
-const bounded = (line: string) => (line.length > lineLimit ? `${line.slice(0, lineLimit)}…` : line)
-
 /** Inspects one running toolset of the registry. */
 export const make = (
   config: Pick<AgentConfig.ToolsetConfig, "name" | "type" | "transport" | "policy" | "prefix" | "tools" | "deny">,
@@ -37,7 +31,7 @@ export const make = (
   Effect.gen(function* () {
     const filter = Catalog.filterOf(config)
     const listing = yield* Effect.orElseSucceed(toolset.tools, () => ({ complete: false, items: [] }))
-    const stderr = toolset.stderr === undefined ? undefined : (yield* toolset.stderr).map(bounded)
+    const stderr = toolset.stderr === undefined ? undefined : yield* toolset.stderr
     return {
       toolset: config.name,
       policy: Toolsets.policyOf(config),

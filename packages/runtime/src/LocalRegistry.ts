@@ -7,6 +7,7 @@
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
 import { Redaction, State, type Toolset } from "@toolvisor/core"
+import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -16,10 +17,15 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
 import * as Inspection from "./Inspection.ts"
+import * as McpRoutes from "./McpRoutes.ts"
+import * as Offer from "./Offer.ts"
 import * as Routing from "./Routing.ts"
+import * as Surfaces from "./Surfaces.ts"
 import * as Telemetry from "./Telemetry.ts"
+import * as ToolSearch from "./ToolSearch.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
+import * as Unresolved from "./Unresolved.ts"
 
 export interface Options {
   /** The agent whose catalog is served by default; the config's first agent when omitted. */
@@ -34,6 +40,7 @@ export interface Options {
 /** One running toolset and what the registry knows about it. */
 interface Running extends Routing.Entry {
   readonly scope: Scope.Closeable
+  readonly mcp: Toolsets.Built["mcp"]
   /** Failures in a row seen by `reprobe`, so a failure is reported once per streak. */
   streak: number
 }
@@ -49,6 +56,7 @@ export const make = (
     // Toolsets close all at once: a stuck server costs one close grace, however many there are.
     const toolsetsScope = yield* Scope.fork(registryScope, "parallel")
     const hub = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
+    const logHub = yield* PubSub.sliding<McpSurfaces.LogEvent>(1_024)
     const board = yield* SubscriptionRef.make<ReadonlyArray<State.StatusSnapshot>>([])
     const lock = yield* Semaphore.make(1)
     const running = new Map<string, Running>()
@@ -113,7 +121,15 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const { toolset, lsp } = yield* build(entry).pipe(Scope.provide(scope))
+        const unresolved = Unresolved.of(entry)
+        const built = unresolved === undefined ? build(entry) : Unresolved.make(entry, unresolved)
+        const { toolset, lsp, mcp } = yield* built.pipe(Scope.provide(scope))
+        if (mcp !== undefined) {
+          yield* mcp.logs.pipe(
+            Stream.runForEach((event) => PubSub.publish(logHub, event)),
+            Effect.forkIn(scope, { startImmediately: true })
+          )
+        }
         const counted = offeredCounts(entry, toolset)
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
@@ -146,7 +162,7 @@ export const make = (
           ),
           Effect.forkIn(scope, { startImmediately: true })
         )
-        running.set(entry.identity, { config: entry, toolset, lsp, scope, streak: 0 })
+        running.set(entry.identity, { config: entry, toolset, lsp, mcp, scope, streak: 0 })
         version += 1
       }).pipe(Effect.annotateLogs({ toolset: entry.name }))
 
@@ -228,6 +244,62 @@ export const make = (
       context: yield* Effect.context<never>()
     })
 
+    const surfaces = McpRoutes.make({
+      agentEntries,
+      memory: Surfaces.memory()
+    })
+    /** Per agent: deferral and instructions on top of routing's catalog, and the agent's search index. */
+    const offers = new Map<string, Offer.Tracker>()
+    const indexes = new Map<string, { readonly index: ToolSearch.Index; version: number }>()
+
+    const catalogOf = (name: string) =>
+      Effect.map(routing.catalog(name), (catalog) => {
+        const spec = config.agents.find((a) => a.name === name)
+        if (spec === undefined) return catalog
+        let tracker = offers.get(name)
+        if (tracker === undefined) {
+          tracker = Offer.tracker()
+          offers.set(name, tracker)
+        }
+        const toolsets = spec.toolsets.flatMap((identity) => {
+          const entry = running.get(identity)
+          return entry === undefined ? [] : [entry.config]
+        })
+        return tracker.offer(catalog, spec, toolsets, (identity) => latest.get(identity)?.instructions)
+      })
+
+    /** Lazy toolsets of the agent that never listed: a search is their first use, as a call of an unknown name is. */
+    const wakeLazy = (name: string) =>
+      Effect.gen(function* () {
+        const catalog = yield* catalogOf(name)
+        const listed = new Set([...catalog.tools, ...catalog.offline].map((entry) => entry.toolset))
+        const idle = yield* Effect.filter(yield* agentEntries(name), (entry) =>
+          entry.config.lazy && !listed.has(entry.config.name)
+            ? Effect.map(entry.toolset.state, (s) => s.state === "Stopped" && s.lastError === undefined)
+            : Effect.succeed(false)
+        )
+        yield* Effect.forEach(idle, (entry) => Effect.ignore(startOne(entry)), {
+          concurrency: "unbounded",
+          discard: true
+        })
+      })
+
+    const searchTools = (query: string, name: string, limit: number | undefined) =>
+      Effect.gen(function* () {
+        yield* wakeLazy(name)
+        const catalog = yield* catalogOf(name)
+        let slot = indexes.get(name)
+        if (slot === undefined) {
+          slot = { index: ToolSearch.make(), version: -1 }
+          indexes.set(name, slot)
+        }
+        if (slot.version !== catalog.version) {
+          slot.index.update(catalog.tools)
+          slot.version = catalog.version
+        }
+        return slot.index.search(query, limit)
+      })
+
     const byName = (name: string) =>
       Effect.suspend(() => {
         const entry = inOrder().find((e) => e.config.name === name || e.config.identity === name)
@@ -308,8 +380,13 @@ export const make = (
       snapshot: SubscriptionRef.get(board),
       status: SubscriptionRef.changes(board),
       events: Stream.fromPubSub(hub),
-      catalog: (name = defaultAgent) => routing.catalog(name),
-      catalogChanges: (name = defaultAgent) => routing.changes(name),
+      catalog: (name = defaultAgent) => catalogOf(name),
+      catalogChanges: (name = defaultAgent) =>
+        SubscriptionRef.changes(board).pipe(
+          Stream.mapEffect(() => catalogOf(name)),
+          Stream.changesWith((a, b) => a.version === b.version && a.complete === b.complete)
+        ),
+      searchTools: (query, { limit, agent = defaultAgent } = {}) => searchTools(query, agent, limit),
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
       callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
@@ -320,7 +397,14 @@ export const make = (
         ),
       inspect: (name) => Effect.flatMap(byName(name), (entry) => Inspection.make(entry.config, entry.toolset)),
       reprobe,
-      reload
+      reload,
+      prompts: (name = defaultAgent) => surfaces.prompts(name),
+      getPrompt: (prompt, args, name = defaultAgent) => surfaces.getPrompt(prompt, args, name),
+      resources: (name = defaultAgent) => surfaces.resources(name),
+      readResource: (uri, name = defaultAgent) => surfaces.readResource(uri, name),
+      subscribe: (uri, name = defaultAgent) => surfaces.subscribe(uri, name),
+      complete: (params, name = defaultAgent) => surfaces.complete(params, name),
+      logs: Stream.fromPubSub(logHub)
     } satisfies ToolsetRegistry.Registry
   })
 

@@ -6,6 +6,7 @@
  * output path can forget to mask. Results cost nothing while no secret is known.
  */
 import { Redaction, type State, type Toolset } from "@toolvisor/core"
+import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
@@ -87,3 +88,42 @@ export const guard = <T extends Toolset.Toolset>(toolset: T, redactor: Redaction
         })
   }
 }
+
+/** A listing whose items (and, while incomplete, its reason) are masked. */
+const items = <A extends object>(l: Toolset.Listing<A>, redactor: Redaction.Redactor): Toolset.Listing<A> => {
+  if (!l.complete) {
+    return { ...l, items: l.items.map((i) => Redaction.record(i, redactor.values)), reason: error(l.reason, redactor) }
+  }
+  return redactor.isEmpty() ? l : { complete: true, items: l.items.map((i) => Redaction.record(i, redactor.values)) }
+}
+
+/** `Effect.mapBoth` with this module's masks: the value as data, the error as a message. */
+const masked = <A extends object, E extends object, R>(
+  effect: Effect.Effect<A, E, R>,
+  redactor: Redaction.Redactor
+): Effect.Effect<A, E, R> =>
+  Effect.mapBoth(effect, {
+    onFailure: (e) => error(e, redactor),
+    onSuccess: (a) => (redactor.isEmpty() ? a : Redaction.record(a, redactor.values))
+  })
+
+/**
+ * An MCP toolset's other surfaces seen through `redactor`, as `guard` sees its tools: prompts and
+ * resources a server fills with what it read, completions, and its log messages.
+ */
+export const surfaces = (s: McpSurfaces.Surfaces, redactor: Redaction.Redactor): McpSurfaces.Surfaces => ({
+  prompts: Effect.mapBoth(s.prompts, { onFailure: (e) => error(e, redactor), onSuccess: (l) => items(l, redactor) }),
+  resources: Effect.mapBoth(s.resources, {
+    onFailure: (e) => error(e, redactor),
+    onSuccess: (l) => items(l, redactor)
+  }),
+  resourceTemplates: Effect.mapBoth(s.resourceTemplates, {
+    onFailure: (e) => error(e, redactor),
+    onSuccess: (l) => items(l, redactor)
+  }),
+  getPrompt: (name, args, options) => masked(s.getPrompt(name, args, options), redactor),
+  readResource: (uri, options) => masked(s.readResource(uri, options), redactor),
+  complete: (params) => masked(s.complete(params), redactor),
+  subscribe: (uri) => Stream.mapError(s.subscribe(uri), (e) => error(e, redactor)),
+  logs: Stream.map(s.logs, (event) => Redaction.record(event, redactor.text))
+})

@@ -6,7 +6,7 @@
 import type { AgentConfig } from "@toolvisor/config"
 import { type Policy, Redaction, ServerProcess, type Toolset } from "@toolvisor/core"
 import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
-import { McpSpec, McpToolset } from "@toolvisor/mcp"
+import { McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Secrets from "./Secrets.ts"
@@ -43,10 +43,16 @@ export const policyOf = (config: Pick<AgentConfig.ToolsetConfig, "type" | "trans
     ? McpToolset.effectivePolicy(mcpSpec(config.transport), config.policy)
     : LspToolset.effectivePolicy(config.policy)
 
+/** The kind a config entry's toolset shows in status: `lsp`, `mcp-stdio`, `mcp-http`, `mcp-sse`. */
+export const kind = (config: Pick<AgentConfig.ToolsetConfig, "type" | "transport">): string =>
+  config.type === "lsp" ? "lsp" : `mcp-${config.transport._tag}`
+
 /** A built toolset; LSP ones are also kept as such, so several can be put behind one router. */
 export interface Built {
   readonly toolset: Toolset.Toolset
   readonly lsp: LspRouter.Backend | undefined
+  /** Set for MCP toolsets run here: their prompts, resources, completions and log messages. */
+  readonly mcp?: McpSurfaces.Surfaces | undefined
 }
 
 /** The fields of a config entry that building its toolset reads. */
@@ -76,8 +82,14 @@ export const make = (
       latest = tail
     })
   )
-  return Effect.map(built, ({ toolset, lsp }) => {
-    if (lsp === undefined) return { toolset: Secrets.guard({ ...toolset, ...stderr }, redactor), lsp }
+  return Effect.map(built, ({ toolset, lsp, mcp }) => {
+    if (lsp === undefined) {
+      return {
+        toolset: Secrets.guard({ ...toolset, ...stderr }, redactor),
+        lsp,
+        mcp: mcp && Secrets.surfaces(mcp, redactor)
+      }
+    }
     const masked = Secrets.guard({ ...lsp, ...stderr }, redactor)
     return { toolset: masked, lsp: masked }
   })
@@ -87,7 +99,7 @@ const transportOf = (config: Buildable): Effect.Effect<Built, never, Scope.Scope
   if (config.type === "mcp") {
     return Effect.map(
       McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy }),
-      (toolset) => ({ toolset, lsp: undefined })
+      (toolset) => ({ toolset, lsp: undefined, mcp: toolset })
     )
   }
   return Effect.map(

@@ -44,6 +44,7 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
   catalogChanges: () => Stream.empty,
   callTool: () => unused,
   callToolNow: () => undefined,
+  searchTools: () => unused,
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: (name) =>
@@ -64,7 +65,14 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
           new ToolsetRegistry.UnknownToolset({ toolset: name, message: `no toolset ${name}`, known: ["fx"] })
         ),
   reprobe: unused,
-  reload: () => unused
+  reload: () => unused,
+  prompts: () => unused,
+  getPrompt: () => unused,
+  resources: () => unused,
+  readResource: () => unused,
+  subscribe: () => Stream.empty,
+  complete: () => unused,
+  logs: Stream.empty
 })
 
 const transition = (i: number): ToolsetRegistry.ToolsetEvent => ({

@@ -7,14 +7,20 @@ import * as NodePath from "node:path"
 import { HttpUrl, Policy, Redaction } from "@toolvisor/core"
 import type * as AgentConfig from "../AgentConfig.ts"
 import type * as ConfigError from "../ConfigError.ts"
+import * as Interpolation from "../Interpolation.ts"
 import * as ToolsetDiff from "../ToolsetDiff.ts"
 
 export interface Context {
   readonly source: string
-  /** Relative `working_dir` / `cwd` are resolved against it: the config file's directory. */
+  /**
+   * The config's folder: relative paths in it are resolved against it, and a stdio server with
+   * no `cwd` runs there (`folderOf` in `ConfigLoader.ts`).
+   */
   readonly baseDir: string
   /** The environment values expanded into each entry, by the entry's path. */
   readonly secrets: ReadonlyMap<string, ReadonlyArray<string>>
+  /** What each entry needs that the environment lacks, by the entry's path. */
+  readonly unresolved: ReadonlyMap<string, ReadonlyArray<AgentConfig.Unresolved>>
 }
 
 export interface Resolution {
@@ -34,10 +40,11 @@ export interface Declaration extends ToolsetDiff.Signed {
   /** The `mcps` definition it came from, if any. */
   readonly sourcePath: string
   readonly secrets: ReadonlyArray<string>
+  readonly unresolved: ReadonlyArray<AgentConfig.Unresolved>
 }
 
 export type Outcome =
-  | { readonly _tag: "Declared"; readonly declaration: Declaration }
+  | { readonly _tag: "Declared"; readonly declaration: Declaration; readonly offer?: AgentConfig.Offer | undefined }
   | { readonly _tag: "Skipped"; readonly skipped: AgentConfig.Skipped }
   | { readonly _tag: "Invalid"; readonly issues: ReadonlyArray<ConfigError.Issue> }
 
@@ -52,22 +59,41 @@ export interface Source {
   readonly sse: boolean
 }
 
+/**
+ * A command that names a file (`./bin/server`, `scripts/run.sh`) rather than a program to look
+ * up on PATH (`npx`, `node`): it is found where the server runs, as a shell would find it there.
+ */
+const isPath = (command: string): boolean => command.includes("/") || command.includes(NodePath.sep)
+
+/**
+ * A stdio server runs in its `cwd` / `working_dir`, relative to the config's folder, which is
+ * also where it runs when the entry names none: a host that starts `serve /abs/agent.yaml` from
+ * a folder of its own gets the servers of that file, not whatever its folder holds. A command
+ * that is a path is made absolute there; `args` are passed as written, and a relative one is
+ * the server's to read against the folder it runs in, as every host and shell has it.
+ */
 const transportOf = (
   source: Source,
   context: Context,
-  urlPath: string
+  urlPath: string,
+  resolved: boolean
 ): AgentConfig.Transport | ReadonlyArray<ConfigError.Issue> => {
   if (source.command !== undefined) {
+    // A path that still holds an unset variable is shown as written: it will not run.
+    const within = (folder: string, path: string) =>
+      !resolved && Interpolation.hasReference(path) ? path : NodePath.resolve(folder, path)
+    const cwd = within(context.baseDir, source.cwd ?? ".")
     return {
       _tag: "stdio",
-      command: source.command,
+      command: isPath(source.command) ? within(cwd, source.command) : source.command,
       args: source.args ?? [],
       env: source.env ?? {},
-      cwd: source.cwd === undefined ? undefined : NodePath.resolve(context.baseDir, source.cwd)
+      cwd
     }
   }
   const url = source.url ?? ""
-  if (!HttpUrl.is(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
+  // A URL that holds a variable the environment lacks cannot be judged; its toolset will not start.
+  if (resolved && !HttpUrl.is(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
   const { authServerMetadataUrl: _, xaa: __, ...oauth } = source.oauth ?? {}
   return {
     _tag: source.sse ? "sse" : "http",
@@ -91,7 +117,11 @@ const literalSecrets = (transport: AgentConfig.Transport): ReadonlyArray<string>
       ]
 
 const nameFrom = (transport: AgentConfig.Transport): string =>
-  transport._tag === "stdio" ? NodePath.basename(transport.command) : new URL(transport.url).host
+  transport._tag === "stdio"
+    ? NodePath.basename(transport.command)
+    : HttpUrl.is(transport.url)
+      ? new URL(transport.url).host
+      : transport.url
 
 export interface Declare {
   readonly path: string
@@ -112,6 +142,7 @@ export interface Declare {
   readonly lifecycle: Policy.Lifecycle | undefined
   readonly lazy: boolean | undefined
   readonly secrets: ReadonlyArray<string>
+  readonly unresolved: ReadonlyArray<AgentConfig.Unresolved>
 }
 
 /** Some hosts write `tools: ["*"]` for "every tool"; the runtime's filter knows that as no filter. */
@@ -150,7 +181,7 @@ const outsideWorkspace = (
       }
 
 export const declare = (input: Declare, context: Context): Outcome => {
-  const bare = transportOf(input.source, context, input.urlPath)
+  const bare = transportOf(input.source, context, input.urlPath, input.unresolved.length === 0)
   if (!("_tag" in bare)) return { _tag: "Invalid", issues: bare }
   const transport = withConnectInputs(bare, input, context)
   const signed: ToolsetDiff.Signed = {
@@ -177,13 +208,29 @@ export const declare = (input: Declare, context: Context): Outcome => {
     derivedName: input.name ?? input.ref ?? nameFrom(transport),
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
-    secrets: [...new Set([...input.secrets, ...literalSecrets(transport)])]
+    // A reference still in the transport (an unset variable) is text of the file, not a secret.
+    secrets: [
+      ...new Set([
+        ...input.secrets,
+        ...literalSecrets(transport).filter(
+          (value) => input.unresolved.length === 0 || !Interpolation.hasReference(value)
+        )
+      ])
+    ],
+    unresolved: input.unresolved
   }
   return { _tag: "Declared", declaration }
 }
 
+/** The environment values expanded into the entries at these paths (an entry, the `mcps` definition it refs). */
 export const secretsAt = (context: Context, ...paths: ReadonlyArray<string>): ReadonlyArray<string> =>
-  paths.flatMap((path) => context.secrets.get(path) ?? [])
+  [...new Set(paths)].flatMap((path) => context.secrets.get(path) ?? [])
+
+/** What the entries at these paths (an entry, the `mcps` definition it refs) need and the environment lacks. */
+export const unresolvedAt = (
+  context: Context,
+  ...paths: ReadonlyArray<string>
+): ReadonlyArray<AgentConfig.Unresolved> => [...new Set(paths)].flatMap((path) => context.unresolved.get(path) ?? [])
 
 export const skipped = (path: string, type: string, reason: string): Outcome => ({
   _tag: "Skipped",
@@ -199,20 +246,34 @@ const uniqueName = (base: string, used: Set<string>): string => {
 
 export const assemble = (
   source: string,
-  agents: ReadonlyArray<{ readonly name: string; readonly outcomes: ReadonlyArray<Outcome> }>
+  agents: ReadonlyArray<{
+    readonly name: string
+    readonly outcomes: ReadonlyArray<Outcome>
+    readonly deferAbove?: number | undefined
+  }>
 ): Resolution => {
   const issues: Array<ConfigError.Issue> = []
   const skippedEntries: Array<AgentConfig.Skipped> = []
   const byIdentity = new Map<string, AgentConfig.ToolsetConfig>()
   const usedNames = new Set<string>()
   const live: Array<string> = []
-  const specs = agents.map(({ name, outcomes }) => {
+  const specs = agents.map(({ name, outcomes, deferAbove }): AgentConfig.AgentSpec => {
     const identities: Array<string> = []
+    const offers: Record<string, AgentConfig.Offer> = {}
     for (const outcome of outcomes) {
       if (outcome._tag === "Invalid") issues.push(...outcome.issues)
       else if (outcome._tag === "Skipped") skippedEntries.push(outcome.skipped)
       else {
-        const { path, identity: declared, derivedName, named, sourcePath, secrets, ...signed } = outcome.declaration
+        const {
+          path,
+          identity: declared,
+          derivedName,
+          named,
+          sourcePath,
+          secrets,
+          unresolved,
+          ...signed
+        } = outcome.declaration
         live.push(path, sourcePath)
         const signature = ToolsetDiff.signature(signed)
         const taken = byIdentity.get(declared)
@@ -231,6 +292,7 @@ export const assemble = (
             name: uniqueName(derivedName, usedNames),
             policy: Policy.fromLifecycle(signed.lifecycle),
             secrets,
+            ...(unresolved.length === 0 ? {} : { unresolved }),
             path
           })
         } else if (existing.signature !== signature) {
@@ -238,10 +300,18 @@ export const assemble = (
             `toolset ${identity} is also declared at ${other} with a different definition; give one a different name`
           issues.push({ path: existing.path, message: message(path) }, { path, message: message(existing.path) })
         }
-        if (!identities.includes(identity)) identities.push(identity)
+        if (!identities.includes(identity)) {
+          identities.push(identity)
+          if (outcome.offer !== undefined) offers[identity] = outcome.offer
+        }
       }
     }
-    return { name, toolsets: identities }
+    return {
+      name,
+      toolsets: identities,
+      ...(Object.keys(offers).length === 0 ? {} : { offers }),
+      ...(deferAbove === undefined ? {} : { deferAbove })
+    }
   })
   return {
     config: { source, agents: specs, toolsets: [...byIdentity.values()], skipped: skippedEntries },
