@@ -51,8 +51,8 @@ describe("toolvisor validate", () => {
     )
     const missing = await runCli(["validate", config])
     assert.strictEqual(missing.code, 2)
-    assert.include(missing.stderr, "read as VS Code mcp.json")
-    assert.include(missing.stderr, 'Input token ("Your API token") has no value: pass `--input token=VALUE`')
+    assert.include(missing.stdout, "read as VS Code mcp.json")
+    assert.include(missing.stdout, 'Input token ("Your API token") has no value: pass `--input token=VALUE`')
     const given = await runCli(["validate", config, "--input", "token=abc-secret-1"])
     assert.strictEqual(given.code, 0, given.stderr)
     const bad = await runCli(["validate", config, "--input", "no-equals"])
@@ -135,9 +135,9 @@ describe("toolvisor validate", () => {
     ] as const) {
       const result = await runCli(["validate", config])
       assert.strictEqual(result.code, 2, result.stderr)
-      assert.include(result.stderr, `Invalid config ${config}`)
-      assert.include(result.stderr, refused)
-      assert.isBelow(result.stderr.length, 1_000)
+      assert.include(result.stdout, `Invalid config ${config}`)
+      assert.include(result.stdout, refused)
+      assert.isBelow(result.stdout.length + result.stderr.length, 1_000)
     }
   })
 
