@@ -43,7 +43,7 @@ const remoteEntry = (config: AgentConfig.Config, name: string) =>
     return { entry, spec }
   })
 
-/** `toolvisor auth NAME`: logs in (or, with `logout`, forgets the login), then shows the toolset connects. */
+/** `toolvisor auth [CONFIG] NAME`: logs in (or, with `logout`, forgets the login), then shows the toolset connects. */
 export const run = Effect.fn("toolvisor.auth")(function* (options: {
   readonly operands: ReadonlyArray<string>
   readonly agent: Option.Option<string>
