@@ -2,7 +2,8 @@
  * The README's code is the code in `examples/`: every TypeScript and JSON block is marked with
  * the file it shows and must equal it (the files are type-checked with the rest), and here each
  * one runs as a reader would run it — the host snippets start the gateway as the host would and
- * call a tool through it; the Effect programs run against real servers.
+ * call a tool through it; the Effect programs run against real servers; the tour's commands on
+ * the examples it ships run as written, from a fresh checkout's root.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
@@ -25,6 +26,44 @@ const blocks = (lang: string) => {
   for (const match of readme.matchAll(fence)) found.push({ file: match[1], code: match[2] ?? "" })
   return found
 }
+
+/**
+ * The tour's `npx toolvisor COMMAND …` lines for `commands`, each with the words a shell makes of
+ * it (bare or single-quoted words: all the tour writes), without its comment.
+ */
+const tour = (
+  commands: ReadonlyArray<string>
+): ReadonlyArray<{ readonly line: string; readonly words: ReadonlyArray<string> }> => {
+  const readme = NodeFs.readFileSync(NodePath.join(root, "README.md"), "utf8")
+  const block = /## A 30-second tour\n\n```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? ""
+  return block.split("\n").flatMap((text) => {
+    const line = text.replace(/\s+#.*$/, "")
+    const words = Array.from(line.matchAll(/'([^']*)'|(\S+)/g), (m) => m[1] ?? m[2] ?? "")
+    const [npx, toolvisor, command = ""] = words
+    return npx === "npx" && toolvisor === "toolvisor" && commands.includes(command)
+      ? [{ line, words: words.slice(2) }]
+      : []
+  })
+}
+
+/** Runs the bundled CLI as `npx toolvisor` does: from the checkout's root, its bins first on PATH. */
+const runTour = (args: ReadonlyArray<string>) =>
+  new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
+    const child = NodeChildProcess.spawn(
+      process.execPath,
+      [NodePath.join(root, "apps/cli/bin/toolvisor.js"), ...args],
+      {
+        cwd: root,
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+        stdio: ["ignore", "pipe", "pipe"]
+      }
+    )
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
 
 /** A config of one server-everything toolset: its tools are `everything_*`, as the README calls them. */
 const agentConfig = () =>
@@ -119,4 +158,22 @@ describe("README", () => {
       collector.close()
     }
   })
+  it("the tour's describe, call and validate lines run as written on the files it names", async () => {
+    const lines = tour(["describe", "call", "validate"])
+    assert.sameMembers(
+      lines.map(({ words }) => words.slice(0, 2).join(" ")),
+      [
+        "describe examples/agent.yaml",
+        "call examples/agent.yaml",
+        "validate examples/.vscode/mcp.json",
+        "validate examples/.mcp.json"
+      ]
+    )
+    for (const { line, words } of lines) {
+      assert.notMatch(line, /[<>|;&$`]/, "a line that runs as the words it holds")
+      const result = await runTour(words)
+      assert.strictEqual(result.code, 0, `${line}\n${result.stdout}\n${result.stderr}`)
+      assert.notInclude(result.stderr, "the config comes first", line)
+    }
+  }, 180_000)
 })

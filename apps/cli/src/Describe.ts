@@ -1,12 +1,14 @@
 /**
- * `toolvisor describe TOOL`: one tool as a person reads it — its description, then one line per
- * argument (name, type, required, description) read from its JSON Schema, its annotations, and
- * the `call` line that would run it. Everything in it comes from the server, so every line is
- * escaped for the terminal and the `call` line is quoted for the shell it will be pasted into.
+ * `toolvisor describe [CONFIG] TOOL`: one tool as a person reads it — its description, then one
+ * line per argument (name, type, required, description) read from its JSON Schema, its
+ * annotations, and the `call` line that would run it. Everything in it comes from the server, so
+ * every line is escaped for the terminal and the `call` line is quoted for the shell it will be
+ * pasted into.
  */
 import type { Catalog } from "@toolvisor/runtime"
 import * as Predicate from "effect/Predicate"
 import * as Printable from "./Printable.ts"
+import * as Shell from "./Shell.ts"
 
 type Json = { readonly [key: string]: unknown }
 
@@ -47,20 +49,6 @@ const argumentLines = (inputSchema: Json): ReadonlyArray<string> => {
   return rows.map((r) => `  ${r.map((cell, i) => (i < 3 ? cell.padEnd(widths[i] ?? 0) : cell)).join("  ")}`.trimEnd())
 }
 
-/**
- * One shell word that stands for `text` exactly: bare when it is plainly safe, else in single
- * quotes, or as `$'…'` (with `\xHH` escapes) when it holds control characters, which a terminal
- * must not receive raw. `$(…)`, backquotes and `;` inside stay text.
- */
-export const shellWord = (text: string): string => {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text)) return text
-  if (!Printable.hasControls(text)) return `'${text.replaceAll("'", "'\\''")}'`
-  const escaped = Array.from(text, (char) =>
-    char === "\\" || char === "'" ? `\\${char}` : Printable.hasControls(char) ? Printable.escapeChar(char) : char
-  ).join("")
-  return `$'${escaped}'`
-}
-
 /** A placeholder argument object with every required argument, for the example `call` line. */
 const example = (inputSchema: Json): string => {
   const required = Array.isArray(inputSchema.required) ? inputSchema.required : []
@@ -78,8 +66,11 @@ const example = (inputSchema: Json): string => {
   )
 }
 
-/** The whole description of one catalog entry. */
-export const text = (entry: Catalog.Entry): string => {
+/**
+ * The whole description of one catalog entry. Its `call` line names `config` when the tool was
+ * described from a config given on the command line, so it runs on the same toolsets.
+ */
+export const text = (entry: Catalog.Entry, config?: string): string => {
   const { tool } = entry
   const annotations = record(tool.annotations)
   const hints = annotationWords.filter(([key]) => annotations[key] === true).map(([, word]) => word)
@@ -93,6 +84,6 @@ export const text = (entry: Catalog.Entry): string => {
     ...argumentLines(tool.inputSchema),
     ...(hints.length === 0 ? [] : ["", `annotations: ${hints.join(", ")}`]),
     "",
-    `call it: toolvisor call ${shellWord(entry.name)} ${shellWord(example(tool.inputSchema))}`
+    `call it: ${Shell.toolvisor("call", ...(config === undefined ? [] : [config]), entry.name, example(tool.inputSchema))}`
   ].join("\n")
 }

@@ -53,7 +53,7 @@ export const transition = (pane: Pane, event: ToolsetRegistry.ToolsetEvent, conf
   const head = `${clock(s.since)} ${Printable.line(event.toolset)} ${event.from} → ${Output.shownState(s)}`
   const tail = [
     s.restarts === 0 ? undefined : `restart ${s.restarts}`,
-    s.lastError === undefined ? undefined : Output.errorText(s)
+    s.lastError === undefined ? undefined : Output.errorText(s, config.source)
   ].filter((d) => d !== undefined)
   const policy = config.toolsets.find((t) => t.name === event.toolset)?.policy
   const waiting = s.state === "Restarting" && event.from !== "Restarting" && s.lastError !== undefined

@@ -6,9 +6,22 @@ import { Argument, Flag } from "effect/cli"
 
 export const config = Argument.String("config").pipe(
   Argument.withDescription(
-    "Agent config: docker-agent YAML or mcpServers JSON (default ./agent.yaml; in a checkout, the bundled example)"
+    "Agent config: docker-agent YAML or an MCP host's JSON (default ./agent.yaml; in a checkout, the bundled example); always the first operand"
   ),
   Argument.optional
+)
+
+/**
+ * A command's operands when CONFIG comes before others (`[CONFIG] TOOL`): effect/cli cannot put
+ * an optional argument before a required one, so `Operands` splits them.
+ */
+export const operands = (description: string, max: number) =>
+  Argument.String("operands").pipe(Argument.withDescription(description), Argument.variadic({ min: 1, max }))
+
+export const input = Flag.String("input").pipe(
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: ${input:id} is the VS Code syntax being documented
+  Flag.withDescription("A value for VS Code's ${input:id}: --input id=value (repeatable)"),
+  Flag.atLeast(0)
 )
 
 export const agent = Flag.String("agent").pipe(Flag.withDescription("The agent whose toolsets to use"), Flag.optional)

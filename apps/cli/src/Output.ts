@@ -7,6 +7,7 @@
 import type { State, Toolset } from "@toolvisor/core"
 import { type Catalog, StatusJson, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Printable from "./Printable.ts"
+import * as Shell from "./Shell.ts"
 
 /** Cuts text to `width` characters on a code-point boundary, marking the cut. */
 export const truncate = (text: string, width: number): string => {
@@ -39,19 +40,28 @@ export const shownState = (s: State.StatusSnapshot): State.State =>
   s.state === "Stopped" && s.lastError !== undefined ? "Failed" : s.state
 
 /**
- * The last error without the toolset's name in it (the row already names it); one that needs a
- * login says which command gives it.
+ * The command that logs a toolset in, on the config it was loaded from: a hint that drops the
+ * config would fail, or log in to another file's toolset.
  */
-export const errorText = (s: State.StatusSnapshot): string => {
+export const authCommand = (name: string, config: string | undefined): string =>
+  Shell.toolvisor("auth", ...(config === undefined ? [] : [config]), name)
+
+/**
+ * The last error without the toolset's name in it (the row already names it); one that needs a
+ * login says which command gives it, on `config` (the path the config was loaded from).
+ */
+export const errorText = (s: State.StatusSnapshot, config?: string): string => {
   if (s.lastError === undefined) return ""
   const { tag, message } = s.lastError
   const prefix = `${s.name}: `
   const text = `${tag}: ${(message.startsWith(prefix) ? message.slice(prefix.length) : message).replaceAll(`: ${prefix}`, ": ")}`
-  return Printable.line(tag === "AuthRequired" ? `${text} (run: toolvisor auth ${s.name})` : text)
+  return tag === "AuthRequired" ? `${Printable.line(text)} (run: ${authCommand(s.name, config)})` : Printable.line(text)
 }
 
 export interface TableOptions {
   readonly colour: boolean
+  /** The config's path, for the commands the table names. */
+  readonly config?: string
   /** Animates a spinner for busy toolsets. */
   readonly frame?: number
   readonly width?: number
@@ -79,7 +89,7 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
         String(s.restarts),
         s.toolCount === undefined ? "-" : String(s.toolCount),
         s.pid === undefined ? "-" : String(s.pid),
-        errorText(s)
+        errorText(s, options.config)
       ]
     }
   })
@@ -107,26 +117,34 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
 }
 
 /** One line per toolset that is down, with its whole reason: what the table had to cut. */
-export const problems = (board: ReadonlyArray<State.StatusSnapshot>): ReadonlyArray<string> =>
+export const problems = (board: ReadonlyArray<State.StatusSnapshot>, config?: string): ReadonlyArray<string> =>
   board
     .filter((s) => s.lastError !== undefined && s.state !== "Ready")
-    .map((s) => `${Printable.line(s.name)}: ${shownState(s)}: ${errorText(s)}`)
+    .map((s) => `${Printable.line(s.name)}: ${shownState(s)}: ${errorText(s, config)}`)
 
-/** One line per transition, for logs and pipes. */
-export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
+/** One line per transition, for logs and pipes; `config` is the config's path, for the commands it names. */
+export const transitionLine = (event: ToolsetRegistry.ToolsetEvent, config?: string): string => {
   const s = event.snapshot
   const at = new Date(s.since).toISOString().slice(11, 23)
   const details = [
     s.toolCount === undefined ? undefined : `${s.toolCount} tools`,
     s.pid === undefined ? undefined : `pid ${s.pid}`,
     s.restarts === 0 ? undefined : `restarts ${s.restarts}`,
-    s.lastError === undefined ? undefined : errorText(s)
+    s.lastError === undefined ? undefined : errorText(s, config)
   ].filter((d) => d !== undefined)
   return `${at} ${Printable.line(event.toolset)} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
 }
 
-/** A status line for scripts: the DTO `GET /status` and the event stream share. */
-export const statusJson = StatusJson.make
+/**
+ * A status line for scripts: the DTO `GET /status` and the event stream share. Given the
+ * config's path, a login's `action` names it, as the text does.
+ */
+export const statusJson = (s: State.StatusSnapshot, config?: string) => {
+  const json = StatusJson.make(s)
+  return json.error === null || !("action" in json.error) || config === undefined
+    ? json
+    : { ...json, error: { ...json.error, action: authCommand(s.name, config) } }
+}
 
 export const catalogJson = (catalog: Catalog.Catalog) => ({
   type: "tools" as const,

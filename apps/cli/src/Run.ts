@@ -5,7 +5,6 @@
  * routes and the dashboard besides.
  */
 import * as NodePath from "node:path"
-import { ConfigLoader } from "@toolvisor/config"
 import { Runtime } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -33,10 +32,10 @@ const command = Effect.fn("toolvisor.run")(function* (options: Options) {
       Effect.tap(opened(options), ({ registry }) => Effect.forkScoped(Effect.ignore(registry.start)))
     )
   }
-  const { registry } = yield* opened(options)
+  const { registry, path } = yield* opened(options)
   if (options.json) return yield* JsonLines.run(registry)
   yield* registry.events.pipe(
-    Stream.runForEach((e) => Console.log(Output.transitionLine(e))),
+    Stream.runForEach((e) => Console.log(Output.transitionLine(e, path))),
     Effect.forkScoped({ startImmediately: true })
   )
   const started = yield* Effect.result(registry.start)
@@ -60,11 +59,7 @@ const opened = (options: Options) =>
       yield* Effect.logInfo(`status at http://${HttpListen.hostPort(address.host, address.port)}/`)
     }
     if (options.watch) {
-      yield* Runtime.watch(
-        result.path,
-        ConfigLoader.load(result.path, Open.agentOptions(options.agent)),
-        result.registry
-      )
+      yield* Runtime.watch(result.path, result.reload, result.registry)
     }
     return result
   })

@@ -18,6 +18,7 @@ export interface Page {
 }
 
 export interface View {
+  /** The config's path: the header shows it, and a hint in the table names it. */
   readonly title: string
   readonly board: ReadonlyArray<State.StatusSnapshot>
   readonly frame: number
@@ -61,6 +62,26 @@ const summary = (board: ReadonlyArray<State.StatusSnapshot>): string => {
   return Array.from(counts, ([state, n]) => `${n} ${state}`).join(", ")
 }
 
+/**
+ * Lines cut into rows of at most `width` characters, at a space where there is one in the row's
+ * second half: an answer the user asked for (`status`, with every error whole) is shown whole in
+ * the pane rather than cut to the terminal's width.
+ */
+export const wrap = (lines: ReadonlyArray<string>, width: number): ReadonlyArray<string> => {
+  const room = Math.max(1, width)
+  return lines.flatMap((line) => {
+    const rows: Array<string> = []
+    let rest = Array.from(line)
+    while (rest.length > room) {
+      const space = rest.lastIndexOf(" ", room)
+      const atSpace = space > room / 2
+      rows.push(rest.slice(0, atSpace ? space : room).join(""))
+      rest = rest.slice(atSpace ? space + 1 : room)
+    }
+    return [...rows, rest.join("")]
+  })
+}
+
 /** A pane's title bar: `── text ─────`. */
 const rule = (text: string, width: number) => {
   const head = `── ${text} `
@@ -74,7 +95,7 @@ export const paneHeight = (board: ReadonlyArray<State.StatusSnapshot>, height: n
 /** The frame's lines, top to bottom: exactly `height` of them, none wider than `width`. */
 export const render = (view: View, width: number, height: number): ReadonlyArray<string> => {
   const header = `toolvisor · ${view.title} · ${view.board.length} toolsets: ${summary(view.board)}`
-  const table = Output.table(view.board, { colour: true, frame: view.frame, width }).split("\n")
+  const table = Output.table(view.board, { colour: true, frame: view.frame, width, config: view.title }).split("\n")
   const rows = paneHeight(view.board, height)
   const page = view.page
   const pane =

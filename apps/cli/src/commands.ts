@@ -12,7 +12,7 @@ import * as Flags from "./Flags.ts"
 const lazy = <M, A, E, R>(load: () => Promise<M>, f: (module: M) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.promise(load), f)
 
-const target = { config: Flags.config, agent: Flags.agent, cluster: Flags.cluster }
+const target = { config: Flags.config, input: Flags.input, agent: Flags.agent, cluster: Flags.cluster }
 
 const run = Command.make(
   "run",
@@ -68,8 +68,10 @@ const tools = Command.make("tools", { ...target, json: Flags.json, timeout: Flag
 const describe = Command.make(
   "describe",
   {
-    tool: Argument.String("tool").pipe(Argument.withDescription("The tool's name, as `tools` lists it")),
-    ...target,
+    operands: Flags.operands("[CONFIG] TOOL (the tool's name, as `tools` lists it)", 2),
+    input: Flags.input,
+    agent: Flags.agent,
+    cluster: Flags.cluster,
     json: Flags.json,
     timeout: Flags.timeout
   },
@@ -80,16 +82,14 @@ const describe = Command.make(
     )
 ).pipe(
   Command.withDescription("Show one tool: its description, its arguments and how to call it"),
-  Command.withExamples([{ command: "toolvisor describe everything_echo agent.yaml", description: "" }])
+  Command.withExamples([{ command: "toolvisor describe agent.yaml everything_echo", description: "" }])
 )
 
 const call = Command.make(
   "call",
   {
-    operands: Argument.String("operands").pipe(
-      Argument.withDescription("[CONFIG] TOOL [ARGS_JSON]"),
-      Argument.variadic({ min: 1, max: 3 })
-    ),
+    operands: Flags.operands("[CONFIG] TOOL [ARGS_JSON]", 3),
+    input: Flags.input,
     agent: Flags.agent,
     cluster: Flags.cluster,
     json: Flags.json,
@@ -113,14 +113,12 @@ const validate = Command.make(
     config: Argument.String("config").pipe(Argument.withDescription("The config file to check")),
     json: Flags.json,
     check: Flag.Boolean("check").pipe(
-      Flag.withDescription("Also start each toolset, list its tools and stop it (exit 1 if one does not start)"),
+      Flag.withDescription(
+        "Also start each toolset, list its tools and stop it (exit 1 if one does not start); warns of allow-list entries that match no tool and of tools two toolsets both offer"
+      ),
       Flag.withDefault(false)
     ),
-    input: Flag.String("input").pipe(
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: ${input:id} is the VS Code syntax being documented
-      Flag.withDescription("A value for VS Code's ${input:id}: --input id=value (repeatable)"),
-      Flag.atLeast(0)
-    )
+    input: Flags.input
   },
   (options) =>
     lazy(
@@ -129,10 +127,10 @@ const validate = Command.make(
     )
 ).pipe(
   Command.withDescription(
-    "Check a config and print what was understood; every problem as path: message (exit 2 if any)"
+    "Check a config and print what was understood; or the file, its format and every problem as path: message, one a line (exit 2)"
   ),
   Command.withExamples([
-    { command: "toolvisor validate .vscode/mcp.json --input api-key=sk-…", description: "" },
+    { command: "toolvisor validate .vscode/mcp.json --input memory-file=/tmp/memory.jsonl", description: "" },
     { command: "toolvisor validate agent.yaml --check", description: "also start each toolset once" }
   ])
 )
@@ -157,8 +155,8 @@ const schema = Command.make(
 const auth = Command.make(
   "auth",
   {
-    name: Argument.String("name").pipe(Argument.withDescription("The remote MCP toolset to log in to")),
-    config: Flags.config,
+    operands: Flags.operands("[CONFIG] NAME (the remote MCP toolset to log in to)", 2),
+    input: Flags.input,
     agent: Flags.agent,
     logout: Flag.Boolean("logout").pipe(
       Flag.withDescription("Forget the stored login instead"),
@@ -177,8 +175,8 @@ const auth = Command.make(
 ).pipe(
   Command.withDescription("Log in to a remote MCP server over OAuth and store the tokens (0600) for later runs"),
   Command.withExamples([
-    { command: "toolvisor auth linear agent.yaml", description: "opens the browser, then connects" },
-    { command: "toolvisor auth --logout linear agent.yaml", description: "forgets the stored tokens" }
+    { command: "toolvisor auth agent.yaml linear", description: "opens the browser, then connects" },
+    { command: "toolvisor auth --logout agent.yaml linear", description: "forgets the stored tokens" }
   ])
 )
 

@@ -51,4 +51,12 @@ describe("the live view's frame", () => {
       )
     }
   })
+  it("wraps a long answer into rows no wider than the terminal, at spaces where it can, losing nothing", () => {
+    const long = `broken: Failed: ${"word ".repeat(30)}${"x".repeat(50)}`
+    const rows = Screen.wrap([long, "short"], 40)
+    for (const row of rows) assert.isAtMost(Array.from(row).length, 40, row)
+    assert.strictEqual(rows.at(-1), "short")
+    assert.isTrue(rows.slice(0, -1).every((row) => !row.startsWith(" ") && !row.endsWith(" ")))
+    assert.strictEqual(rows.slice(0, -1).join(" ").replace(/x /g, "x"), long.trimEnd())
+  })
 })

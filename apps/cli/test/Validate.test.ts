@@ -162,9 +162,9 @@ describe("toolvisor validate", () => {
     ] as const) {
       const result = await runCli(["validate", config])
       assert.strictEqual(result.code, 2, result.stderr)
-      assert.include(result.stderr, `Invalid config ${config}`)
-      assert.include(result.stderr, refused)
-      assert.isBelow(result.stderr.length, 1_000)
+      assert.include(result.stdout, `Invalid config ${config}`)
+      assert.include(result.stdout, refused)
+      assert.isBelow(result.stdout.length + result.stderr.length, 1_000)
     }
   })
 

@@ -81,27 +81,28 @@ describe("a server that writes escape sequences", () => {
   }, 120_000)
 
   it("describe escapes every line, and its call line is quoted for the shell", async () => {
-    const noisy = await cli(["describe", "h_noisy", config, "--timeout", "30s"])
+    const noisy = await cli(["describe", config, "h_noisy", "--timeout", "30s"])
     assert.include(noisy.stdout, "Says \\x1b[2J")
-    const args = await cli(["describe", "h_args", config, "--timeout", "30s"])
+    const args = await cli(["describe", config, "h_args", "--timeout", "30s"])
     assert.include(args.stdout, "x\\x1b[2J")
 
-    const quoted = await cli(["describe", "h_it's$(touch PWNED)", config, "--timeout", "30s"])
+    const quoted = await cli(["describe", config, "h_it's$(touch PWNED)", "--timeout", "30s"])
     const line = quoted.stdout.split("\n").find((l) => l.startsWith("call it: toolvisor call "))
     assert.isDefined(line)
     const words = (line ?? "").slice("call it: toolvisor call ".length)
-    // A real shell reads the line back into exactly the tool's name and its arguments.
+    // A real shell reads the line back into exactly the config, the tool's name and its arguments.
     const echoed = NodeChildProcess.execFileSync("bash", ["-c", `printf '%s\\n' ${words}`], { cwd: workdir })
-    assert.deepStrictEqual(echoed.toString("utf8").split("\n").slice(0, 2), [
+    assert.deepStrictEqual(echoed.toString("utf8").split("\n").slice(0, 3), [
+      config,
       "h_it's$(touch PWNED)",
       JSON.stringify({ "a'b$(touch PWNED)`x`": "…" })
     ])
     assert.isFalse(NodeFs.existsSync(NodePath.join(workdir, "PWNED")), "nothing in the line ran")
 
-    const cleared = await cli(["describe", `h_clear${esc}[2Jscreen`, config, "--timeout", "30s"])
+    const cleared = await cli(["describe", config, `h_clear${esc}[2Jscreen`, "--timeout", "30s"])
     const call = cleared.stdout.split("\n").find((l) => l.startsWith("call it: toolvisor call "))
-    assert.strictEqual(call, "call it: toolvisor call $'h_clear\\x1b[2Jscreen' '{}'")
-    const named = NodeChildProcess.execFileSync("bash", ["-c", `printf '%s' ${call?.split(" ")[4]}`])
+    assert.strictEqual(call, `call it: toolvisor call ${config} $'h_clear\\x1b[2Jscreen' '{}'`)
+    const named = NodeChildProcess.execFileSync("bash", ["-c", `printf '%s' ${call?.split(" ")[5]}`])
     assert.strictEqual(named.toString("utf8"), `h_clear${esc}[2Jscreen`, "the $'…' word is the name itself")
   }, 120_000)
 

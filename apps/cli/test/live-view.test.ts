@@ -106,4 +106,36 @@ describe("toolvisor run on an 80×24 terminal", () => {
       NodeFs.rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  it("status shows every error whole, wrapped in the pane, where the table and the message line cut it", async () => {
+    // A server that dies at start, saying why at length; the words are in its environment, not its command line.
+    const reason = `could not open the database ${"and then some more words ".repeat(4)}END-OF-THE-REASON`
+    const config = writeConfig(
+      yaml([
+        mcpEntry("bystander"),
+        [
+          "      - type: mcp",
+          "        name: broken",
+          `        command: "${process.execPath}"`,
+          '        args: ["-e", "console.error(process.env.REASON); process.exit(3)"]',
+          `        env: { REASON: "${reason}" }`,
+          "        lifecycle: { profile: best-effort }"
+        ]
+      ])
+    )
+    const term = terminal(`toolvisor-status-${process.pid}`, [process.execPath, ...cliArgs(["run", config])], 80, 24)
+    try {
+      await waitForScreen(term.screen, (t) => /broken\s.*Failed/.test(t) && /bystander\s.*Ready/.test(t))
+      term.type("status")
+      const shown = await waitForScreen(term.screen, (t) => t.includes("── status: "))
+      const lines = shown.split("\n")
+      for (const line of lines) assert.isAtMost(Array.from(line).length, 80, `wider than 80: ${line}`)
+      const pane = lines.slice(lines.findIndex((l) => l.startsWith("── status: ")) + 1).join(" ")
+      assert.include(pane, "END-OF-THE-REASON", shown)
+      assert.include(pane.replace(/\s+/g, " "), reason, "every word of it, in order")
+      term.type("quit")
+    } finally {
+      term.close()
+    }
+  })
 })

@@ -113,7 +113,11 @@ const common = {
   name: Schema.optionalKey(
     Schema.NonEmptyString.annotate({ description: "Display name; MCP tools are exposed as <name>_<tool>" })
   ),
-  tools: Schema.optionalKey(Strings.annotate({ description: "Allow-list of exposed tool names (after the prefix)" })),
+  tools: Schema.optionalKey(
+    Strings.annotate({
+      description: "Allow-list of tools, by the server's own names (read_file) or as exposed (<name>_read_file)"
+    })
+  ),
   lifecycle: Schema.optionalKey(Lifecycle),
   lazy: Schema.optionalKey(Schema.Boolean.annotate({ description: "Connect at first use instead of at start-up" })),
   instruction: Schema.optionalKey(
@@ -455,7 +459,10 @@ export interface ToolsetConfig {
    * (`true`), or these extra folders, absolute. Absent, only inside the working directory.
    */
   readonly allowOutsideWorkspace?: true | ReadonlyArray<string> | undefined
-  /** Allow-list of exposed tool names; `undefined` exposes every tool (a `*` entry means every tool). */
+  /**
+   * Allow-list of tools, each by the server's own name or the exposed one (`AllowList`); `undefined`
+   * exposes every tool (a `*` entry means every tool).
+   */
   readonly tools: ReadonlyArray<string> | undefined
   /** Exposed tool names never offered, from a host's disabled-tools list; applied after `tools`. */
   readonly deny?: ReadonlyArray<string> | undefined

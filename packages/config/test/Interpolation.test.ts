@@ -292,6 +292,14 @@ describe("every interpolated field", () => {
       expanded: `/srv/${value}`
     },
     {
+      field: "env_file",
+      format: "docker-agent",
+      entry: '{ type: mcp, command: x, env_file: "/etc/${SECRET_V}.env" }',
+      at: "env_file",
+      read: stdio((t) => t.envFile),
+      expanded: `/etc/${value}.env`
+    },
+    {
       field: "envFile",
       format: "mcpServers",
       entry: '{ "command": "x", "envFile": "/etc/${SECRET_V}.env" }',

@@ -3,9 +3,11 @@
  * says whether it is complete and, when it is not, which toolsets are missing and why, so an
  * agent never mistakes "still starting" for "has no tools". A toolset that is restarting keeps
  * its last-known tools on offer, marked so, and the catalog is then not complete. Names are prefixed with the
- * toolset's `name` when the config gave one; when two toolsets expose the same name, the first
- * in config order wins and the other is reported as shadowed.
+ * toolset's `name` when the config gave one; a `tools:` allow-list names a tool either way
+ * (`AllowList`). When two toolsets expose the same name, the first in config order wins and the
+ * other is reported as shadowed: `collisions` groups those for people to read.
  */
+import { AllowList } from "@toolvisor/config"
 import { Levenshtein, type State, type Toolset } from "@toolvisor/core"
 
 /** A toolset's contribution, as the registry gathered it. */
@@ -73,14 +75,13 @@ export interface Instruction {
   readonly text: string
 }
 
-export const exposedName = (prefix: string | undefined, tool: string): string =>
-  prefix === undefined ? tool : `${prefix}_${tool}`
+export const exposedName = AllowList.exposedName
 
 /** How a toolset's tools are filtered and named for an agent: its config's `name`, `tools:` and `deny`. */
 export interface Filter {
   /** Tools are exposed as `${prefix}_${tool}` when set. */
   readonly prefix: string | undefined
-  /** Exposed names to keep; `undefined` keeps all. */
+  /** Tools to keep, by the server's own or the exposed name; `undefined` keeps all. */
   readonly allow: ReadonlyArray<string> | undefined
   /** Exposed names never offered (a host's disabled-tools list), applied after `allow`. */
   readonly deny?: ReadonlyArray<string> | undefined
@@ -94,10 +95,9 @@ export const filterOf = (config: {
 }): Filter => ({ prefix: config.prefix, allow: config.tools, deny: config.deny })
 
 /** Whether a toolset offers its tool `tool` (by its own, unprefixed name) through `filter`. */
-export const offers = (filter: Filter, tool: string): boolean => {
-  const name = exposedName(filter.prefix, tool)
-  return (filter.allow === undefined || filter.allow.includes(name)) && filter.deny?.includes(name) !== true
-}
+export const offers = (filter: Filter, tool: string): boolean =>
+  AllowList.allows(filter.allow, filter.prefix, tool) &&
+  filter.deny?.includes(exposedName(filter.prefix, tool)) !== true
 
 /**
  * How many of `tools` a toolset offers through `filter`: the tool count every status output
@@ -170,6 +170,32 @@ const sameTool = (a: Toolset.Tool, b: Toolset.Tool): boolean =>
     a.title === b.title &&
     JSON.stringify([a.inputSchema, a.outputSchema, a.annotations]) ===
       JSON.stringify([b.inputSchema, b.outputSchema, b.annotations]))
+
+/** The tools of one toolset hidden behind another's of the same names. */
+export interface Collision {
+  readonly toolset: string
+  readonly hiddenBy: string
+  readonly names: ReadonlyArray<string>
+}
+
+/**
+ * The catalog's shadowed tools grouped by the pair of toolsets, in order: a toolset whose tools
+ * all collide would otherwise vanish from the agent with no word, however its status reads.
+ */
+export const collisions = (catalog: Pick<Catalog, "shadowed">): ReadonlyArray<Collision> => {
+  const groups = new Map<string, { toolset: string; hiddenBy: string; names: Array<string> }>()
+  for (const { name, toolset, shadowedBy } of catalog.shadowed) {
+    const key = JSON.stringify([toolset, shadowedBy])
+    const group = groups.get(key) ?? { toolset, hiddenBy: shadowedBy, names: [] }
+    group.names.push(name)
+    groups.set(key, group)
+  }
+  return Array.from(groups.values())
+}
+
+/** One line a user can act on: which tools are hidden, by which toolset, and how to keep both. */
+export const collisionMessage = (collision: Collision): string =>
+  `${collision.toolset}: ${collision.names.length} tool(s) hidden by ${collision.hiddenBy}, which offers the same name(s): ${collision.names.join(", ")}; to offer both, give ${collision.toolset} a name of its own (its tools are then exposed as <name>_<tool>)`
 
 /** Up to `limit` names close to `name`: the same suffix after a prefix, a shared stem, or a small edit distance. */
 export const nearNames = (name: string, names: ReadonlyArray<string>, limit = 5): ReadonlyArray<string> => {
