@@ -48,6 +48,7 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: () => Effect.void,
+  inspect: () => Effect.die("unused"),
   reprobe: Effect.die("unused"),
   reload: () => Effect.die("unused"),
   prompts: () => Effect.die("unused"),

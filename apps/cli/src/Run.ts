@@ -4,6 +4,7 @@
  * protocol; piped without `--json`, one line per transition. `--http PORT` serves the status
  * routes and the dashboard besides.
  */
+import * as NodePath from "node:path"
 import { Runtime } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -52,6 +53,7 @@ const opened = (options: Options) =>
     if (http !== undefined) {
       const address = yield* StatusServer.listen(result.registry, { port: http.port, host: options.host }, http.gate, {
         required: StatusServer.required(result.config),
+        config: NodePath.basename(result.path),
         ...Open.agentOptions(options.agent)
       })
       yield* Effect.logInfo(`status at http://${HttpListen.hostPort(address.host, address.port)}/`)

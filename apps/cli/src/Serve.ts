@@ -5,6 +5,7 @@
  * Over HTTP the status routes (dashboard, /status, /events, /metrics, probes) share the port and
  * its one gate: the same token, Host and Origin rules for `/mcp` as for `/status`.
  */
+import * as NodePath from "node:path"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -46,9 +47,10 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   const port = yield* HttpListen.checkPort(options.http.value)
   const sessions = yield* sessionLimits(options)
   const gate = yield* StatusServer.gate(options, McpHttp.endpoint)
-  const { registry, config } = yield* Open.open(options)
+  const { registry, config, path } = yield* Open.open(options)
   const routes = yield* StatusServer.handler(registry, gate, {
     required: StatusServer.required(config),
+    config: NodePath.basename(path),
     ...Open.agentOptions(options.agent)
   })
   return yield* Gateway.serve(registry, {

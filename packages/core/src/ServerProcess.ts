@@ -13,6 +13,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -70,6 +71,17 @@ export interface ServerProcess {
   ) => Effect.Effect<A, E | LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed, R>
 }
 
+/**
+ * Told of every server spawned where it is provided, with that server's stderr tail. The runtime
+ * provides one around each toolset it builds (as it does `Redaction.Current`), so an operator can
+ * read what the latest server said, also after it died — and a server that dies before its
+ * handshake never makes a session. Outside one, nobody is told.
+ */
+export const StderrWatch = Context.Reference<((stderrTail: () => ReadonlyArray<string>) => void) | undefined>(
+  "@toolvisor/core/ServerProcess/StderrWatch",
+  { defaultValue: () => undefined }
+)
+
 /** Lines a runtime prints after the error itself: a stack frame, a version banner, a blank. */
 const noise = [/^\s*$/, /^\s+at\s/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^Traceback \(most recent call last\)/]
 
@@ -92,6 +104,8 @@ export const spawn = (
     const exit = yield* Deferred.make<Exited>()
     const outputClosed = yield* Deferred.make<void>()
     const tail = new Stderr.Tail(spec.stderrLines ?? 50)
+    const watch = yield* StderrWatch
+    watch?.(tail.lines)
     // Runs after the close below (finalizers run in reverse): the group is gone, stderr may flow.
     yield* Effect.addFinalizer(() => Effect.sync(() => tail.stop()))
     const claim = yield* Owner.claim

@@ -16,6 +16,7 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
+import * as Inspection from "./Inspection.ts"
 import * as McpRoutes from "./McpRoutes.ts"
 import * as Offer from "./Offer.ts"
 import * as Routing from "./Routing.ts"
@@ -394,6 +395,7 @@ export const make = (
         Effect.flatMap(byName(name), (entry) =>
           Effect.withSpan(entry.toolset.restart, "toolvisor.restart", { attributes: { toolset: name } })
         ),
+      inspect: (name) => Effect.flatMap(byName(name), (entry) => Inspection.make(entry.config, entry.toolset)),
       reprobe,
       reload,
       prompts: (name = defaultAgent) => surfaces.prompts(name),

@@ -1,6 +1,6 @@
 /**
  * A toolset whose every output goes through its `Redactor`: status snapshots (the last error,
- * the server's instructions), listings (descriptions a server may fill with its config), call
+ * the server's instructions), its server's stderr, listings (descriptions a server may fill with its config), call
  * results (a server echoing its environment) and errors (an SDK quoting the URL it called). The
  * registry, the gateway, the status routes and the cluster see only the masked toolset, so no
  * output path can forget to mask. Results cost nothing while no secret is known.
@@ -75,6 +75,9 @@ export const guard = <T extends Toolset.Toolset>(toolset: T, redactor: Redaction
         onFailure: (e) => error(e, redactor),
         onSuccess: (r) => result(r, redactor)
       }),
+    ...(toolset.stderr === undefined
+      ? {}
+      : { stderr: Effect.map(toolset.stderr, (lines) => lines.map((line) => redactor.text(line))) }),
     ...(now === undefined
       ? {}
       : {

@@ -1,8 +1,9 @@
 /**
  * The registry's status over HTTP, as `effect/http` routes an Effect app mounts on its own router
  * (and the CLI mounts beside its MCP endpoint): the snapshot, a Server-Sent Events stream that
- * resumes from `Last-Event-ID`, control of single toolsets, Prometheus metrics, the health probes
- * an orchestrator expects, and a dashboard page. Every route passes the app's `HttpGate` (Host,
+ * resumes from `Last-Event-ID`, one toolset's details, control of single toolsets, each toolset's
+ * calls over the last hour, Prometheus metrics, the health probes an orchestrator expects, and a
+ * dashboard page. Every route passes the app's `HttpGate` (Host,
  * Origin, and a credential for all but the probes and the dashboard's static page).
  */
 import * as Effect from "effect/Effect"
@@ -14,9 +15,11 @@ import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import * as Stream from "effect/Stream"
 import * as Dashboard from "./Dashboard.ts"
 import * as HttpGate from "./HttpGate.ts"
+import * as Inspection from "./Inspection.ts"
 import * as StatusFeed from "./StatusFeed.ts"
 import * as StatusJson from "./StatusJson.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
+import * as ToolsetStats from "./ToolsetStats.ts"
 
 export interface Options extends StatusFeed.Options {
   /** Whether a toolset must be Ready for `/readyz`; every toolset when omitted. */
@@ -84,6 +87,7 @@ export const layer = (
       const registry = yield* ToolsetRegistry.ToolsetRegistry
       const gate = yield* HttpGate.HttpGate
       const feed = yield* StatusFeed.make(registry, options)
+      const stats = yield* ToolsetStats.make()
       const required = options.required ?? (() => true)
 
       yield* router.add(
@@ -95,6 +99,41 @@ export const layer = (
               contentType: "text/html; charset=utf-8",
               headers: { ...noStore, "content-security-policy": Dashboard.contentSecurityPolicy }
             })
+          )
+        )
+      )
+      yield* router.add(
+        "GET",
+        "/favicon.svg",
+        HttpGate.guarded(gate, "public", () =>
+          Effect.succeed(
+            HttpServerResponse.text(Dashboard.favicon, {
+              contentType: "image/svg+xml",
+              headers: { "cache-control": "max-age=86400" }
+            })
+          )
+        )
+      )
+      yield* router.add(
+        "GET",
+        "/stats",
+        HttpGate.guarded(gate, "protected", () =>
+          Effect.map(stats.series, (toolsets) =>
+            HttpServerResponse.jsonUnsafe({ bucketMillis: stats.bucketMillis, toolsets }, { headers: noStore })
+          )
+        )
+      )
+      yield* router.add(
+        "GET",
+        "/toolsets/:name",
+        HttpGate.guarded(gate, "protected", () =>
+          Effect.flatMap(HttpRouter.params, ({ name }) =>
+            registry.inspect(name ?? "").pipe(
+              Effect.map((inspection) =>
+                HttpServerResponse.jsonUnsafe(Inspection.json(inspection), { headers: noStore })
+              ),
+              Effect.catchTag("UnknownToolset", (error) => Effect.succeed(problem(404, error.message)))
+            )
           )
         )
       )

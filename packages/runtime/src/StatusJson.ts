@@ -14,6 +14,8 @@ export const make = (s: State.StatusSnapshot) => ({
   kind: s.kind,
   state: s.state,
   restarts: s.restarts,
+  /** Restarts the policy's budget paid for in this episode: `max_restarts` of them and it is Failed. */
+  attempt: s.attempt,
   pid: s.pid ?? null,
   tools: s.toolCount ?? null,
   error:

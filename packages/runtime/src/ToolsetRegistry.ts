@@ -15,6 +15,7 @@ import type * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type * as Catalog from "./Catalog.ts"
+import type * as Inspection from "./Inspection.ts"
 import type * as Surfaces from "./Surfaces.ts"
 import type * as ToolSearch from "./ToolSearch.ts"
 
@@ -140,6 +141,8 @@ export interface Registry {
   readonly startToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
   readonly stopToolset: (name: string) => Effect.Effect<void, UnknownToolset>
   readonly restartToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
+  /** One toolset's policy, offered tools and stderr tail, for an operator's detail view. */
+  readonly inspect: (name: string) => Effect.Effect<Inspection.Inspection, UnknownToolset>
   /**
    * Retries now the toolsets that are down on a transient error: stopped, failed, or waiting out
    * a backoff (whose wait it cuts short); waits for each to be Ready or to fail again.

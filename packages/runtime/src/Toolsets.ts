@@ -4,7 +4,7 @@
  * where each toolset gets its `Redactor`: whatever it lets out is masked (see `Secrets`).
  */
 import type { AgentConfig } from "@toolvisor/config"
-import { Redaction, type Toolset } from "@toolvisor/core"
+import { type Policy, Redaction, ServerProcess, type Toolset } from "@toolvisor/core"
 import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
 import { McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
@@ -34,6 +34,15 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
   }
 }
 
+/**
+ * The policy a toolset of this entry runs on: the config's, with what its transport adds (a remote
+ * MCP server reconnects after a clean close and is probed; a language server is probed).
+ */
+export const policyOf = (config: Pick<AgentConfig.ToolsetConfig, "type" | "transport" | "policy">): Policy.Policy =>
+  config.type === "mcp"
+    ? McpToolset.effectivePolicy(mcpSpec(config.transport), config.policy)
+    : LspToolset.effectivePolicy(config.policy)
+
 /** The kind a config entry's toolset shows in status: `lsp`, `mcp-stdio`, `mcp-http`, `mcp-sse`. */
 export const kind = (config: Pick<AgentConfig.ToolsetConfig, "type" | "transport">): string =>
   config.type === "lsp" ? "lsp" : `mcp-${config.transport._tag}`
@@ -58,22 +67,32 @@ export type Buildable = Pick<
  * toolsets, so a secret of one entry is masked in whatever any server echoes (a server's `get-env`
  * shows the variables another entry's headers use). The redactor is the toolset's
  * `Redaction.Current` while it runs, so secrets met at connect time (an OAuth token) join it.
+ * A toolset with a local server keeps the stderr tail of its latest process (`Toolset.stderr`).
  */
 export const make = (
   config: Buildable,
   redactor: Redaction.Redactor = Redaction.make()
 ): Effect.Effect<Built, never, Scope.Scope> => {
   redactor.add(config.secrets)
-  return Effect.map(
-    Effect.provideService(transportOf(config), Redaction.Current, redactor),
-    ({ toolset, lsp, mcp }) => {
-      if (lsp === undefined) {
-        return { toolset: Secrets.guard(toolset, redactor), lsp, mcp: mcp && Secrets.surfaces(mcp, redactor) }
-      }
-      const masked = Secrets.guard(lsp, redactor)
-      return { toolset: masked, lsp: masked }
-    }
+  let latest: () => ReadonlyArray<string> = () => []
+  const stderr = config.transport._tag === "stdio" ? { stderr: Effect.sync(() => latest()) } : {}
+  const built = transportOf(config).pipe(
+    Effect.provideService(Redaction.Current, redactor),
+    Effect.provideService(ServerProcess.StderrWatch, (tail) => {
+      latest = tail
+    })
   )
+  return Effect.map(built, ({ toolset, lsp, mcp }) => {
+    if (lsp === undefined) {
+      return {
+        toolset: Secrets.guard({ ...toolset, ...stderr }, redactor),
+        lsp,
+        mcp: mcp && Secrets.surfaces(mcp, redactor)
+      }
+    }
+    const masked = Secrets.guard({ ...lsp, ...stderr }, redactor)
+    return { toolset: masked, lsp: masked }
+  })
 }
 
 const transportOf = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
