@@ -104,7 +104,7 @@ describe("ServerProcess", () => {
       )
       assert.strictEqual(error._tag, "ServerUnavailable")
       assert.include(error.message, "toolvisor-no-such-binary-xyz")
-      assert.include(error.message, "ENOENT")
+      assert.include(error.message, "not found in any folder on PATH")
       assert.strictEqual(error.toolset, "test")
     })
   )
