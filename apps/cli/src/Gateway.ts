@@ -302,4 +302,5 @@ export const serve = (
         process.stdin.off("close", done)
       })
     })
+    yield* Effect.logInfo("the MCP client closed stdin: stopping")
   })
