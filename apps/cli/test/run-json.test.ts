@@ -7,6 +7,7 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import { assert, describe, it } from "@effect/vitest"
+import * as Predicate from "effect/Predicate"
 import { cliArgs, freePort, isAlive, mcpEntry, root, Session, until, writeConfig, yaml } from "./helpers.ts"
 
 const ready = (toolset: string) => (line: { readonly [key: string]: unknown }) =>
@@ -102,13 +103,15 @@ describe("toolvisor run --json", () => {
       let pid: number | null = null
       await until(async () => {
         if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}:\n${stdout}\n${stderr}`)
-        const rows: ReadonlyArray<{ readonly state: string; readonly pid: number | null }> = await fetch(
-          `http://127.0.0.1:${port}/status`
-        ).then(
+        const rows: unknown = await fetch(`http://127.0.0.1:${port}/status`).then(
           (response) => response.json(),
           () => []
         )
-        pid = rows[0]?.state === "Ready" ? rows[0].pid : null
+        const row: unknown = Array.isArray(rows) ? rows[0] : undefined
+        pid =
+          Predicate.hasProperty(row, "state") && row.state === "Ready" && Predicate.hasProperty(row, "pid")
+            ? Number(row.pid)
+            : null
         return pid !== null
       }, 60_000)
       assert.include(stderr, "stdin carries no commands (/dev/null): running until SIGTERM")
