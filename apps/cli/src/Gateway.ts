@@ -5,10 +5,12 @@
  * `isError` results the agent can read, and clients hear `tools/list_changed` whenever the
  * catalog they were given is no longer the one on offer.
  *
- * A gateway outlives its toolsets' restart budgets: a toolset that failed for good is not gone for
+ * A gateway outlives its toolsets' restart budgets: a toolset that failed to start is not gone for
  * good here. A call to one of its tools first runs the runtime's reprobe (the same mechanism the
  * agent adapters run in a turn), bounded to one per call and one per cooldown, so a server that
- * has come back is used; and `toolvisor_status` (`StatusTool`) lets a host see why tools are missing.
+ * can start now is used. A server that crashed until its budget was spent is left alone: a call
+ * must not buy it a new crash loop. `toolvisor_status` (`StatusTool`) lets a host see why tools
+ * are missing.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
@@ -85,7 +87,7 @@ interface Shared {
 const makeShared = (registry: ToolsetRegistry.Registry, options: Options) =>
   Effect.gen(function* () {
     const run = yield* FiberSet.makeRuntimePromise<never>()
-    const reprobe = yield* Reprobe.make(registry, { cooldown: reviveCooldown })
+    const reprobe = yield* Reprobe.make(registry, { cooldown: reviveCooldown, only: Reprobe.failedToStart })
     return { registry, options, run, reprobe } satisfies Shared
   })
 
@@ -131,8 +133,8 @@ const statusResult = (registry: ToolsetRegistry.Registry, agent: string | undefi
 /**
  * Before a call that could not be sent at once: when the tool is not on offer (its toolset
  * stopped or failed, or never started) while some toolset is missing, the shared reprobe restarts
- * the toolsets that are down — one reprobe per call at most, none within `reviveCooldown` of the
- * last, waited for a few seconds. The probe comes before the call, so no call is sent twice.
+ * the toolsets that failed to start — one reprobe per call at most, none within `reviveCooldown`
+ * of the last, waited for a few seconds. The probe comes before the call, so no call is sent twice.
  */
 const revive = (shared: Shared, tool: string) =>
   shared.registry.catalog(shared.options.agent).pipe(

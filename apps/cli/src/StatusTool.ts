@@ -6,7 +6,7 @@
  * plus a line of text per toolset for a model to read. `serve --no-status-tool` leaves it out.
  */
 import { LifecycleError, type State, type Toolset } from "@toolvisor/core"
-import { type Catalog, StatusJson } from "@toolvisor/runtime"
+import { type Catalog, Reprobe, StatusJson } from "@toolvisor/runtime"
 import * as Duration from "effect/Duration"
 import * as Output from "./Output.ts"
 import * as Printable from "./Printable.ts"
@@ -38,7 +38,10 @@ export const hint = (s: State.StatusSnapshot, cooldown: Duration.Duration): stri
       if (error === undefined) return "stopped on request: `restart` starts it again"
       if (error.tag === "AuthRequired") return `needs a login: run \`toolvisor auth ${s.name}\`, then call a tool again`
       if (LifecycleError.isPermanentTag(error.tag)) return "a retry cannot fix this error: fix the server or the config"
-      return `calling one of its tools starts it again, at most once every ${Duration.format(cooldown)}`
+      if (Reprobe.failedToStart(s)) {
+        return `calling one of its tools starts it again, at most once every ${Duration.format(cooldown)}`
+      }
+      return `it crashed until its restart budget was spent, and a call does not start a new crash loop: restart the gateway (or POST /toolsets/${s.name}/restart with --http)`
     }
   }
 }

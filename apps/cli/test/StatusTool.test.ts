@@ -1,7 +1,8 @@
 /**
  * What `toolvisor_status` tells a host about each state a toolset can be in: nothing to fix for a
- * Ready one, the login command for one that needs it, no false promise for a permanent error, and
- * the reprobe (with its cooldown) for a transient one — on one escaped line per toolset.
+ * Ready one, the login command for one that needs it, no false promise for a permanent error or
+ * a spent crash loop, and the reprobe (with its cooldown) for one that failed to start — on one
+ * escaped line per toolset.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { State } from "@toolvisor/core"
@@ -28,8 +29,12 @@ describe("toolvisor_status", () => {
     assert.include(StatusTool.hint(snapshot("gh", "Failed", "AuthRequired"), cooldown), "toolvisor auth gh")
     assert.include(StatusTool.hint(snapshot("cap", "Failed", "CapabilityMissing"), cooldown), "a retry cannot fix")
     assert.strictEqual(
-      StatusTool.hint(snapshot("down", "Failed", "ServerCrashed"), cooldown),
+      StatusTool.hint(snapshot("down", "Failed", "ServerUnavailable"), cooldown),
       "calling one of its tools starts it again, at most once every 10s"
+    )
+    assert.include(
+      StatusTool.hint(snapshot("loop", "Failed", "ServerCrashed"), cooldown),
+      "POST /toolsets/loop/restart"
     )
     assert.include(StatusTool.hint(snapshot("off", "Stopped"), cooldown), "stopped on request")
   })

@@ -1,15 +1,19 @@
 /**
  * `toolvisor serve` over stdio as a long-running host sees it, through the SDK client: a toolset
- * that failed for good (its restart budget spent) comes back when one of its tools is called —
- * the runtime's reprobe, run before the call — and `toolvisor_status` tells the host why tools are
+ * that failed to start until its restart budget was spent comes back when one of its tools is
+ * called — the runtime's reprobe, run before the call — while one that crash-looped is not
+ * restarted by calls (the restart budget holds); `toolvisor_status` tells the host why tools are
  * missing, with the last error masked and what brings the toolset back; `--no-status-tool`
  * leaves it out.
  */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import * as Predicate from "effect/Predicate"
-import { cliArgs, isAlive, mcpEntry, root, until, writeConfig, yaml } from "./helpers.ts"
+import { cliArgs, fixtureServer, isAlive, mcpEntry, root, until, writeConfig, yaml } from "./helpers.ts"
 
 /** A tool result's content as text. */
 const textOf = (result: unknown) => JSON.stringify(Predicate.hasProperty(result, "content") ? result.content : [])
@@ -61,23 +65,76 @@ const statusOf = async (client: Client) => {
 }
 
 describe("toolvisor serve: toolsets that fail, and why", () => {
-  it("a toolset whose restart budget is spent comes back when one of its tools is called", async () => {
-    const served = await serve(writeConfig(yaml([mcpEntry("fx", ["        lifecycle: { restart: never }"])])))
+  it("a toolset that failed to start comes back when one of its tools is called, once it can start", async () => {
+    const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-serve-revive-"))
+    const flag = NodePath.join(dir, "installed")
+    const server = NodePath.join(dir, "server.sh")
+    // The server starts only while the flag is there: as a binary that was uninstalled, then put back.
+    NodeFs.writeFileSync(
+      server,
+      `#!/bin/sh\n[ -f "${flag}" ] || exit 1\nexec "${process.execPath}" "${fixtureServer}"\n`,
+      {
+        mode: 0o755
+      }
+    )
+    NodeFs.writeFileSync(flag, "")
+    const config = writeConfig(
+      yaml([
+        [
+          "      - type: mcp",
+          "        name: fx",
+          `        command: "${server}"`,
+          "        lifecycle: { max_restarts: 1, backoff: { initial: 100ms, max: 200ms } }"
+        ]
+      ])
+    )
+    const served = await serve(config)
     try {
       await until(async () => (await served.names()).includes("fx_echo"), 60_000)
-      // The server exits; with `restart: never` the toolset is Failed: before, for good.
-      const crash = await served.client.callTool({ name: "fx_crash", arguments: {} })
-      assert.isTrue(crash.isError)
+      NodeFs.rmSync(flag)
+      // The server exits; its restarts cannot start it: with the budget spent it is Failed — before, for good.
+      await served.client.callTool({ name: "fx_crash", arguments: {} })
       await until(async () => (await statusOf(served.client)).rows[0]?.state === "Failed", 30_000)
       const down = await statusOf(served.client)
+      assert.strictEqual(down.rows[0]?.error?.tag, "ServerUnavailable")
       assert.include(down.rows[0]?.hint ?? "", "calling one of its tools starts it again")
 
+      NodeFs.writeFileSync(flag, "")
       const back = await served.client.callTool({ name: "fx_echo", arguments: { message: "back again" } })
       assert.notStrictEqual(back.isError, true, textOf(back))
       assert.include(textOf(back), "back again")
       const after = await statusOf(served.client)
       assert.strictEqual(after.rows[0]?.state, "Ready")
       assert.isAbove(after.rows[0]?.tools ?? 0, 0)
+    } finally {
+      await close(served)
+    }
+  }, 120_000)
+
+  it("a toolset that crashed until its budget was spent is not restarted by calls: no new crash loop", async () => {
+    const starts = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-serve-loop-")), "starts")
+    const count = () => NodeFs.readFileSync(starts, "utf8").split("\n").length - 1
+    const config = writeConfig(
+      yaml([
+        mcpEntry("loop", [
+          `        env: { FIXTURE_EXIT_AFTER_MS: "1500", FIXTURE_STARTS_FILE: "${starts}" }`,
+          "        lifecycle: { max_restarts: 1, backoff: { initial: 100ms, max: 200ms } }"
+        ])
+      ])
+    )
+    const served = await serve(config)
+    try {
+      await until(async () => (await statusOf(served.client)).rows[0]?.state === "Failed", 60_000)
+      const down = await statusOf(served.client)
+      assert.strictEqual(down.rows[0]?.error?.tag, "ServerCrashed")
+      assert.include(down.rows[0]?.hint ?? "", "crashed until its restart budget was spent")
+      assert.strictEqual(count(), 2)
+      for (let i = 0; i < 3; i++) {
+        const refused = await served.client.callTool({ name: "loop_echo", arguments: { message: "again?" } })
+        assert.isTrue(refused.isError)
+      }
+      assert.strictEqual(count(), 2, "the calls started nothing")
+      assert.strictEqual((await statusOf(served.client)).rows[0]?.state, "Failed")
     } finally {
       await close(served)
     }

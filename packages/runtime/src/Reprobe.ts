@@ -12,9 +12,11 @@
  * (5 s by default). A start still running then goes on in the background and joins later, so a
  * hanging server never stalls a turn or a call. One reprobe runs at a time, and with a `cooldown`
  * none starts within that long of the last one's start: a host that calls a dead toolset's tool
- * in a loop costs one restart attempt per cooldown, not one per call.
+ * in a loop costs one restart attempt per cooldown, not one per call. With `only`, a reprobe
+ * restarts just the down toolsets it picks: the gateway picks those that failed to start
+ * (`failedToStart`), so a call never renews the restart budget of a server that crash-looped.
  */
-import { State } from "@toolvisor/core"
+import { LifecycleError, State } from "@toolvisor/core"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -55,11 +57,28 @@ export const isDown = (
 ): s is State.StatusSnapshot & { readonly lastError: typeof State.ErrorSummary.Type } =>
   s.lastError !== undefined && !State.isUsable(s.state)
 
+/**
+ * Down because it could not start — its binary or directory missing, exiting at once, silent past
+ * its startup_timeout — which is what a later try can fix: not a server that ran and crashed
+ * until its restart budget was spent (a new try would start a new crash loop), not a permanent
+ * error (a login, a missing capability).
+ */
+export const failedToStart = (s: State.StatusSnapshot): boolean =>
+  isDown(s) &&
+  State.isTerminal(s.state) &&
+  s.lastError.tag !== "ServerCrashed" &&
+  !LifecycleError.isPermanentTag(s.lastError.tag)
+
 export interface Options {
   /** How long a caller waits for the toolsets it restarts (default 5 seconds). */
   readonly wait?: Duration.Input | undefined
   /** No reprobe starts within this long of the last one's start (default none). */
   readonly cooldown?: Duration.Input | undefined
+  /**
+   * Restart only the down toolsets this picks (each through the registry's `restartToolset`);
+   * by default every toolset the registry's `reprobe` would retry.
+   */
+  readonly only?: ((s: State.StatusSnapshot) => boolean) | undefined
 }
 
 /** Starts watching a registry. A reprobe still running when the scope closes is interrupted. */
@@ -74,14 +93,34 @@ export const make = (
     const streaks = new Set<string>()
     let running: Fiber.Fiber<ToolsetRegistry.ReprobeReport> | undefined
     let startedAt = Number.NEGATIVE_INFINITY
+    const { only } = options
+    const wanted = (s: State.StatusSnapshot) => (only === undefined ? isDown(s) && State.isTerminal(s.state) : only(s))
+
+    /** The restarts of one reprobe: the registry's own sweep, or just the toolsets `only` picks. */
+    const sweep = (board: ReadonlyArray<State.StatusSnapshot>): Effect.Effect<ToolsetRegistry.ReprobeReport> =>
+      only === undefined
+        ? registry.reprobe
+        : Effect.map(
+            Effect.forEach(
+              board.filter(only),
+              (s) => Effect.map(Effect.result(registry.restartToolset(s.name)), (result) => ({ s, result })),
+              { concurrency: "unbounded" }
+            ),
+            (results) => ({
+              recovered: results.flatMap(({ s, result }) => (result._tag === "Success" ? [s.name] : [])),
+              failing: results.flatMap(({ s, result }) =>
+                result._tag === "Failure" ? [{ toolset: s.name, error: result.failure.message }] : []
+              )
+            })
+          )
 
     const reprobe = Effect.gen(function* () {
       const board = yield* registry.snapshot
-      if (!board.some((s) => isDown(s) && State.isTerminal(s.state))) return []
+      if (!board.some(wanted)) return []
       const now = yield* Clock.currentTimeMillis
       const inFlight = running !== undefined && running.pollUnsafe() === undefined ? running : undefined
       if (inFlight === undefined && now - startedAt < cooldown) return []
-      const fiber = inFlight ?? (yield* Effect.forkIn(registry.reprobe, scope))
+      const fiber = inFlight ?? (yield* Effect.forkIn(sweep(board), scope))
       if (inFlight === undefined) {
         running = fiber
         startedAt = now
