@@ -4,6 +4,13 @@
  * through as JSON Schema (hence the SDK's low-level `Server`), typed call failures come back as
  * `isError` results the agent can read, and clients hear `tools/list_changed` whenever the
  * catalog they were given is no longer the one on offer.
+ *
+ * A gateway outlives its toolsets' restart budgets: a toolset that failed to start is not gone for
+ * good here. A call to one of its tools first runs the runtime's reprobe (the same mechanism the
+ * agent adapters run in a turn), bounded to one per call and one per cooldown, so a server that
+ * can start now is used. A server that crashed until its budget was spent is left alone: a call
+ * must not buy it a new crash loop. `toolvisor_status` (`StatusTool`) lets a host see why tools
+ * are missing.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
@@ -16,9 +23,10 @@ import {
   type ServerRequest
 } from "@modelcontextprotocol/sdk/types.js"
 import type { State, Toolset } from "@toolvisor/core"
-import { type Catalog, HttpGate, type ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
@@ -28,6 +36,7 @@ import * as Stream from "effect/Stream"
 import type * as HttpListen from "./HttpListen.ts"
 import * as McpHttp from "./McpHttp.ts"
 import type * as McpSessions from "./McpSessions.ts"
+import * as StatusTool from "./StatusTool.ts"
 
 export interface Options {
   /** The agent whose catalog is served; the registry's default agent when omitted. */
@@ -40,6 +49,8 @@ export interface Options {
   readonly ready?: Deferred.Deferred<void>
   /** Serve streamable HTTP on this address instead of stdio; `routes` answers every path but `/mcp`. */
   readonly http?: Address
+  /** Offer `toolvisor_status` besides the catalog's tools (default true). */
+  readonly statusTool?: boolean
 }
 
 export interface Address extends HttpListen.Address {
@@ -61,6 +72,24 @@ const serverInfo = { name: "toolvisor", version: "0.1.0" }
 
 /** Runs an Effect from an SDK callback; owned by the serving scope, so closing it interrupts calls. */
 type RunPromise = <A>(effect: Effect.Effect<A>, options?: { readonly signal?: AbortSignal }) => Promise<A>
+
+/** How often at most a call to a down toolset's tool restarts it: a host calling in a loop costs one start per cooldown. */
+export const reviveCooldown = Duration.seconds(10)
+
+/** What every client session of one gateway shares. */
+interface Shared {
+  readonly registry: ToolsetRegistry.Registry
+  readonly options: Options
+  readonly run: RunPromise
+  readonly reprobe: Reprobe.Reprobe
+}
+
+const makeShared = (registry: ToolsetRegistry.Registry, options: Options) =>
+  Effect.gen(function* () {
+    const run = yield* FiberSet.makeRuntimePromise<never>()
+    const reprobe = yield* Reprobe.make(registry, { cooldown: reviveCooldown, only: Reprobe.failedToStart })
+    return { registry, options, run, reprobe } satisfies Shared
+  })
 
 /** A catalog entry as MCP lists it: the exposed name, the toolset's schema untouched. */
 const toMcpTool = (entry: Catalog.Entry) => {
@@ -84,6 +113,35 @@ const listing = (registry: ToolsetRegistry.Registry, agent: string | undefined) 
   registry.catalog(agent).pipe(
     Effect.map((catalog) => catalog.tools),
     Effect.catchTag("UnknownAgent", (error) => Effect.as(Effect.logWarning(`serving no tools: ${error.message}`), []))
+  )
+
+/** True when the gateway answers `toolvisor_status` itself: offered, and no toolset's tool has the name. */
+const offersStatus = (options: Options, tools: ReadonlyArray<Catalog.Entry>) =>
+  options.statusTool !== false && !tools.some((t) => t.name === StatusTool.name)
+
+/** The board and the agent's catalog, as `toolvisor_status` answers them. */
+const statusResult = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
+  Effect.gen(function* () {
+    const catalog = yield* Effect.option(registry.catalog(agent))
+    return StatusTool.result(
+      yield* registry.snapshot,
+      catalog._tag === "Some" ? catalog.value : undefined,
+      reviveCooldown
+    )
+  })
+
+/**
+ * Before a call that could not be sent at once: when the tool is not on offer (its toolset
+ * stopped or failed, or never started) while some toolset is missing, the shared reprobe restarts
+ * the toolsets that failed to start — one reprobe per call at most, none within `reviveCooldown`
+ * of the last, waited for a few seconds. The probe comes before the call, so no call is sent twice.
+ */
+const revive = (shared: Shared, tool: string) =>
+  shared.registry.catalog(shared.options.agent).pipe(
+    Effect.flatMap((catalog) =>
+      catalog.complete || catalog.tools.some((t) => t.name === tool) ? Effect.void : shared.reprobe.reprobe
+    ),
+    Effect.ignore
   )
 
 /** A failure the agent reads as the tool's answer, so a call never surfaces as a JSON-RPC crash. */
@@ -150,7 +208,8 @@ const settled = (
 }
 
 /** One MCP server (one client session) answering from the registry. */
-const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: RunPromise): Server => {
+const makeServer = (shared: Shared): Server => {
+  const { registry, options, run } = shared
   const { agent } = options
   const { ready } = options
   const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true }, logging: {} } })
@@ -158,7 +217,9 @@ const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: R
     run(
       Effect.andThen(
         settled(server, registry, ready, extra),
-        Effect.map(listing(registry, agent), (tools) => ({ tools: tools.map(toMcpTool) }))
+        Effect.map(listing(registry, agent), (tools) => ({
+          tools: [...tools.map(toMcpTool), ...(offersStatus(options, tools) ? [StatusTool.tool] : [])]
+        }))
       ),
       { signal: extra.signal }
     )
@@ -174,8 +235,20 @@ const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: R
         return now.then((exit) => (Exit.isSuccess(exit) ? exit.value : run(failure(name)(exit.cause), options)))
       }
     }
-    const answer = Effect.catchCause(registry.callTool(name, args, agent), failure(name))
-    return run(isSettled(ready) ? answer : Effect.andThen(settled(server, registry, ready, extra), answer), options)
+    const call = Effect.catchCause(
+      Effect.andThen(revive(shared, name), registry.callTool(name, args, agent)),
+      failure(name)
+    )
+    const answer = isSettled(ready) ? call : Effect.andThen(settled(server, registry, ready, extra), call)
+    // The status answers at once, start-up or not: that is when a host wants to know.
+    return run(
+      name === StatusTool.name
+        ? Effect.flatMap(listing(registry, agent), (tools) =>
+            offersStatus(shared.options, tools) ? statusResult(registry, agent) : answer
+          )
+        : answer,
+      options
+    )
   })
   return server
 }
@@ -227,11 +300,11 @@ export const connect = (
 ): Effect.Effect<void, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
     const initial = yield* initialListing(registry, options.agent)
-    const run = yield* FiberSet.makeRuntimePromise<never>()
+    const shared = yield* makeShared(registry, options)
     const server = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          const server = makeServer(registry, options, run)
+          const server = makeServer(shared)
           await server.connect(transport)
           return server
         },
@@ -255,10 +328,10 @@ export const listen = (
   Effect.gen(function* () {
     const { http } = options
     const initial = yield* initialListing(registry, options.agent)
-    const run = yield* FiberSet.makeRuntimePromise<never>()
+    const shared = yield* makeShared(registry, options)
     // Without JWTs there are no keys to find: making the gate cannot fail.
     const gate = http.gate ?? (yield* HttpGate.make({ host: http.host }).pipe(Effect.orDie))
-    const endpoint = yield* McpHttp.listen(() => makeServer(registry, options, run), { ...http, gate }).pipe(
+    const endpoint = yield* McpHttp.listen(() => makeServer(shared), { ...http, gate }).pipe(
       Effect.mapError((error) => new GatewayError({ message: error.message, cause: error }))
     )
     yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, endpoint.servers))
@@ -302,4 +375,5 @@ export const serve = (
         process.stdin.off("close", done)
       })
     })
+    yield* Effect.logInfo("the MCP client closed stdin: stopping")
   })

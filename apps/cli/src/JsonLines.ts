@@ -2,12 +2,21 @@
  * `run --json`: a line protocol for scripts and UIs. Stdout carries only JSON lines — a status
  * line on every transition, a tools line whenever the catalog changes, and one answer per
  * command read from stdin. Commands run concurrently (a call to a stalled server never holds up
- * a `status` or a `restart`), so an answer echoes the command's `id` when it had one. The end of
- * stdin ends the run. Logs go to stderr. Stdin is a trust boundary: a line longer than `maxLine`
- * or nested deeper than `JsonLimits.maxDepth` is refused with an error line before it is parsed.
+ * a `status` or a `restart`), so an answer echoes the command's `id` when it had one. Logs go to
+ * stderr. Stdin is a trust boundary: a line longer than `maxLine` or nested deeper than
+ * `JsonLimits.maxDepth` is refused with an error line before it is parsed.
+ *
+ * When the run ends is a matter of what stdin is (`commandSource`). A pipe, a socket, a file or a
+ * terminal carries commands, and its end ends the run — a script that closes its end of the pipe
+ * is done. `/dev/null` (systemd's default, `docker run` without `-i`, `&` in a script) carries
+ * none, and cannot close: the run goes on until SIGTERM or Ctrl-C, as a service does. Either way
+ * one line on stderr says which.
  */
+import * as NodeFs from "node:fs"
+import * as NodeTty from "node:tty"
 import { JsonLimits } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
@@ -96,11 +105,23 @@ const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effec
 }
 
 /**
+ * Whether stdin can deliver commands: a terminal, a pipe, a socket or a file can; a device that is
+ * no terminal (`/dev/null`, which Node also puts on a descriptor 0 it found closed) cannot.
+ */
+export const commandSource = (fd = 0): "stdin" | "none" => {
+  try {
+    return NodeFs.fstatSync(fd).isCharacterDevice() && !NodeTty.isatty(fd) ? "none" : "stdin"
+  } catch {
+    return "none"
+  }
+}
+
+/**
  * Lines typed on stdin, until it closes. A line is kept only up to `maxLine` characters: past
  * that the rest of it is skipped and it arrives as `TooLarge`, so a flood without newlines costs
  * bounded memory.
  */
-const stdinLines = Stream.callback<Input>((queue) =>
+const stdinLines = Stream.callback<Input, Error>((queue) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       let partial = ""
@@ -130,23 +151,29 @@ const stdinLines = Stream.callback<Input>((queue) =>
         if (partial !== "" || skipped >= 0) end()
         Queue.endUnsafe(queue)
       }
+      // A stdin that cannot be read (a descriptor opened for writing only) fails the stream; the
+      // run treats it as "no commands", not as an end.
+      const onError = (error: Error) => Queue.failCauseUnsafe(queue, Cause.fail(error))
       process.stdin.setEncoding("utf8")
       process.stdin.on("data", onData)
       process.stdin.once("end", onEnd)
-      return { onData, onEnd }
+      process.stdin.once("error", onError)
+      return { onData, onEnd, onError }
     }),
-    ({ onData, onEnd }) =>
+    ({ onData, onEnd, onError }) =>
       Effect.sync(() => {
         process.stdin.off("data", onData)
         process.stdin.off("end", onEnd)
+        process.stdin.off("error", onError)
         process.stdin.pause()
       })
   )
 )
 
 /**
- * Runs the protocol: starts the registry, writes status and tools lines, and answers commands
- * until stdin ends and every answer is written; then the run ends (as Ctrl-C would end it).
+ * Runs the protocol: starts the registry, writes status and tools lines, and answers commands.
+ * With commands on stdin, the run ends once stdin has ended and every answer is written (as
+ * Ctrl-C would end it); without, it runs until interrupted.
  */
 export const run = (registry: ToolsetRegistry.Registry) =>
   Effect.gen(function* () {
@@ -162,15 +189,27 @@ export const run = (registry: ToolsetRegistry.Registry) =>
     yield* catalogLines(registry, Effect.asVoid(Fiber.await(started))).pipe(
       Effect.forkScoped({ startImmediately: true })
     )
+    if (commandSource() === "none") {
+      yield* Effect.logInfo("stdin carries no commands (/dev/null): running until SIGTERM or Ctrl-C")
+      return yield* Effect.never
+    }
     const commands = yield* FiberSet.make()
-    yield* stdinLines.pipe(
+    const read = yield* stdinLines.pipe(
       Stream.runForEach((input) =>
         input._tag === "TooLarge"
           ? error({ cmd: null }, "TooLarge", `the command is ${input.length} characters long; the limit is ${maxLine}`)
           : input.text.trim() === ""
             ? Effect.void
             : Effect.asVoid(FiberSet.run(commands, command(registry, input.text)))
-      )
+      ),
+      Effect.result
     )
+    if (read._tag === "Failure") {
+      yield* Effect.logWarning(
+        `stdin cannot be read (${read.failure.message}): no commands; running until SIGTERM or Ctrl-C`
+      )
+      return yield* Effect.never
+    }
     yield* FiberSet.awaitEmpty(commands)
+    yield* Effect.logInfo("stdin closed: the run ends (with </dev/null it runs until SIGTERM)")
   })

@@ -65,14 +65,19 @@ export interface TableOptions {
   /** Animates a spinner for busy toolsets. */
   readonly frame?: number
   readonly width?: number
+  /**
+   * The column a narrow terminal keeps longer: the live view keeps PID (a running process to
+   * inspect or kill), a one-shot table KIND (its processes are stopped once it is printed).
+   */
+  readonly keep?: "pid" | "kind"
 }
 
-/** Columns a narrow terminal can spare, in the order they go: PID first, then KIND. */
-const droppable = [5, 1]
+/** Columns a narrow terminal can spare, in the order they go. */
+const droppable = { kind: [5, 1], pid: [1, 5] } as const
 
 /**
  * A status table, one row per toolset, no line wider than `width`: the last error is cut to
- * fit, and on a narrow terminal the PID and KIND columns give way first.
+ * fit, and on a narrow terminal the PID and KIND columns give way first (see `keep`).
  */
 export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: TableOptions): string => {
   const width = options.width ?? 120
@@ -98,7 +103,7 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
   const fixedWidth = (kept: ReadonlyArray<number>) =>
     kept.slice(0, -1).reduce((sum, i) => sum + (widths[i] ?? 0) + 2, 0)
   let kept = header.map((_, i) => i)
-  for (const column of droppable) {
+  for (const column of droppable[options.keep ?? "kind"]) {
     if (fixedWidth(kept) + 10 <= width) break
     kept = kept.filter((i) => i !== column)
   }

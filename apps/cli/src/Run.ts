@@ -1,6 +1,7 @@
 /**
  * `toolvisor run`: start the agent's toolsets and keep them supervised until Ctrl-C, SIGTERM or
- * (with `--json`) the end of stdin. On a terminal it is the live view; with `--json` the line
+ * (with `--json`, when stdin carries commands) the end of stdin; on `/dev/null`, as under
+ * systemd, it runs as a service. On a terminal it is the live view; with `--json` the line
  * protocol; piped without `--json`, one line per transition. `--http PORT` serves the status
  * routes and the dashboard besides.
  */

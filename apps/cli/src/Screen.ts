@@ -2,7 +2,8 @@
  * The live view's frame as a pure function of what it shows and the terminal's size: a header,
  * the status table, a pane (the event log, or a page of a command's output), a message line and
  * the prompt. No line is wider than the terminal and the frame is never taller, so nothing wraps
- * or scrolls the table away, at 80×24 as on a wide screen. Only the table carries escape codes
+ * or scrolls the table away, at 80×24 as on a wide screen; there the table gives up KIND before
+ * PID, the process one may want to inspect or kill. Only the table carries escape codes
  * (its colours); every other line is escaped whole, so nothing a server says can act on the terminal.
  */
 import type { State } from "@toolvisor/core"
@@ -95,7 +96,13 @@ export const paneHeight = (board: ReadonlyArray<State.StatusSnapshot>, height: n
 /** The frame's lines, top to bottom: exactly `height` of them, none wider than `width`. */
 export const render = (view: View, width: number, height: number): ReadonlyArray<string> => {
   const header = `toolvisor · ${view.title} · ${view.board.length} toolsets: ${summary(view.board)}`
-  const table = Output.table(view.board, { colour: true, frame: view.frame, width, config: view.title }).split("\n")
+  const table = Output.table(view.board, {
+    colour: true,
+    frame: view.frame,
+    width,
+    keep: "pid",
+    config: view.title
+  }).split("\n")
   const rows = paneHeight(view.board, height)
   const page = view.page
   const pane =

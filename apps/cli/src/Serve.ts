@@ -21,6 +21,8 @@ import * as StatusServer from "./StatusServer.ts"
 export interface Options extends Open.Target, StatusServer.Flags {
   readonly sessionIdle: string
   readonly maxSessions: number
+  /** Leave out `toolvisor_status`, the gateway's own tool that tells why tools are missing. */
+  readonly noStatusTool: boolean
   readonly otlp: Option.Option<string>
 }
 
@@ -42,7 +44,7 @@ const sessionLimits = (options: Options) =>
 const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   if (Option.isNone(options.http)) {
     const { registry } = yield* Open.open(options)
-    return yield* Gateway.serve(registry, Open.agentOptions(options.agent))
+    return yield* Gateway.serve(registry, { ...Open.agentOptions(options.agent), statusTool: !options.noStatusTool })
   }
   const port = yield* HttpListen.checkPort(options.http.value)
   const sessions = yield* sessionLimits(options)
@@ -55,6 +57,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   })
   return yield* Gateway.serve(registry, {
     ...Open.agentOptions(options.agent),
+    statusTool: !options.noStatusTool,
     http: { port, host: options.host, routes, gate, sessions }
   })
 })

@@ -199,6 +199,10 @@ const serve = Command.make(
       ),
       Flag.withDefault(1000)
     ),
+    noStatusTool: Flag.Boolean("no-status-tool").pipe(
+      Flag.withDescription("Do not offer toolvisor_status, the read-only tool that tells a host why tools are missing"),
+      Flag.withDefault(false)
+    ),
     otlp: Flags.otlp
   },
   (options) =>

@@ -51,7 +51,8 @@ describe("toolvisor run on an 80×24 terminal", () => {
           `        env: { FIXTURE_PID_FILE: "${pidFile}" }`,
           "        lifecycle: { backoff: { initial: 1500ms, max: 2s } }"
         ]),
-        mcpEntry("bystander"),
+        // A name as long as users give their servers: KIND gives way, the PID still shows.
+        mcpEntry("sequential-thinking-server"),
         [
           "      - type: mcp",
           "        name: gone",
@@ -62,7 +63,10 @@ describe("toolvisor run on an 80×24 terminal", () => {
     )
     const term = terminal(`toolvisor-${process.pid}`, [process.execPath, ...cliArgs(["run", config])], 80, 24)
     try {
-      await waitForScreen(term.screen, (t) => /victim\s.*Ready/.test(t) && /bystander\s.*Ready/.test(t))
+      await waitForScreen(
+        term.screen,
+        (t) => /victim\s.*Ready/.test(t) && /sequential-thinking-server\s.*Ready/.test(t)
+      )
       // The run's log lines land in the event pane, above the message line and the prompt.
       const logged = (await waitForScreen(term.screen, (t) => t.includes("WARN optional toolset did not start"))).split(
         "\n"
@@ -75,6 +79,9 @@ describe("toolvisor run on an 80×24 terminal", () => {
       assert.isBelow(warn, 22)
       assert.match(logged[23] ?? "", /^>/)
       const pid = Number(NodeFs.readFileSync(pidFile, "utf8"))
+      const table = term.screen()
+      assert.match(table[1] ?? "", /^TOOLSET\s+STATE\s+RESTARTS\s+TOOLS\s+PID/, "KIND gives way, PID stays")
+      assert.match(table.find((l) => l.startsWith("victim ")) ?? "", new RegExp(`\\b${pid}\\b`))
       process.kill(pid, "SIGKILL")
       const waiting = await waitForScreen(term.screen, (t) => t.includes("retrying in"))
       assert.match(waiting, /victim Ready → Restarting\s+retrying in \d\.\d s, attempt 1\/5/)
@@ -88,7 +95,7 @@ describe("toolvisor run on an 80×24 terminal", () => {
       const lines = tools.split("\n")
       assert.strictEqual(lines.length, 24)
       for (const line of lines) assert.isAtMost(Array.from(line).length, 80, `wider than 80: ${line}`)
-      assert.match(lines[1] ?? "", /^TOOLSET\s+KIND\s+STATE/)
+      assert.match(lines[1] ?? "", /^TOOLSET\s+STATE\s+RESTARTS\s+TOOLS\s+PID/)
       assert.match(lines[23] ?? "", /^>/)
       term.type("quit")
       await waitForScreen(

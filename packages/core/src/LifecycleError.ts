@@ -106,6 +106,13 @@ const permanent: { readonly [K in Tag]: boolean } = {
 /** Restarting cannot fix a permanent error: the supervisor parks the toolset as Failed. */
 export const isPermanent = (error: LifecycleError): boolean => permanent[error._tag]
 
+const permanentTags: ReadonlySet<string> = new Set(
+  Object.entries(permanent).flatMap(([tag, isPermanent]) => (isPermanent ? [tag] : []))
+)
+
+/** `isPermanent` for an error known only by its tag, as a status snapshot carries it. */
+export const isPermanentTag = (tag: string): boolean => permanentTags.has(tag)
+
 /** The complement of `isPermanent`: a reconnect may help. */
 export const isTransient = (error: LifecycleError): boolean => !permanent[error._tag]
 

@@ -3,10 +3,11 @@
  * JSON-RPC to it with `vscode-jsonrpc` (reading through the bounded `StdoutReader`, writing
  * through `StdinWriter`; requests through `Requests`, so each carries the tool
  * call's deadline and fails when the connection is lost), runs `initialize` → `initialized`,
- * answers the requests a server sends the client, and keeps the session's capabilities,
- * documents and diagnostics. Closing the session sends `shutdown` + `exit` (bounded), because
- * some servers ignore a closed stdin; ServerProcess then escalates to SIGTERM and SIGKILL for the
- * ones that ignore that too.
+ * answers the requests a server sends the client, waits for the server to settle (the work
+ * `initialized` sets off, see `WorkProgress`) so that Ready means it answers, and keeps the
+ * session's capabilities, documents and diagnostics. Closing the session sends `shutdown` +
+ * `exit` (bounded), because some servers ignore a closed stdin; ServerProcess then escalates to
+ * SIGTERM and SIGKILL for the ones that ignore that too.
  */
 import * as NodePath from "node:path"
 import { Classify, LifecycleError, ServerProcess, type Session, WallClock } from "@toolvisor/core"
@@ -26,6 +27,7 @@ import * as Paths from "./Paths.ts"
 import * as Requests from "./Requests.ts"
 import * as StdinWriter from "./StdinWriter.ts"
 import * as StdoutReader from "./StdoutReader.ts"
+import * as WorkProgress from "./WorkProgress.ts"
 import * as Workspace from "./Workspace.ts"
 
 /** What tool requests run on. */
@@ -37,6 +39,8 @@ export interface LspSession {
   readonly capabilities: Capabilities.Capabilities
   readonly documents: Documents.Documents
   readonly diagnostics: Diagnostics.Diagnostics
+  /** The work the server reports it is doing (work-done progress), for a query to wait on. */
+  readonly work: WorkProgress.WorkProgress
   readonly server: { readonly name: string; readonly version: string }
   /**
    * The JSON-RPC connection itself, for a caller that needs what `request` does not wrap (a
@@ -68,7 +72,16 @@ export interface Options {
   readonly name: string
   readonly spec: LspSpec.LspSpec
   readonly clientInfo?: { readonly name: string; readonly version: string }
+  /**
+   * How long after the spawn the handshake may wait for the server to settle, in milliseconds
+   * (default `defaultSettle`); past it the server is Ready as it is. `LspToolset` gives half the
+   * `startup_timeout`, so a server that stays busy is Ready late rather than failed.
+   */
+  readonly settleWithin?: number
 }
+
+/** How long a handshake waits for the server to settle when no budget is given. */
+export const defaultSettle = 15_000
 
 /** How long closing waits for `shutdown` before sending `exit` anyway. */
 const shutdownBudget = 800
@@ -152,6 +165,7 @@ export const clientCapabilities: Protocol.ClientCapabilities = {
 export const make = (options: Options): Session.Connector<LspSession> => ({
   connect: Effect.gen(function* () {
     const { name, spec } = options
+    const began = Date.now()
     const proc = yield* ServerProcess.spawn(name, {
       command: spec.command,
       args: spec.args,
@@ -208,6 +222,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
 
     // Registered before `listen`, so nothing the server sends early goes unanswered.
     const diagnostics = Diagnostics.make()
+    const work = WorkProgress.make(connection)
     const toolCounts = yield* Queue.unbounded<number>()
     let capabilities = Capabilities.make({})
     let documents: Documents.Documents | undefined
@@ -238,17 +253,36 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     }
 
     connection.onNotification(Protocol.PublishDiagnosticsNotification.type, diagnostics.publishUnsafe)
-    connection.onRequest(Protocol.ConfigurationRequest.type, (params) =>
-      params.items.map((item) => LspSpec.section(spec, item.section))
+    // Every request from the server counts as activity for `WorkProgress.settle`.
+    connection.onRequest(
+      Protocol.ConfigurationRequest.type,
+      work.noting((params: Protocol.ConfigurationParams) =>
+        params.items.map((item) => LspSpec.section(spec, item.section))
+      )
     )
-    connection.onRequest(Protocol.WorkDoneProgressCreateRequest.type, () => undefined)
-    connection.onRequest(Protocol.WorkspaceFoldersRequest.type, () => folders)
-    connection.onRequest(Protocol.ShowMessageRequest.type, () => null)
-    connection.onRequest(Protocol.RegistrationRequest.type, (params) =>
-      reregister(() => capabilities.register(params.registrations))
+    connection.onRequest(
+      Protocol.WorkDoneProgressCreateRequest.type,
+      work.noting(() => undefined)
     )
-    connection.onRequest(Protocol.UnregistrationRequest.type, (params) =>
-      reregister(() => capabilities.unregister(params.unregisterations))
+    connection.onRequest(
+      Protocol.WorkspaceFoldersRequest.type,
+      work.noting(() => folders)
+    )
+    connection.onRequest(
+      Protocol.ShowMessageRequest.type,
+      work.noting(() => null)
+    )
+    connection.onRequest(
+      Protocol.RegistrationRequest.type,
+      work.noting((params: Protocol.RegistrationParams) =>
+        reregister(() => capabilities.register(params.registrations))
+      )
+    )
+    connection.onRequest(
+      Protocol.UnregistrationRequest.type,
+      work.noting((params: Protocol.UnregistrationParams) =>
+        reregister(() => capabilities.unregister(params.unregisterations))
+      )
     )
     // A refresh asks the client to pull again what it shows; every tool call pulls afresh, so an
     // answer is all it takes. It must be an answer: pyright sends `workspace/diagnostic/refresh`
@@ -263,13 +297,19 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       Protocol.InlineValueRefreshRequest.method,
       Protocol.FoldingRangeRefreshRequest.method
     ]) {
-      connection.onRequest(refresh, () => null)
+      connection.onRequest(
+        refresh,
+        work.noting(() => null)
+      )
     }
-    connection.onRequest(Protocol.ApplyWorkspaceEditRequest.type, (params) =>
-      runPromise(
-        applyEdit(params.edit).pipe(
-          Effect.as<Protocol.ApplyWorkspaceEditResult>({ applied: true }),
-          Effect.catch((error) => Effect.succeed({ applied: false, failureReason: error.message }))
+    connection.onRequest(
+      Protocol.ApplyWorkspaceEditRequest.type,
+      work.noting((params: Protocol.ApplyWorkspaceEditParams) =>
+        runPromise(
+          applyEdit(params.edit).pipe(
+            Effect.as<Protocol.ApplyWorkspaceEditResult>({ applied: true }),
+            Effect.catch((error) => Effect.succeed({ applied: false, failureReason: error.message }))
+          )
         )
       )
     )
@@ -298,6 +338,11 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     if (spec.settings !== undefined) {
       yield* requests.notify(Protocol.DidChangeConfigurationNotification.type, { settings: spec.settings })
     }
+    yield* WorkProgress.settle(
+      work,
+      requests.request(ping, {}).pipe(Effect.catchTag("ResponseFailed", () => Effect.void)),
+      (options.settleWithin ?? defaultSettle) - (Date.now() - began)
+    )
     yield* proc.established
     // Runs first on close (finalizers are LIFO): the polite goodbye, then dispose, then the process.
     yield* Effect.addFinalizer(() =>
@@ -319,6 +364,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       capabilities,
       documents,
       diagnostics,
+      work,
       connection,
       // Not every server names itself (typescript-language-server does not): the command does.
       server:

@@ -45,14 +45,23 @@ export const effectivePolicy = (policy: Policy.Policy): Policy.Policy => ({
   health: policy.health ?? defaultHealth
 })
 
+/**
+ * How long a handshake waits for the server to finish what `initialized` set off: half the
+ * `startup_timeout`, so a server still busy then is Ready (and answers, if incompletely) instead
+ * of failing its start.
+ */
+export const settleWithin = (policy: Policy.Policy): number =>
+  policy.startupTimeout === undefined ? LspConnector.defaultSettle : Duration.toMillis(policy.startupTimeout) / 2
+
 export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, spec } = options
+    const policy = effectivePolicy(options.policy ?? Policy.defaults)
     const supervisor = yield* Supervisor.make({
       name,
       kind: "lsp",
-      policy: effectivePolicy(options.policy ?? Policy.defaults),
-      connector: LspConnector.make({ name, spec })
+      policy,
+      connector: LspConnector.make({ name, spec, settleWithin: settleWithin(policy) })
     })
 
     /** The capabilities of the last session, kept across disconnects for the incomplete listing. */

@@ -41,6 +41,10 @@ export const typescript = (cwd: string, settings?: { readonly [section: string]:
     ...(settings === undefined ? {} : { settings })
   })
 
+/** bash-language-server, which finishes starting only once its settings request is answered. */
+export const bash = (cwd: string) =>
+  LspSpec.make({ command: bin("bash-language-server"), args: ["start"], cwd, fileTypes: ["sh"] })
+
 export const pyright = (cwd: string) =>
   LspSpec.make({ command: bin("pyright-langserver"), args: ["--stdio"], cwd, fileTypes: ["py"] })
 
@@ -52,14 +56,15 @@ export const clangd = (cwd: string) => LspSpec.make({ command: "clangd", cwd, fi
  * workspace root, which the files the test asks about must lie in.
  */
 export const fake = (
-  mode: "silent" | "wedge" | "dynamic" | "hang" | "pull",
+  mode: "silent" | "wedge" | "dynamic" | "hang" | "pull" | "busy" | "busy-on-open",
   marker = `toolvisor-test-${process.pid}-${Date.now()}`,
-  cwd = fixtures
+  cwd = fixtures,
+  env: { readonly [name: string]: string } = {}
 ) =>
   LspSpec.make({
     command: process.execPath,
     args: [NodePath.join(fixtures, "fake-server.mjs"), marker],
-    env: { FAKE_LSP_MODE: mode },
+    env: { FAKE_LSP_MODE: mode, ...env },
     cwd
   })
 
