@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
@@ -46,6 +46,24 @@ const connectClient = (transport: Transport) =>
   )
 
 const httpClient = (url: string) => connectClient(new StreamableHTTPClientTransport(new URL(url)))
+
+/**
+ * An SDK client over streamable HTTP whose standalone SSE stream (the GET that carries server
+ * notifications) is open: the server registers that stream before it answers the GET, so its 200
+ * is the signal that a notification sent from now on reaches the client.
+ */
+const listeningClient = (url: string) =>
+  Effect.gen(function* () {
+    const listening = yield* Deferred.make<void>()
+    const watched: FetchLike = async (input, init) => {
+      const response = await fetch(input, init)
+      if (init?.method === "GET" && response.ok) Deferred.doneUnsafe(listening, Effect.void)
+      return response
+    }
+    const client = yield* connectClient(new StreamableHTTPClientTransport(new URL(url), { fetch: watched }))
+    yield* Deferred.await(listening).pipe(Effect.timeout("10 seconds"))
+    return client
+  })
 
 /** The text of a tool result's first content item. */
 const textOf = (result: unknown): string => {
@@ -154,14 +172,12 @@ describe("Gateway", () => {
       const { registry, close } = yield* openRegistry(twoToolsets)
       yield* Effect.addFinalizer(() => close)
       const { url } = yield* Gateway.listen(registry, { http: localhost })
-      const client = yield* httpClient(url)
+      const client = yield* listeningClient(url)
       const changed = yield* Deferred.make<void>()
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
         Deferred.doneUnsafe(changed, Effect.void)
       })
       assert.notInclude(yield* toolNames(client), "one_dynamic_1")
-      // Give the client's standalone SSE stream, which carries server notifications, time to open.
-      yield* Effect.sleep("200 millis")
 
       const added = yield* Effect.promise(() => client.callTool({ name: "one_add_tool", arguments: {} }))
       assert.strictEqual(textOf(added), "dynamic_1")
@@ -178,7 +194,7 @@ describe("Gateway", () => {
       const { registry, close } = yield* openRegistry(twoToolsets)
       yield* Effect.addFinalizer(() => close)
       const { url } = yield* Gateway.listen(registry, { http: localhost })
-      const client = yield* httpClient(url)
+      const client = yield* listeningClient(url)
       let notices = 0
       const first = yield* Deferred.make<void>()
       const second = yield* Deferred.make<void>()
@@ -186,7 +202,6 @@ describe("Gateway", () => {
         notices += 1
         Deferred.doneUnsafe(notices === 1 ? first : second, Effect.void)
       })
-      yield* Effect.sleep("200 millis")
 
       yield* registry.stopToolset("two")
       yield* Deferred.await(first).pipe(Effect.timeout("10 seconds"))

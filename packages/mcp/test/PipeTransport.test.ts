@@ -167,7 +167,12 @@ describe("PipeTransport", () => {
     toServer.on("error", () => undefined)
     const transport = new PipeTransport(fromServer, toServer, { garbage: () => undefined, dropped: () => undefined })
     const events: Array<string> = []
-    transport.onclose = () => events.push("close")
+    const closed = new Promise<void>((resolve) => {
+      transport.onclose = () => {
+        events.push("close")
+        resolve()
+      }
+    })
     await transport.start()
     const sent = transport.send(request(1)).then(
       () => events.push("delivered"),
@@ -175,8 +180,7 @@ describe("PipeTransport", () => {
     )
     await new Promise<void>((resolve) => process.nextTick(resolve))
     fromServer.end()
-    await sent
-    await new Promise<void>((resolve) => setTimeout(resolve, 10))
+    await Promise.all([sent, closed])
     assert.deepStrictEqual(events, ["not delivered", "close"])
   })
 

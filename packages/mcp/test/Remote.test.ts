@@ -2,6 +2,7 @@ import * as NodeHttp from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
@@ -56,6 +57,9 @@ const unauthorized = Effect.acquireRelease(
       server.close(() => resume(Effect.void))
     })
 )
+
+/** Longer than fastPolicy's longest backoff: a retry, had one been scheduled, would be sent by then. */
+const noRetryWindow = Duration.sum(fastPolicy().backoff.max, Duration.millis(100))
 
 describe("McpToolset over the network", () => {
   for (const [mode, tag, path] of [
@@ -171,7 +175,9 @@ describe("McpToolset over the network", () => {
       assert.strictEqual(error._tag, "AuthRequired")
       const restarted = yield* Effect.flip(toolset.restart)
       assert.strictEqual(restarted._tag, "AuthRequired")
-      yield* Effect.sleep("500 millis")
+      // Nothing signals a retry that never comes, so this waits on the wall clock: longer than
+      // fastPolicy's longest backoff, by which a retry would have reached the server.
+      yield* Effect.sleep(noRetryWindow)
       assert.isAtMost(server.requests(), 4)
       yield* close
     })
