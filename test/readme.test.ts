@@ -13,6 +13,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import * as Everything from "./support/Everything.ts"
 
 const root = NodePath.resolve(import.meta.dirname, "..")
@@ -64,6 +65,44 @@ const runTour = (args: ReadonlyArray<string>) =>
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
+
+/**
+ * Starts a tour line that runs until stopped (`npm start`, `run --json`, `serve --http`) from the
+ * checkout's root, and resolves once its output matches `ready`; `stop` ends it with SIGTERM and
+ * resolves with its exit code. Its stdin is a pipe, closed by `endInput`. It leads a process group
+ * of its own, and `stop` signals the group: `npm start` does not pass SIGTERM on through its shell.
+ */
+const startTour = (command: string, args: ReadonlyArray<string>, ready: RegExp) => {
+  const child = NodeChildProcess.spawn(command, args, {
+    cwd: root,
+    env: { ...process.env, PATH: `${bin}:${NodePath.dirname(process.execPath)}:${process.env.PATH}` },
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: true
+  })
+  let output = ""
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)))
+  const seen = new Promise<string>((resolve, reject) => {
+    const look = (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+      if (ready.test(output)) resolve(output)
+    }
+    child.stdout.on("data", look)
+    child.stderr.on("data", look)
+    void exited.then((code) =>
+      reject(new Error(`${command} ${args.join(" ")} ended (${code}) before ${ready}:\n${output}`))
+    )
+  })
+  return {
+    seen,
+    output: () => output,
+    endInput: () => child.stdin.end(),
+    exited,
+    stop: () => {
+      if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGTERM")
+      return exited
+    }
+  }
+}
 
 /** A config of one server-everything toolset: its tools are `everything_*`, as the README calls them. */
 const agentConfig = () =>
@@ -176,4 +215,69 @@ describe("README", () => {
       assert.notInclude(result.stderr, "the config comes first", line)
     }
   }, 180_000)
+  it("the tour's other lines run as written: npm start, status, tools, run --json, serve --http, schema", async () => {
+    const lines = tour(["status", "tools", "run", "serve", "schema"])
+    assert.sameMembers(
+      lines.map(({ words }) => words.slice(0, 2).join(" ")),
+      [
+        "status examples/agent.yaml",
+        "tools examples/agent.yaml",
+        "run examples/agent.yaml",
+        "serve examples/agent.yaml",
+        "schema >"
+      ]
+    )
+    const words = (command: string) => lines.find((l) => l.words[0] === command)?.words ?? []
+
+    const status = await runTour(words("status"))
+    assert.strictEqual(status.code, 0, status.stderr)
+    assert.match(status.stdout, /everything\s+mcp-stdio\s+Ready/)
+
+    const tools = await runTour(words("tools"))
+    assert.strictEqual(tools.code, 0, tools.stderr)
+    const listed: { readonly tools: ReadonlyArray<{ readonly name: string }> } = JSON.parse(tools.stdout)
+    const names = listed.tools.map((t) => t.name)
+    assert.include(names, "everything_echo")
+
+    // `schema > agent.schema.json`: what the shell would write is a JSON Schema.
+    const schema = await runTour(words("schema").slice(0, 1))
+    assert.strictEqual(schema.code, 0, schema.stderr)
+    assert.property(JSON.parse(schema.stdout), "$schema")
+
+    // `run --json`: JSON lines out, commands in; it ends with its stdin.
+    const run = startTour(
+      process.execPath,
+      [NodePath.join(root, "apps/cli/bin/toolvisor.js"), ...words("run")],
+      /"state":"Ready"/
+    )
+    await run.seen
+    run.endInput()
+    assert.strictEqual(await run.exited, 0, run.output())
+
+    // `serve --http 8808`: an MCP client lists and calls a tool over streamable HTTP.
+    const serve = startTour(
+      process.execPath,
+      [NodePath.join(root, "apps/cli/bin/toolvisor.js"), ...words("serve")],
+      /serving MCP at (\S+)/
+    )
+    const url = /serving MCP at (\S+)/.exec(await serve.seen)?.[1] ?? ""
+    const client = new Client({ name: "tour", version: "1.0.0" })
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+      const echo = await client.callTool({ name: "everything_echo", arguments: { message: "toured" } })
+      assert.include(JSON.stringify(echo.content), "Echo: toured")
+    } finally {
+      await client.close()
+    }
+    assert.strictEqual(await serve.stop(), 0, serve.output())
+
+    // `npm start`: the live view (plain lines without a terminal) until it is stopped.
+    const start = startTour(
+      "npm",
+      ["start"],
+      /^(?=[\s\S]*everything Starting → Ready)(?=[\s\S]*typescript-language-server Starting → Ready)/
+    )
+    await start.seen
+    await start.stop()
+  }, 240_000)
 })

@@ -29,7 +29,7 @@ describe("LspToolset lifecycle", () => {
       const { toolset, close } = yield* open({ name: "missing", spec, policy: fastPolicy({ required: true }) })
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "ServerUnavailable")
-      assert.include(error.message, "ENOENT")
+      assert.include(error.message, "there is no /nonexistent/toolvisor-missing-lsp")
       assert.strictEqual((yield* toolset.state).state, "Stopped")
       yield* close
     })
