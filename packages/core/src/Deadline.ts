@@ -26,14 +26,18 @@ export const Current = Context.Reference<Deadline | undefined>("@toolvisor/core/
 /** A deadline `millis` from now. */
 export const after = (millis: number): Deadline => ({ at: Date.now() + millis, millis })
 
-/** Runs `effect` with a deadline `millis` from now, unless it already runs under one; `undefined` adds none. */
+/**
+ * Runs `effect` with a deadline `millis` from now, unless it already runs under one; `undefined` adds none.
+ * Every call passes here (twice: the toolset and `Supervisor.use`), so it reads the deadline off the
+ * fiber in one step rather than yielding `Current` and continuing with what it gave.
+ */
 export const within =
   (millis: number | undefined) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     millis === undefined
       ? effect
-      : Effect.flatMap(Current, (current) =>
-          current === undefined ? Effect.provideService(effect, Current, after(millis)) : effect
+      : Effect.withFiber((fiber) =>
+          fiber.getRef(Current) === undefined ? Effect.provideService(effect, Current, after(millis)) : effect
         )
 
 /** Milliseconds left before `deadline`, never negative. */
@@ -51,11 +55,12 @@ export const exceeded = (toolset: string, deadline: Pick<Deadline, "millis">): L
 export const bound =
   (toolset: string) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | LifecycleError.CallTimeout, R> =>
-    Effect.flatMap(Current, (deadline) =>
-      deadline === undefined
+    Effect.withFiber((fiber) => {
+      const deadline = fiber.getRef(Current)
+      return deadline === undefined
         ? effect
         : Effect.timeoutOrElse(effect, {
             duration: Duration.millis(remaining(deadline)),
             orElse: () => Effect.fail(exceeded(toolset, deadline))
           })
-    )
+    })

@@ -189,16 +189,23 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       return undefined
     }
 
-    /** One attempt on the live session, under the call's deadline. */
+    /**
+     * One attempt on the live session, under the call's deadline. Interrupting it aborts the
+     * request (the SDK tells the server). The answer is mapped as it resumes the fiber, with no
+     * promise of its own in between.
+     */
     const attempt = (call: Call) =>
       supervisor.use((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
         const notFound = prepare(call, session)
         if (notFound !== undefined) return Effect.fail(notFound)
         return Effect.withFiber((fiber) => {
           const deadline = fiber.getRef(Deadline.Current)
-          return Effect.tryPromise({
-            try: (signal) => send(session, call, deadline, signal).then(toToolResult),
-            catch: (cause) => callFailure(call.tool, cause, deadline)
+          return Effect.callback<Toolset.ToolResult, AttemptError>((resume, signal) => {
+            send(session, call, deadline, signal).then(
+              (result) => resume(Effect.succeed(toToolResult(result))),
+              // Classified in the fiber, where a defect in classifying cannot leave the call hanging.
+              (cause) => resume(Effect.suspend(() => Effect.fail(callFailure(call.tool, cause, deadline))))
+            )
           })
         })
       })

@@ -12,6 +12,7 @@ import type { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, State, type Toolset, Tracing } from "@toolvisor/core"
 import { LspRouter } from "@toolvisor/lsp"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -215,23 +216,28 @@ export const make = (options: Options): Routing => {
     return found !== undefined && found.at === options.version() ? found.routes.get(tool) : undefined
   }
 
-  /** One call on its toolset: timed into the metrics, traced, and its logs annotated with the toolset. */
+  /**
+   * One call on its toolset: timed into the metrics, traced, and its logs annotated with the
+   * toolset. Every call passes here, so what it needs of the fiber (its clock, whether it is
+   * traced, its metrics) is read in one step, and the metrics are recorded as the call ends
+   * rather than by an effect of their own.
+   */
   const invoke = (
     route: Route,
     args: { readonly [key: string]: unknown }
   ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> =>
-    Effect.clockWith((clock) => {
+    Effect.withFiber((fiber) => {
+      const clock = fiber.getRef(Clock.Clock)
       const started = clock.currentTimeMillisUnsafe()
-      return route.owner.toolset.callTool(route.tool, args).pipe(
-        Effect.onExit((exit) => {
-          const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
-          const outcome = failure ?? (Exit.isSuccess(exit) && exit.value.isError === true ? "ToolError" : "ok")
-          const recorded = route.recorder.record(clock.currentTimeMillisUnsafe() - started, failure)
-          return Effect.andThen(Tracing.annotate("outcome", outcome), recorded)
-        }),
-        Tracing.span("toolvisor.callTool", route.span),
-        Effect.annotateLogs(route.logs)
-      )
+      const traced = Tracing.isTraced(fiber.context)
+      const call = Effect.onExit(route.owner.toolset.callTool(route.tool, args), (exit) => {
+        const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
+        route.recorder.recordUnsafe(clock.currentTimeMillisUnsafe() - started, failure, fiber.context)
+        if (!traced) return Effect.void
+        const outcome = failure ?? (Exit.isSuccess(exit) && exit.value.isError === true ? "ToolError" : "ok")
+        return Effect.annotateCurrentSpan("outcome", outcome)
+      })
+      return Effect.annotateLogs(traced ? Tracing.withSpan(call, "toolvisor.callTool", route.span) : call, route.logs)
     })
 
   /**
