@@ -1,10 +1,10 @@
 /**
- * The one deadline of a request. `Supervisor.use` sets it from `call_timeout` when a call starts
- * (a caller that set one already — a call that may be sent twice — keeps its own), so waiting for
- * Ready, the request and any resend share one budget. Transports whose requests take a timeout of
- * their own read what is left (`remaining`); everything else is bounded by `bound`. Wall-clock
- * time, like every budget about a real process: the bound's timer runs on Effect's clock, but
- * what is left is measured with `Date.now()`.
+ * The one deadline of a request. `Supervisor.use` makes it from `call_timeout` when a call starts
+ * (a caller that set one already — a call that may be sent twice — keeps its own) and gives it to
+ * the request, so waiting for Ready, the request and any resend share one budget. Transports
+ * whose requests take a timeout of their own read what is left (`remaining`); everything else is
+ * bounded by `bound`. Wall-clock time, like every budget about a real process: the bound's timer
+ * runs on Effect's clock, but what is left is measured with `Date.now()`.
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -26,11 +26,7 @@ export const Current = Context.Reference<Deadline | undefined>("@toolvisor/core/
 /** A deadline `millis` from now. */
 export const after = (millis: number): Deadline => ({ at: Date.now() + millis, millis })
 
-/**
- * Runs `effect` with a deadline `millis` from now, unless it already runs under one; `undefined` adds none.
- * Every call passes here (twice: the toolset and `Supervisor.use`), so it reads the deadline off the
- * fiber in one step rather than yielding `Current` and continuing with what it gave.
- */
+/** Runs `effect` with a deadline `millis` from now, unless it already runs under one; `undefined` adds none. */
 export const within =
   (millis: number | undefined) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -51,16 +47,23 @@ export const exceeded = (toolset: string, deadline: Pick<Deadline, "millis">): L
     afterMillis: deadline.millis
   })
 
-/** Fails `effect` with `CallTimeout` when the current deadline passes first; unbounded without one. */
+/** Fails `effect` with `CallTimeout` when `deadline` passes first (counted from when it runs); unbounded without one. */
+export const boundTo = <A, E, R>(
+  toolset: string,
+  deadline: Deadline | undefined,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | LifecycleError.CallTimeout, R> =>
+  deadline === undefined
+    ? effect
+    : Effect.suspend(() =>
+        Effect.timeoutOrElse(effect, {
+          duration: Duration.millis(remaining(deadline)),
+          orElse: () => Effect.fail(exceeded(toolset, deadline))
+        })
+      )
+
+/** `boundTo` the current deadline. */
 export const bound =
   (toolset: string) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | LifecycleError.CallTimeout, R> =>
-    Effect.withFiber((fiber) => {
-      const deadline = fiber.getRef(Current)
-      return deadline === undefined
-        ? effect
-        : Effect.timeoutOrElse(effect, {
-            duration: Duration.millis(remaining(deadline)),
-            orElse: () => Effect.fail(exceeded(toolset, deadline))
-          })
-    })
+    Effect.withFiber((fiber) => boundTo(toolset, fiber.getRef(Current), effect))
