@@ -8,6 +8,10 @@
  *   - streamable HTTP on loopback: all three on one server, the same socket stack.
  * Each round runs a block of sequential calls per series, in a rotated order; a series' p50 is the
  * median of its rounds' p50s, and its ratio is taken against the raw client's p50 in each round.
+ * Next to it, the CPU time this process spent per call (`process.cpuUsage`, median of rounds):
+ * on a loaded machine it moves less than wall time, and it is where the call path's own cost shows.
+ * The raw client over HTTP is the SDK's stock transport: on a busy session it makes Node warn of
+ * abort listeners piling up on its signal (`McpConnector.requestFetch` says why ours does not).
  *
  * Run: npm run bench:mcp (this runs after the stdio benchmark).
  */
@@ -83,14 +87,18 @@ const measure = async (title: string, raw: Client, config: string): Promise<numb
     ]
     for (const [, run] of series) await run(WARMUP, [])
     const p50s = new Map<string, Array<number>>(series.map(([label]) => [label, []]))
+    const cpus = new Map<string, Array<number>>(series.map(([label]) => [label, []]))
     for (let round = 0; round < ROUNDS; round++) {
       for (let k = 0; k < series.length; k++) {
         const entry = series[(round + k) % series.length]
         if (entry === undefined) continue
         gc("bench:mcp")
         const times: Array<number> = []
+        const before = process.cpuUsage()
         await entry[1](CALLS, times)
+        const cpu = process.cpuUsage(before)
         p50s.get(entry[0])?.push(percentile(ascending(times), 0.5))
+        cpus.get(entry[0])?.push((cpu.user + cpu.system) / CALLS)
       }
     }
     const rawRounds = p50s.get("raw SDK Client") ?? []
@@ -98,7 +106,7 @@ const measure = async (title: string, raw: Client, config: string): Promise<numb
     console.log(`\n${title}: ${ROUNDS} rounds × ${CALLS} sequential echo calls per series, interleaved`)
     console.log(
       renderTable(
-        ["series", "p50 ms", "ratio (median)", "ratio range", "p50 per round"],
+        ["series", "p50 ms", "ratio (median)", "ratio range", "cpu µs/call", "p50 per round"],
         series.map(([label]) => {
           const ratios = ratiosOf(label)
           return [
@@ -106,6 +114,7 @@ const measure = async (title: string, raw: Client, config: string): Promise<numb
             fmt(median(p50s.get(label) ?? [])),
             fmt(median(ratios)),
             `${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))}`,
+            fmt(median(cpus.get(label) ?? []), 1),
             (p50s.get(label) ?? []).map((x) => fmt(x)).join(" ")
           ]
         })
