@@ -1,5 +1,6 @@
 import * as NodeFs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { Deadline, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -122,6 +123,35 @@ describe("McpToolset over stdio", () => {
       assert.strictEqual(error._tag, "CallTimeout")
       assert.strictEqual(error._tag === "CallTimeout" ? error.afterMillis : undefined, 500)
       assert.isBelow(Date.now() - started, 10_000)
+      yield* close
+    })
+  )
+
+  it.live("interrupting a call in flight cancels it on the server; the session stays up and answers", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const transport = toolset.supervisor.liveNow()?.handle.client.transport
+      assert.isDefined(transport)
+      if (transport === undefined) return
+      const sent: Array<JSONRPCMessage> = []
+      const send = transport.send.bind(transport)
+      transport.send = (message, options) => {
+        sent.push(message)
+        return send(message, options)
+      }
+      const request = () => sent.find((m) => "method" in m && m.method === "tools/call" && "id" in m)
+      const call = yield* Effect.forkChild(toolset.callTool("sleep", { ms: 30_000 }), { startImmediately: true })
+      yield* Effect.sleep("10 millis").pipe(Effect.repeat({ until: () => request() !== undefined }))
+      yield* Fiber.interrupt(call)
+      const sentRequest = request()
+      const cancelled = sent.find((m) => "method" in m && m.method === "notifications/cancelled")
+      assert.deepStrictEqual(
+        cancelled !== undefined && "params" in cancelled ? cancelled.params?.requestId : undefined,
+        sentRequest !== undefined && "id" in sentRequest ? sentRequest.id : "no request"
+      )
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "next" })), "next")
       yield* close
     })
   )
