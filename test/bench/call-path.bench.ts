@@ -10,6 +10,11 @@
  * median of its rounds' p50s, and its ratio is taken against the raw client's p50 in each round.
  * Next to it, the CPU time this process spent per call (`process.cpuUsage`, median of rounds):
  * on a loaded machine it moves less than wall time, and it is where the call path's own cost shows.
+ * No GC is forced between blocks: a forced full GC shrinks the young generation and drops
+ * optimized code, so the first thousand or so calls of every block ran cold (their p50 up to
+ * twice the steady one, and the collector's threads billed to the block's CPU time), which
+ * weighed most on the series that allocates most. Collections fall where they fall, on every
+ * series alike; each series is warmed up first (2,000 calls) so the JIT has settled.
  * The raw client over HTTP is the SDK's stock transport: on a busy session it makes Node warn of
  * abort listeners piling up on its signal (`McpConnector.requestFetch` says why ours does not).
  *
@@ -26,11 +31,11 @@ import { Runtime, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Net from "../support/Net.ts"
-import { ascending, formatter, gc, median, percentile, renderTable } from "./stats.ts"
+import { ascending, formatter, median, percentile, renderTable } from "./stats.ts"
 
 const ROUNDS = 5
 const CALLS = Number(process.env.CALLS ?? 2_000)
-const WARMUP = Number(process.env.WARMUP ?? 500)
+const WARMUP = Number(process.env.WARMUP ?? 2_000)
 const TARGET = 1.05
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
@@ -92,7 +97,6 @@ const measure = async (title: string, raw: Client, config: string): Promise<numb
       for (let k = 0; k < series.length; k++) {
         const entry = series[(round + k) % series.length]
         if (entry === undefined) continue
-        gc("bench:mcp")
         const times: Array<number> = []
         const before = process.cpuUsage()
         await entry[1](CALLS, times)
