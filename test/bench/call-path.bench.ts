@@ -8,6 +8,15 @@
  *   - streamable HTTP on loopback: all three on one server, the same socket stack.
  * Each round runs a block of sequential calls per series, in a rotated order; a series' p50 is the
  * median of its rounds' p50s, and its ratio is taken against the raw client's p50 in each round.
+ * Next to it, the CPU time this process spent per call (`process.cpuUsage`, median of rounds):
+ * on a loaded machine it moves less than wall time, and it is where the call path's own cost shows.
+ * No GC is forced between blocks: a forced full GC shrinks the young generation and drops
+ * optimized code, so the first thousand or so calls of every block ran cold (their p50 up to
+ * twice the steady one, and the collector's threads billed to the block's CPU time), which
+ * weighed most on the series that allocates most. Collections fall where they fall, on every
+ * series alike; each series is warmed up first (2,000 calls) so the JIT has settled.
+ * The raw client over HTTP is the SDK's stock transport: on a busy session it makes Node warn of
+ * abort listeners piling up on its signal (`McpConnector.requestFetch` says why ours does not).
  *
  * Run: npm run bench:mcp (this runs after the stdio benchmark).
  */
@@ -22,11 +31,11 @@ import { Runtime, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Net from "../support/Net.ts"
-import { ascending, formatter, gc, median, percentile, renderTable } from "./stats.ts"
+import { ascending, formatter, median, percentile, renderTable } from "./stats.ts"
 
 const ROUNDS = 5
 const CALLS = Number(process.env.CALLS ?? 2_000)
-const WARMUP = Number(process.env.WARMUP ?? 500)
+const WARMUP = Number(process.env.WARMUP ?? 2_000)
 const TARGET = 1.05
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
@@ -83,14 +92,17 @@ const measure = async (title: string, raw: Client, config: string): Promise<numb
     ]
     for (const [, run] of series) await run(WARMUP, [])
     const p50s = new Map<string, Array<number>>(series.map(([label]) => [label, []]))
+    const cpus = new Map<string, Array<number>>(series.map(([label]) => [label, []]))
     for (let round = 0; round < ROUNDS; round++) {
       for (let k = 0; k < series.length; k++) {
         const entry = series[(round + k) % series.length]
         if (entry === undefined) continue
-        gc("bench:mcp")
         const times: Array<number> = []
+        const before = process.cpuUsage()
         await entry[1](CALLS, times)
+        const cpu = process.cpuUsage(before)
         p50s.get(entry[0])?.push(percentile(ascending(times), 0.5))
+        cpus.get(entry[0])?.push((cpu.user + cpu.system) / CALLS)
       }
     }
     const rawRounds = p50s.get("raw SDK Client") ?? []
@@ -98,7 +110,7 @@ const measure = async (title: string, raw: Client, config: string): Promise<numb
     console.log(`\n${title}: ${ROUNDS} rounds × ${CALLS} sequential echo calls per series, interleaved`)
     console.log(
       renderTable(
-        ["series", "p50 ms", "ratio (median)", "ratio range", "p50 per round"],
+        ["series", "p50 ms", "ratio (median)", "ratio range", "cpu µs/call", "p50 per round"],
         series.map(([label]) => {
           const ratios = ratiosOf(label)
           return [
@@ -106,6 +118,7 @@ const measure = async (title: string, raw: Client, config: string): Promise<numb
             fmt(median(p50s.get(label) ?? [])),
             fmt(median(ratios)),
             `${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))}`,
+            fmt(median(cpus.get(label) ?? []), 1),
             (p50s.get(label) ?? []).map((x) => fmt(x)).join(" ")
           ]
         })

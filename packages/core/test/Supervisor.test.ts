@@ -7,6 +7,7 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { TestClock } from "effect/testing"
+import * as Deadline from "../src/Deadline.ts"
 import * as LifecycleError from "../src/LifecycleError.ts"
 import type * as Policy from "../src/Policy.ts"
 import type * as Session from "../src/Session.ts"
@@ -879,6 +880,46 @@ describe("Supervisor", () => {
           yield* Deferred.succeed(gate, undefined)
           assert.strictEqual(yield* Fiber.join(waiting), 1)
         })
+    )
+
+    it.effect("a request is given the call's deadline: call_timeout from when the call started", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([], policy({ call_timeout: "2s" }), { selfBounded: true })
+        yield* supervisor.start
+        const before = Date.now()
+        const given = yield* supervisor.use((_, deadline) => Effect.succeed(deadline))
+        const after = Date.now()
+        assert.strictEqual(given?.millis, 2_000)
+        assert.isAtLeast(given?.at ?? 0, before + 2_000)
+        assert.isAtMost(given?.at ?? Infinity, after + 2_000)
+        // A request that does not take it reads it from its context.
+        assert.strictEqual((yield* supervisor.use(() => Deadline.Current))?.millis, 2_000)
+      })
+    )
+
+    it.effect("a caller's own deadline is kept and given to the request, on any session", () =>
+      Effect.gen(function* () {
+        for (const selfBounded of [true, false]) {
+          const { supervisor } = yield* make([], policy({ call_timeout: "2s" }), { selfBounded })
+          yield* supervisor.start
+          const mine = Deadline.after(60_000)
+          const given = yield* supervisor
+            .use((_, deadline) => Effect.succeed(deadline))
+            .pipe(Effect.provideService(Deadline.Current, mine))
+          assert.strictEqual(given, mine)
+          const read = yield* supervisor.use(() => Deadline.Current).pipe(Effect.provideService(Deadline.Current, mine))
+          assert.strictEqual(read, mine)
+        }
+      })
+    )
+
+    it.effect("with call_timeout 0 (none) a request is given no deadline", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([], policy({ call_timeout: "0s" }), { selfBounded: true })
+        yield* supervisor.start
+        assert.isUndefined(yield* supervisor.use((_, deadline) => Effect.succeed(deadline)))
+        assert.isUndefined(yield* supervisor.use(() => Deadline.Current))
+      })
     )
 
     it.effect("the request's own typed error passes through", () =>

@@ -9,7 +9,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type ClientCapabilities,
   type JSONRPCMessage,
@@ -301,6 +301,20 @@ const helperHeaders = (name: string, helper: HeadersHelper.Spec) =>
 const authRequestTimeout = 5_000
 
 /**
+ * `fetch` for a remote session's requests. The SDK's transports give every request the same
+ * long-lived signal, and `fetch` keeps an abort listener on a request's signal until the request
+ * is collected: a busy session piled up thousands on that one signal (and Node warned of a leak).
+ * Each request gets a signal of its own that follows it (`AbortSignal.any`), which takes the
+ * listener and goes with the request. A request without a signal gets `orElse`, if any.
+ */
+const requestFetch =
+  (orElse?: () => AbortSignal): FetchLike =>
+  (input, init) => {
+    const signal = init?.signal ? AbortSignal.any([init.signal]) : orElse?.()
+    return fetch(input, signal === undefined ? init : { ...init, signal })
+  }
+
+/**
  * Every remote server without a configured `Authorization` header gets an OAuth provider: a server
  * that answers 401 is then reached with the stored login, and one without a login fails with
  * AuthRequired at once. Never interactive: only `OAuth.login` opens a browser.
@@ -312,15 +326,14 @@ const oauthOptions = (
 ) =>
   Effect.gen(function* () {
     const configured = Object.keys(headers ?? {}).some((header) => header.toLowerCase() === "authorization")
-    if (configured) return {}
+    if (configured) return { fetch: requestFetch() }
     const provider = OAuthProvider.make({
       name,
       serverUrl: spec.url,
       oauth: spec.oauth,
       store: yield* TokenStore.Current,
       redactor: yield* Redaction.Current,
-      fetch: (input, init) =>
-        fetch(input, init?.signal ? init : { ...init, signal: AbortSignal.timeout(authRequestTimeout) })
+      fetch: requestFetch(() => AbortSignal.timeout(authRequestTimeout))
     })
     return { authProvider: provider, fetch: provider.fetch }
   })

@@ -22,7 +22,6 @@ import {
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { identity } from "effect/Function"
 import type * as Scope from "effect/Scope"
 import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
@@ -81,7 +80,10 @@ type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleErr
 /** How a call sent outside the runtime ended. */
 type CallExit = Exit.Exit<Toolset.ToolResult, AttemptError>
 
-/** One call as it goes: its arguments, the session it was sent on, and whether sending it twice is harmless. */
+/**
+ * One call as it goes: its arguments, the session it was sent on, whether sending it twice is
+ * harmless, and its deadline, which a resend keeps.
+ */
 interface Call {
   readonly tool: string
   readonly args: { readonly [key: string]: unknown }
@@ -89,6 +91,7 @@ interface Call {
   readonly with?: CallOptions | undefined
   session: McpConnector.McpSession | undefined
   safeToResend: boolean
+  deadline: Deadline.Deadline | undefined
 }
 
 /** A progress notification of the server for one call (`notifications/progress`). */
@@ -132,8 +135,6 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     surfaces.bind(supervisor)
 
     const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
-    /** One deadline for the whole call, a resend included. */
-    const withDeadline = Deadline.within(callMillis)
     const bounded = Deadline.bound(name)
 
     const incomplete = (reason: LifecycleError.NotStarted) => ({ complete: false as const, items: [], reason })
@@ -269,17 +270,23 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       return undefined
     }
 
-    /** One attempt on the live session, under the call's deadline. */
+    /**
+     * One attempt on the live session, under the deadline `Supervisor.use` gives it (the caller's,
+     * the first attempt's on a resend, or `call_timeout` from now), which the call keeps; the
+     * request bounds itself by it. Interrupting it aborts the request (the SDK tells the server).
+     * The answer is mapped as it resumes the fiber, with no promise of its own in between.
+     */
     const attempt = (call: Call) =>
-      supervisor.use((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
+      supervisor.use((session, deadline): Effect.Effect<Toolset.ToolResult, AttemptError> => {
+        call.deadline = deadline
         const notFound = prepare(call, session)
         if (notFound !== undefined) return Effect.fail(notFound)
-        return Effect.withFiber((fiber) => {
-          const deadline = fiber.getRef(Deadline.Current)
-          return Effect.tryPromise({
-            try: (signal) => send(session, call, deadline, signal).then(toToolResult),
-            catch: (cause) => callFailure(call.tool, cause, deadline)
-          })
+        return Effect.callback<Toolset.ToolResult, AttemptError>((resume, signal) => {
+          send(session, call, deadline, signal).then(
+            (result) => resume(Effect.succeed(toToolResult(result))),
+            // Classified in the fiber, where a defect in classifying cannot leave the call hanging.
+            (cause) => resume(Effect.suspend(() => Effect.fail(callFailure(call.tool, cause, deadline))))
+          )
         })
       })
 
@@ -291,7 +298,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * records the crash once, with its real cause; the call never restarts anything itself. It is
      * sent again, on the next session and within the same deadline, only when it provably never
      * reached the server or the tool says running it twice is harmless; otherwise it fails with
-     * the crash as the Supervisor recorded it.
+     * the crash as the Supervisor recorded it. The wait for the crash and the resend run under the
+     * call's deadline: one budget for the whole call.
      */
     const recover = (call: Call, error: AttemptError): Effect.Effect<Toolset.ToolResult, AttemptError> => {
       /** Tells the Supervisor, then resends or fails with the crash it recorded. */
@@ -300,7 +308,10 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         if (session === undefined) return Effect.fail(lostBy)
         // A local process reports its own death with its exit; a remote session may never.
         const lost = bounded(supervisor.lost(session, remote ? lostBy : undefined))
-        return Effect.flatMap(lost, (crash) => (neverSent || call.safeToResend ? attempt(call) : Effect.fail(crash)))
+        const next = Effect.flatMap(lost, (crash) =>
+          neverSent || call.safeToResend ? attempt(call) : Effect.fail(crash)
+        )
+        return call.deadline === undefined ? next : Effect.provideService(next, Deadline.Current, call.deadline)
       }
       switch (error._tag) {
         case "SessionMissing":
@@ -331,19 +342,25 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           })
         : undefined
 
-    const callOf = (tool: string, args: { readonly [key: string]: unknown }, options?: CallOptions): Call => ({
+    const callOf = (
+      tool: string,
+      args: { readonly [key: string]: unknown },
+      deadline: Deadline.Deadline | undefined,
+      options?: CallOptions
+    ): Call => ({
       tool,
       args: Toolset.stripNulls(args),
       with: options,
       session: undefined,
-      safeToResend: false
+      safeToResend: false,
+      deadline
     })
 
     const callTool = (tool: string, args: { readonly [key: string]: unknown }, options?: CallOptions) => {
       const refused = tooDeep(tool, args)
       if (refused !== undefined) return Effect.fail(refused)
-      const call = callOf(tool, args, options)
-      return withDeadline(Effect.catch(attempt(call), (error) => recover(call, error)))
+      const call = callOf(tool, args, undefined, options)
+      return Effect.catch(attempt(call), (error) => recover(call, error))
     }
 
     /** What runs a failed fast call's recovery: the context the toolset was made in (its logger, its clock). */
@@ -354,16 +371,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       if (refused !== undefined) return Promise.resolve(Exit.fail(refused))
       const now = supervisor.liveNow()
       if (now === undefined) return undefined
-      const call = callOf(tool, args)
+      const deadline = callMillis === undefined ? undefined : Deadline.after(callMillis)
+      const call = callOf(tool, args, deadline)
       const notFound = prepare(call, now.handle)
       if (notFound !== undefined) return Promise.resolve(Exit.fail(notFound))
-      const deadline = callMillis === undefined ? undefined : Deadline.after(callMillis)
-      const failed = (error: AttemptError) =>
-        runExit(
-          recover(call, error).pipe(
-            deadline === undefined ? identity : Effect.provideService(Deadline.Current, deadline)
-          )
-        )
+      const failed = (error: AttemptError) => runExit(recover(call, error))
       const sent = send(now.handle, call, deadline, signal)
       const outcome = (cause: unknown) =>
         signal?.aborted === true ? Exit.interrupt() : failed(callFailure(tool, cause, deadline))

@@ -1,6 +1,7 @@
 import * as NodeFs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
-import { ServerProcess } from "@toolvisor/core"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { Deadline, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -100,6 +101,72 @@ describe("McpToolset over stdio", () => {
       if (Exit.isSuccess(bad)) assert.isTrue(bad.value.isError)
       else assert.strictEqual(Exit.isFailure(bad), true)
       assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a call past call_timeout fails with CallTimeout at that budget; the session stays up and answers", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture(),
+        policy: fastPolicy({ call_timeout: "1s" })
+      })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid
+      const started = Date.now()
+      const error = yield* Effect.flip(toolset.callTool("sleep", { ms: 30_000 }))
+      assert.strictEqual(error._tag, "CallTimeout")
+      assert.strictEqual(error._tag === "CallTimeout" ? error.afterMillis : undefined, 1_000)
+      assert.isBelow(Date.now() - started, 10_000)
+      const status = yield* toolset.state
+      assert.strictEqual(status.state, "Ready")
+      assert.strictEqual(status.pid, pid)
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "still here" })), "still here")
+      yield* close
+    })
+  )
+
+  it.live("a caller's own deadline bounds the call instead of call_timeout", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const started = Date.now()
+      const error = yield* Effect.flip(
+        Effect.provideService(toolset.callTool("sleep", { ms: 30_000 }), Deadline.Current, Deadline.after(500))
+      )
+      assert.strictEqual(error._tag, "CallTimeout")
+      assert.strictEqual(error._tag === "CallTimeout" ? error.afterMillis : undefined, 500)
+      assert.isBelow(Date.now() - started, 10_000)
+      yield* close
+    })
+  )
+
+  it.live("interrupting a call in flight cancels it on the server; the session stays up and answers", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const transport = toolset.supervisor.liveNow()?.handle.client.transport
+      assert.isDefined(transport)
+      if (transport === undefined) return
+      const sent: Array<JSONRPCMessage> = []
+      const send = transport.send.bind(transport)
+      transport.send = (message, options) => {
+        sent.push(message)
+        return send(message, options)
+      }
+      const request = () => sent.find((m) => "method" in m && m.method === "tools/call" && "id" in m)
+      const call = yield* Effect.forkChild(toolset.callTool("sleep", { ms: 30_000 }), { startImmediately: true })
+      yield* Effect.sleep("10 millis").pipe(Effect.repeat({ until: () => request() !== undefined }))
+      yield* Fiber.interrupt(call)
+      const sentRequest = request()
+      const cancelled = sent.find((m) => "method" in m && m.method === "notifications/cancelled")
+      assert.deepStrictEqual(
+        cancelled !== undefined && "params" in cancelled ? cancelled.params?.requestId : undefined,
+        sentRequest !== undefined && "id" in sentRequest ? sentRequest.id : "no request"
+      )
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "next" })), "next")
       yield* close
     })
   )

@@ -62,9 +62,10 @@ export const transition = (toolset: string, to: State.State) =>
  * a metric on every call costs a new series key per call.
  */
 export interface CallRecorder {
-  /** Records one call's latency and, when it failed, its error tag. */
-  readonly record: (millis: number, failure: string | undefined) => Effect.Effect<void>
-  /** The same, outside the runtime, into the metrics of `context`. */
+  /**
+   * Records one call's latency and, when it failed, its error tag, into the metrics of `context`
+   * (the calling fiber's, or the registry's for calls made outside the runtime).
+   */
   readonly recordUnsafe: (millis: number, failure: string | undefined, context: Context.Context<never>) => void
 }
 
@@ -79,16 +80,10 @@ export const callRecorder = (toolset: string): CallRecorder => {
     }
     return counter
   }
-  const recordUnsafe = (millis: number, failure: string | undefined, context: Context.Context<never>) => {
-    latency.updateUnsafe(millis, context)
-    if (failure !== undefined) failuresTagged(failure).updateUnsafe(1, context)
-  }
   return {
-    record: (millis, failure) =>
-      Effect.withFiber((fiber) => {
-        recordUnsafe(millis, failure, fiber.context)
-        return Effect.void
-      }),
-    recordUnsafe
+    recordUnsafe: (millis, failure, context) => {
+      latency.updateUnsafe(millis, context)
+      if (failure !== undefined) failuresTagged(failure).updateUnsafe(1, context)
+    }
   }
 }

@@ -18,7 +18,10 @@ const calls = (toolset: string, n: number, millis: number, failed = 0) => {
   const recorder = Telemetry.callRecorder(toolset)
   return Effect.forEach(
     Array.from({ length: n }, (_, i) => i),
-    (i) => recorder.record(millis, i < failed ? "ToolCallFailed" : undefined),
+    (i) =>
+      Effect.map(Effect.context<never>(), (context) =>
+        recorder.recordUnsafe(millis, i < failed ? "ToolCallFailed" : undefined, context)
+      ),
     { discard: true }
   )
 }

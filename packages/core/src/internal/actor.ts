@@ -92,10 +92,8 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
   private closed = false
   /** Replies and failures of requests in flight, sent once the new snapshot is published. */
   private notices: Array<() => void> = []
-  private readonly withDeadline: <B, E, R>(effect: Effect.Effect<B, E, R>) => Effect.Effect<B, E, R>
-  private readonly bounded: <B, E, R>(
-    effect: Effect.Effect<B, E, R>
-  ) => Effect.Effect<B, E | LifecycleError.CallTimeout, R>
+  /** `call_timeout` in milliseconds: the deadline `use` sets when the caller set none. */
+  private readonly callMillis: number | undefined
 
   constructor(
     options: Supervisor.Options<A>,
@@ -113,10 +111,7 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     this.fork = fork
     this.clock = Context.get(context, Clock.Clock)
     this.sessions = new Sessions.Sessions(this, closing)
-    this.withDeadline = Deadline.within(
-      this.policy.callTimeout === undefined ? undefined : Duration.toMillis(this.policy.callTimeout)
-    )
-    this.bounded = Deadline.bound(this.name)
+    this.callMillis = this.policy.callTimeout === undefined ? undefined : Duration.toMillis(this.policy.callTimeout)
     this.status = {
       name: this.name,
       kind: this.kind,
@@ -166,15 +161,24 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     )
   }
 
-  use<B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | Supervisor.UseError, R> {
-    return this.withDeadline(
-      Effect.suspend(() => {
-        const current = this.usable
-        return current !== undefined
-          ? this.onLive(current, f)
-          : Effect.flatMap(this.bounded(this.awaitUsable()), (ready) => this.onLive(ready, f))
-      })
-    )
+  use<B, E, R>(
+    f: (handle: A, deadline: Deadline.Deadline | undefined) => Effect.Effect<B, E, R>
+  ): Effect.Effect<B, E | Supervisor.UseError, R> {
+    return Effect.withFiber((fiber) => {
+      const given = fiber.getRef(Deadline.Current)
+      const deadline = given ?? (this.callMillis === undefined ? undefined : Deadline.after(this.callMillis))
+      const current = this.usable
+      const run =
+        current !== undefined
+          ? this.onLive(current, f, deadline)
+          : Effect.flatMap(Deadline.boundTo(this.name, deadline, this.awaitUsable()), (ready) =>
+              this.onLive(ready, f, deadline)
+            )
+      // A request that takes the deadline bounds itself by it; the others read it from the context.
+      return given !== undefined || deadline === undefined || f.length >= 2
+        ? run
+        : Effect.provideService(run, Deadline.Current, deadline)
+    })
   }
 
   liveNow(): Sessions.Now<A> | undefined {
@@ -408,9 +412,14 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     )
   }
 
-  private onLive<B, E, R>(current: Sessions.Live<A>, f: (handle: A) => Effect.Effect<B, E, R>) {
+  private onLive<B, E, R>(
+    current: Sessions.Live<A>,
+    f: (handle: A, deadline: Deadline.Deadline | undefined) => Effect.Effect<B, E, R>,
+    deadline: Deadline.Deadline | undefined
+  ) {
+    const request = f(current.session.handle, deadline)
     return current.session.selfBounded === true
-      ? f(current.session.handle)
-      : this.bounded(Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
+      ? request
+      : Deadline.boundTo(this.name, deadline, Effect.raceFirst(request, Deferred.await(current.closed)))
   }
 }
