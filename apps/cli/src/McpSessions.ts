@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Reclaim from "./Reclaim.ts"
 
 export interface Options {
   /** How long a session may go unused before it is closed; it is closed within 1.5 times that. */
@@ -113,10 +114,13 @@ export const make = <S extends Session>(options: Options): Effect.Effect<Table<S
         entry.session.close
       )
 
+    const reclaim = Reclaim.make()
     const sweep = Effect.suspend(() => {
       const now = clock.currentTimeMillisUnsafe()
       const idle = Array.from(entries).filter(([, e]) => e.active === 0 && now - e.lastUsed >= idleMillis)
-      return Effect.forEach(idle, ([id, entry]) => close(id, entry), { discard: true })
+      return Effect.forEach(idle, ([id, entry]) => close(id, entry), { discard: true }).pipe(
+        Effect.andThen(reclaim(idle.length))
+      )
     })
 
     yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(Duration.millis(Math.max(1, idleMillis / 2)))))
