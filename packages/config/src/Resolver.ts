@@ -217,5 +217,7 @@ export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Re
       }
     })
   )
-  return file.groups === undefined ? resolution : { ...resolution, config: { ...resolution.config, groups: file.groups } }
+  return file.groups === undefined
+    ? resolution
+    : { ...resolution, config: { ...resolution.config, groups: file.groups } }
 }
