@@ -71,14 +71,16 @@ export interface Unmatched {
 }
 
 /**
- * What a pattern that matches nothing probably meant: a tool name, or for `head*…` the same
- * length of a tool name's head with a star (`gti_*` → `git_*`).
+ * What a pattern that matches nothing probably meant: a tool name, or for `head*…` a tool name's
+ * head of about that length with the rest of the pattern (`gti_*` → `git_*`).
  */
 const nearPattern = (pattern: string, tools: ReadonlyArray<string>): string | undefined => {
   const star = pattern.indexOf("*")
   if (star < 0) return ConfigError.didYouMean(pattern, tools)
   const head = pattern.slice(0, star)
-  const heads = [...new Set(tools.filter((tool) => tool.length > head.length).map((tool) => tool.slice(0, star)))]
+  // Heads a letter or two longer or shorter too: a missing or extra letter moves the star.
+  const lengths = [0, 1, -1, 2, -2].map((delta) => head.length + delta).filter((length) => length > 0)
+  const heads = [...new Set(tools.flatMap((tool) => lengths.map((length) => tool.slice(0, length))))]
   const near = ConfigError.didYouMean(head, heads)
   return near === undefined ? undefined : `${near}${pattern.slice(star)}`
 }
