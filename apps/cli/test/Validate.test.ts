@@ -111,19 +111,10 @@ describe("toolvisor validate", () => {
 
   it("prints the tool groups; --check flags a group pattern that matches no tool, with what it probably meant", async () => {
     const config = writeConfig(
-      [
-        "groups:",
-        "  maths: [everything_get-sum, evrything_*]",
-        "  typo: [everything_get-tiny-imag]",
-        "agents:",
-        "  root:",
-        "    toolsets:",
-        "      - type: mcp",
-        "        name: everything",
-        `        command: ${JSON.stringify(process.execPath)}`,
-        `        args: [${JSON.stringify(everything)}, stdio]`,
-        ""
-      ].join("\n"),
+      JSON.stringify({
+        groups: { maths: ["everything_get-sum", "evrything_*"], typo: ["everything_get-tiny-imag"] },
+        agents: { root: { toolsets: [{ type: "mcp", name: "everything", ...everythingServer() }] } }
+      }),
       "agent.yaml"
     )
     const plain = await runCli(["validate", config])
