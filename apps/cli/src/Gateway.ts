@@ -17,16 +17,10 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
-  type ServerNotification,
-  type ServerRequest
-} from "@modelcontextprotocol/sdk/types.js"
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { ToolGroups } from "@toolvisor/config"
-import type { State, Toolset } from "@toolvisor/core"
+import type { Toolset } from "@toolvisor/core"
 import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -37,6 +31,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as GatewayReady from "./GatewayReady.ts"
 import type * as HttpListen from "./HttpListen.ts"
 import * as McpHttp from "./McpHttp.ts"
 import type * as McpSessions from "./McpSessions.ts"
@@ -176,49 +171,6 @@ const failure =
       : Effect.as(Effect.logError(`${tool} failed unexpectedly`, cause), errorResult("Defect", Cause.pretty(cause)))
   }
 
-/** The toolsets still starting, as a client waiting for tools/list is told. */
-const waitingFor = (board: ReadonlyArray<State.StatusSnapshot>) =>
-  board.filter((s) => s.state === "Starting").map((s) => s.name)
-
-/** Once settled (every request but the first few), a request costs no subscription and no race. */
-const isSettled = (ready: Deferred.Deferred<void> | undefined) => ready === undefined || Deferred.isDoneUnsafe(ready)
-
-/**
- * Waits for `ready`, telling the client what it waits for: a progress notification when the
- * request asked for progress, and a log message (MCP logging) either way.
- */
-const settled = (
-  server: Server,
-  registry: ToolsetRegistry.Registry,
-  ready: Deferred.Deferred<void> | undefined,
-  extra: RequestHandlerExtra<ServerRequest, ServerNotification>
-) => {
-  if (ready === undefined || isSettled(ready)) return Effect.void
-  const token = extra._meta?.progressToken
-  const tell = (board: ReadonlyArray<State.StatusSnapshot>) => {
-    const pending = waitingFor(board)
-    if (pending.length === 0) return Effect.void
-    const message = `waiting for toolsets to start: ${pending.join(", ")}`
-    const progress =
-      token === undefined
-        ? Effect.void
-        : Effect.tryPromise(() =>
-            extra.sendNotification({
-              method: "notifications/progress",
-              params: { progressToken: token, progress: board.length - pending.length, total: board.length, message }
-            })
-          )
-    const log = Effect.tryPromise(() =>
-      server.sendLoggingMessage({ level: "info", logger: "toolvisor", data: message })
-    )
-    return Effect.ignore(Effect.andThen(progress, log))
-  }
-  return Effect.raceFirst(
-    Deferred.await(ready),
-    Effect.andThen(registry.status.pipe(Stream.runForEach(tell)), Effect.never)
-  )
-}
-
 /** The group named `name` of the config's; undefined for every tool (no name) or a group it lacks. */
 const groupOf = (options: Options, name: string | undefined): SessionOffer.Group | undefined => {
   const patterns = name === undefined ? undefined : ToolGroups.find(options, name)
@@ -238,7 +190,7 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
     run(
       Effect.andThen(
-        settled(server, registry, ready, extra),
+        GatewayReady.settled(server, registry, ready, extra),
         Effect.map(listing(registry, agent), (tools) => ({
           tools: [
             ...session.listed(tools).map(toMcpTool),
@@ -256,7 +208,7 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
     const options = { signal: extra.signal }
     const own = isOwn(name)
     if (!own && !session.may(name)) return Promise.reject(SessionOffer.outside(session, name))
-    if (!own && isSettled(ready)) {
+    if (!own && GatewayReady.isSettled(ready)) {
       // Most calls: sent at once, the runtime entered only if the call fails.
       const now = registry.callToolNow(name, args, agent, extra.signal)
       if (now !== undefined) {
@@ -267,7 +219,9 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
       Effect.andThen(revive(shared, name), registry.callTool(name, args, agent)),
       failure(name)
     )
-    const answer = isSettled(ready) ? call : Effect.andThen(settled(server, registry, ready, extra), call)
+    const answer = GatewayReady.isSettled(ready)
+      ? call
+      : Effect.andThen(GatewayReady.settled(server, registry, ready, extra), call)
     if (!own) return run(answer, options)
     // The status and the search answer at once, start-up or not: that is when a host wants to know.
     // A toolset's own tool of the same name is routed, within the session's group only.

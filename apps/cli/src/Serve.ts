@@ -3,7 +3,8 @@
  * `--http PORT`, streamable HTTP. The port is checked and bound before any toolset starts, so a
  * taken or impossible port is one line at once, not a failure after every server has started.
  * Over HTTP the status routes (dashboard, /status, /events, /metrics, probes) share the port and
- * its one gate: the same token, Host and Origin rules for `/mcp` as for `/status`.
+ * its one gate: the same token, Host and Origin rules for `/mcp` as for `/status`. A config's tool
+ * groups are served at `/mcp/<group>`, or, over stdio, one of them with `--group`.
  */
 import * as NodePath from "node:path"
 import { type AgentConfig, ToolGroups } from "@toolvisor/config"
