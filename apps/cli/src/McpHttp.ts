@@ -121,7 +121,9 @@ export const listen = (
         if (refusal !== undefined) return yield* reject(res, refusal.status, refusal.message, refusal.headers)
         // Past the gate only: who may not connect learns no group's name.
         if (group !== undefined && !groups.has(group)) {
-          return yield* reject(res, 404, `Not found: ${options.unknownGroup?.(group) ?? `no tool group "${group}"`}`)
+          // The path is the caller's: a long one is cut, not echoed whole.
+          const asked = group.slice(0, 100)
+          return yield* reject(res, 404, `Not found: ${options.unknownGroup?.(asked) ?? `no tool group "${asked}"`}`)
         }
         const sessionId = req.headers["mcp-session-id"]
         if (sessionId !== undefined) {
