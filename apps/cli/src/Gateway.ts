@@ -11,19 +11,17 @@
  * can start now is used. A server that crashed until its budget was spent is left alone: a call
  * must not buy it a new crash loop. `toolvisor_status` (`StatusTool`) lets a host see why tools
  * are missing.
+ *
+ * Each session is offered what `SessionOffer` says: its tool group's tools only (`/mcp/<group>`,
+ * `serve --group`), deferred ones once its own `search_tools` found them.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
-  type ServerNotification,
-  type ServerRequest
-} from "@modelcontextprotocol/sdk/types.js"
-import type { State, Toolset } from "@toolvisor/core"
-import { type Catalog, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { ToolGroups } from "@toolvisor/config"
+import type { Toolset } from "@toolvisor/core"
+import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -33,9 +31,11 @@ import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as GatewayReady from "./GatewayReady.ts"
 import type * as HttpListen from "./HttpListen.ts"
 import * as McpHttp from "./McpHttp.ts"
 import type * as McpSessions from "./McpSessions.ts"
+import * as SessionOffer from "./SessionOffer.ts"
 import * as StatusTool from "./StatusTool.ts"
 
 export interface Options {
@@ -51,6 +51,10 @@ export interface Options {
   readonly http?: Address
   /** Offer `toolvisor_status` besides the catalog's tools (default true). */
   readonly statusTool?: boolean
+  /** The config's tool groups, by name: over HTTP, `/mcp/<group>` serves one. */
+  readonly groups?: Readonly<Record<string, ReadonlyArray<string>>> | undefined
+  /** Over stdio: serve only this group of `groups` (checked by the caller). */
+  readonly group?: string | undefined
 }
 
 export interface Address extends HttpListen.Address {
@@ -70,8 +74,11 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
 
 const serverInfo = { name: "toolvisor", version: "0.1.0" }
 
-/** Runs an Effect from an SDK callback; owned by the serving scope, so closing it interrupts calls. */
-type RunPromise = <A>(effect: Effect.Effect<A>, options?: { readonly signal?: AbortSignal }) => Promise<A>
+/**
+ * Runs an Effect from an SDK callback; owned by the serving scope, so closing it interrupts calls.
+ * A failure rejects with the error, which the SDK answers as a JSON-RPC error (an `McpError` with its code).
+ */
+type RunPromise = <A, E = never>(effect: Effect.Effect<A, E>, options?: { readonly signal?: AbortSignal }) => Promise<A>
 
 /** How often at most a call to a down toolset's tool restarts it: a host calling in a loop costs one start per cooldown. */
 export const reviveCooldown = Duration.seconds(10)
@@ -164,61 +171,32 @@ const failure =
       : Effect.as(Effect.logError(`${tool} failed unexpectedly`, cause), errorResult("Defect", Cause.pretty(cause)))
   }
 
-/** The toolsets still starting, as a client waiting for tools/list is told. */
-const waitingFor = (board: ReadonlyArray<State.StatusSnapshot>) =>
-  board.filter((s) => s.state === "Starting").map((s) => s.name)
-
-/** Once settled (every request but the first few), a request costs no subscription and no race. */
-const isSettled = (ready: Deferred.Deferred<void> | undefined) => ready === undefined || Deferred.isDoneUnsafe(ready)
-
-/**
- * Waits for `ready`, telling the client what it waits for: a progress notification when the
- * request asked for progress, and a log message (MCP logging) either way.
- */
-const settled = (
-  server: Server,
-  registry: ToolsetRegistry.Registry,
-  ready: Deferred.Deferred<void> | undefined,
-  extra: RequestHandlerExtra<ServerRequest, ServerNotification>
-) => {
-  if (ready === undefined || isSettled(ready)) return Effect.void
-  const token = extra._meta?.progressToken
-  const tell = (board: ReadonlyArray<State.StatusSnapshot>) => {
-    const pending = waitingFor(board)
-    if (pending.length === 0) return Effect.void
-    const message = `waiting for toolsets to start: ${pending.join(", ")}`
-    const progress =
-      token === undefined
-        ? Effect.void
-        : Effect.tryPromise(() =>
-            extra.sendNotification({
-              method: "notifications/progress",
-              params: { progressToken: token, progress: board.length - pending.length, total: board.length, message }
-            })
-          )
-    const log = Effect.tryPromise(() =>
-      server.sendLoggingMessage({ level: "info", logger: "toolvisor", data: message })
-    )
-    return Effect.ignore(Effect.andThen(progress, log))
-  }
-  return Effect.raceFirst(
-    Deferred.await(ready),
-    Effect.andThen(registry.status.pipe(Stream.runForEach(tell)), Effect.never)
-  )
+/** The group named `name` of the config's; undefined for every tool (no name) or a group it lacks. */
+const groupOf = (options: Options, name: string | undefined): SessionOffer.Group | undefined => {
+  const patterns = name === undefined ? undefined : ToolGroups.find(options, name)
+  return name === undefined || patterns === undefined ? undefined : SessionOffer.group(name, patterns)
 }
 
+/** True for the names the gateway may answer itself rather than route. */
+const isOwn = (name: string) => name === StatusTool.name || name === Deferral.name
+
 /** One MCP server (one client session) answering from the registry. */
-const makeServer = (shared: Shared): Server => {
+const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Server => {
   const { registry, options, run } = shared
   const { agent } = options
   const { ready } = options
+  const session = SessionOffer.make(group)
   const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true }, logging: {} } })
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
     run(
       Effect.andThen(
-        settled(server, registry, ready, extra),
+        GatewayReady.settled(server, registry, ready, extra),
         Effect.map(listing(registry, agent), (tools) => ({
-          tools: [...tools.map(toMcpTool), ...(offersStatus(options, tools) ? [StatusTool.tool] : [])]
+          tools: [
+            ...session.listed(tools).map(toMcpTool),
+            ...(session.searches(tools) ? [SessionOffer.searchTool] : []),
+            ...(offersStatus(options, tools) ? [StatusTool.tool] : [])
+          ]
         }))
       ),
       { signal: extra.signal }
@@ -228,7 +206,9 @@ const makeServer = (shared: Shared): Server => {
     const { name } = request.params
     const args = request.params.arguments ?? {}
     const options = { signal: extra.signal }
-    if (isSettled(ready)) {
+    const own = isOwn(name)
+    if (!own && !session.may(name)) return Promise.reject(SessionOffer.outside(session, name))
+    if (!own && GatewayReady.isSettled(ready)) {
       // Most calls: sent at once, the runtime entered only if the call fails.
       const now = registry.callToolNow(name, args, agent, extra.signal)
       if (now !== undefined) {
@@ -239,16 +219,20 @@ const makeServer = (shared: Shared): Server => {
       Effect.andThen(revive(shared, name), registry.callTool(name, args, agent)),
       failure(name)
     )
-    const answer = isSettled(ready) ? call : Effect.andThen(settled(server, registry, ready, extra), call)
-    // The status answers at once, start-up or not: that is when a host wants to know.
-    return run(
-      name === StatusTool.name
-        ? Effect.flatMap(listing(registry, agent), (tools) =>
-            offersStatus(shared.options, tools) ? statusResult(registry, agent) : answer
-          )
-        : answer,
-      options
-    )
+    const answer = GatewayReady.isSettled(ready)
+      ? call
+      : Effect.andThen(GatewayReady.settled(server, registry, ready, extra), call)
+    if (!own) return run(answer, options)
+    // The status and the search answer at once, start-up or not: that is when a host wants to know.
+    // A toolset's own tool of the same name is routed, within the session's group only.
+    const ownAnswer = Effect.flatMap(listing(registry, agent), (tools) => {
+      if (name === StatusTool.name && offersStatus(shared.options, tools)) return statusResult(registry, agent)
+      if (name === Deferral.name && session.searches(tools)) {
+        return SessionOffer.search(registry, agent, session, args, extra)
+      }
+      return session.may(name) ? answer : Effect.fail(SessionOffer.outside(session, name))
+    })
+    return run(ownAnswer, options)
   })
   return server
 }
@@ -300,11 +284,15 @@ export const connect = (
 ): Effect.Effect<void, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
     const initial = yield* initialListing(registry, options.agent)
+    const group = options.group === undefined ? undefined : groupOf(options, options.group)
+    if (options.group !== undefined && group === undefined) {
+      return yield* new GatewayError({ message: ToolGroups.unknownMessage(options, options.group) })
+    }
     const shared = yield* makeShared(registry, options)
     const server = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          const server = makeServer(shared)
+          const server = makeServer(shared, group)
           await server.connect(transport)
           return server
         },
@@ -331,10 +319,15 @@ export const listen = (
     const shared = yield* makeShared(registry, options)
     // Without JWTs there are no keys to find: making the gate cannot fail.
     const gate = http.gate ?? (yield* HttpGate.make({ host: http.host }).pipe(Effect.orDie))
-    const endpoint = yield* McpHttp.listen(() => makeServer(shared), { ...http, gate }).pipe(
-      Effect.mapError((error) => new GatewayError({ message: error.message, cause: error }))
-    )
+    const groups = ToolGroups.names(options)
+    const endpoint = yield* McpHttp.listen((group) => makeServer(shared, groupOf(options, group)), {
+      ...http,
+      gate,
+      groups,
+      unknownGroup: (group) => ToolGroups.unknownMessage(options, group)
+    }).pipe(Effect.mapError((error) => new GatewayError({ message: error.message, cause: error })))
     yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, endpoint.servers))
+    if (groups.length > 0) yield* Effect.logInfo(`tool groups at ${endpoint.url}/<group>: ${groups.join(", ")}`)
     return { port: endpoint.port, url: endpoint.url }
   })
 
@@ -364,7 +357,7 @@ export const serve = (
     }
     yield* connect(registry, new StdioServerTransport(), options)
     yield* start
-    yield* Effect.logInfo("serving MCP on stdio")
+    yield* Effect.logInfo(`serving MCP on stdio${options.group === undefined ? "" : `, tool group ${options.group}`}`)
     // A stdio client ends the session by closing our stdin: then stop every toolset and exit.
     yield* Effect.callback<void>((resume) => {
       const done = () => resume(Effect.void)

@@ -1,9 +1,10 @@
 /**
- * The gateway's streamable HTTP endpoint, `/mcp`: every request passes the same `HttpGate` as the
- * status routes beside it (Host, Origin, credential), then reaches its session's transport. Each
- * client session gets its own MCP server and transport, as the SDK's stateful examples do, kept
- * in a bounded table (`McpSessions`). What a session serves is the caller's: this module only
- * carries requests to it.
+ * The gateway's streamable HTTP endpoint, `/mcp`, and one `/mcp/<group>` per tool group: every
+ * request passes the same `HttpGate` as the status routes beside it (Host, Origin, credential),
+ * then reaches its session's transport. Each client session gets its own MCP server and
+ * transport, as the SDK's stateful examples do, kept in a bounded table (`McpSessions`); a
+ * session belongs to the path it was opened on. What a session serves is the caller's: this
+ * module only carries requests to it.
  */
 import * as NodeCrypto from "node:crypto"
 import type * as NodeHttp from "node:http"
@@ -24,6 +25,10 @@ export interface Options extends HttpListen.Address {
   readonly sessions: McpSessions.Options
   /** Answers every path but `/mcp` (the status routes); 404 when omitted. */
   readonly routes?: HttpListen.Handler
+  /** The tool groups served at `/mcp/<group>`, besides every tool at `/mcp`. */
+  readonly groups?: ReadonlyArray<string>
+  /** What a request for a group not in `groups` is told (after the gate). */
+  readonly unknownGroup?: (group: string) => string
 }
 
 export interface Endpoint {
@@ -36,6 +41,14 @@ export interface Endpoint {
 interface Session extends McpSessions.Session {
   readonly server: Server
   readonly transport: StreamableHTTPServerTransport
+  /** The group of the path it was opened on; `undefined` for `/mcp`. */
+  readonly group: string | undefined
+}
+
+/** `/mcp` is every tool (`undefined`), `/mcp/<group>` a group (`string`); any other path is not ours (`null`). */
+const groupOf = (pathname: string): string | undefined | null => {
+  if (pathname === endpoint) return undefined
+  return pathname.startsWith(`${endpoint}/`) ? pathname.slice(endpoint.length + 1) : null
 }
 
 /** Answers an HTTP request no transport saw, with a JSON-RPC error body as the SDK does. */
@@ -56,15 +69,16 @@ export const closeServer = (server: Server): Effect.Effect<void> =>
   )
 
 /**
- * Listens on the address and serves `/mcp`, each new session from `newServer()`. Closing the
- * scope stops accepting, closes every session, then every connection.
+ * Listens on the address and serves `/mcp` and `/mcp/<group>`, each new session from
+ * `newServer(group)`. Closing the scope stops accepting, closes every session, then every connection.
  */
 export const listen = (
-  newServer: () => Server,
+  newServer: (group: string | undefined) => Server,
   options: Options
 ): Effect.Effect<Endpoint, HttpListen.ListenError, Scope.Scope> =>
   Effect.gen(function* () {
     const { gate, sessions: limits } = options
+    const groups = new Set(options.groups)
     const table = yield* McpSessions.make<Session>(limits)
     const fibers = yield* FiberSet.make<unknown>()
     const fork = yield* FiberSet.runtime(fibers)<never>()
@@ -78,13 +92,18 @@ export const listen = (
     }
 
     /** A session exists only once its initialize succeeded; any other first request leaves nothing behind. */
-    const open = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, opening: McpSessions.Opening<Session>) =>
+    const open = (
+      req: NodeHttp.IncomingMessage,
+      res: NodeHttp.ServerResponse,
+      opening: McpSessions.Opening<Session>,
+      group: string | undefined
+    ) =>
       Effect.gen(function* () {
-        const server = newServer()
+        const server = newServer(group)
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => NodeCrypto.randomUUID(),
           onsessioninitialized: (id) => {
-            opening.add(id, { server, transport, close: closeServer(server) })
+            opening.add(id, { server, transport, group, close: closeServer(server) })
             use(id, res)
           }
         })
@@ -96,14 +115,23 @@ export const listen = (
         if (transport.sessionId === undefined) yield* closeServer(server)
       }).pipe(Effect.ensuring(Effect.sync(opening.done)))
 
-    const mcp = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) =>
+    const mcp = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
       Effect.gen(function* () {
         const refusal = yield* gate.check(req.headers, "protected")
         if (refusal !== undefined) return yield* reject(res, refusal.status, refusal.message, refusal.headers)
+        // Past the gate only: who may not connect learns no group's name.
+        if (group !== undefined && !groups.has(group)) {
+          // The path is the caller's: a long one is cut, not echoed whole.
+          const asked = group.slice(0, 100)
+          return yield* reject(res, 404, `Not found: ${options.unknownGroup?.(asked) ?? `no tool group "${asked}"`}`)
+        }
         const sessionId = req.headers["mcp-session-id"]
         if (sessionId !== undefined) {
           const session = typeof sessionId === "string" ? use(sessionId, res) : undefined
-          if (session === undefined) return yield* reject(res, 404, "Session not found: initialize a new session")
+          // A session answers on its own path only: its id on another group's path finds nothing.
+          if (session === undefined || session.group !== group) {
+            return yield* reject(res, 404, "Session not found: initialize a new session")
+          }
           return yield* Effect.tryPromise(() => session.transport.handleRequest(req, res))
         }
         if (req.method !== "POST") return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
@@ -115,13 +143,14 @@ export const listen = (
             `Service Unavailable: ${limits.max} MCP sessions are open, the most --max-sessions allows; close one or try later`
           )
         }
-        yield* open(req, res, opening)
+        yield* open(req, res, opening, group)
       })
 
     const handle = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<void> =>
       Effect.gen(function* () {
         if (closing) return yield* reject(res, 503, "Service Unavailable: the gateway is shutting down")
-        if (new URL(req.url ?? "/", "http://gateway").pathname === endpoint) return yield* mcp(req, res)
+        const group = groupOf(new URL(req.url ?? "/", "http://gateway").pathname)
+        if (group !== null) return yield* mcp(req, res, group)
         if (options.routes !== undefined) return options.routes(req, res)
         return yield* reject(res, 404, `Not found: the MCP endpoint is ${endpoint}`)
       }).pipe(

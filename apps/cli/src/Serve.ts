@@ -3,9 +3,11 @@
  * `--http PORT`, streamable HTTP. The port is checked and bound before any toolset starts, so a
  * taken or impossible port is one line at once, not a failure after every server has started.
  * Over HTTP the status routes (dashboard, /status, /events, /metrics, probes) share the port and
- * its one gate: the same token, Host and Origin rules for `/mcp` as for `/status`.
+ * its one gate: the same token, Host and Origin rules for `/mcp` as for `/status`. A config's tool
+ * groups are served at `/mcp/<group>`, or, over stdio, one of them with `--group`.
  */
 import * as NodePath from "node:path"
+import { type AgentConfig, ToolGroups } from "@toolvisor/config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -23,6 +25,8 @@ export interface Options extends Open.Target, StatusServer.Flags {
   readonly maxSessions: number
   /** Leave out `toolvisor_status`, the gateway's own tool that tells why tools are missing. */
   readonly noStatusTool: boolean
+  /** Over stdio: serve only this tool group of the config's `groups`. */
+  readonly group: Option.Option<string>
   readonly otlp: Option.Option<string>
 }
 
@@ -41,10 +45,31 @@ const sessionLimits = (options: Options) =>
     return { idle, max: options.maxSessions }
   })
 
+/** `--group`: a group the config names, before anything starts; a usage error names the ones it has. */
+const groupFlag = (group: Option.Option<string>, config: AgentConfig.Config) =>
+  Option.match(group, {
+    onNone: () => Effect.succeed({}),
+    onSome: (name) =>
+      ToolGroups.find(config, name) === undefined
+        ? Effect.fail(new UsageError({ message: `--group: ${ToolGroups.unknownMessage(config, name)}` }))
+        : Effect.succeed({ group: name })
+  })
+
 const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   if (Option.isNone(options.http)) {
-    const { registry } = yield* Open.open(options)
-    return yield* Gateway.serve(registry, { ...Open.agentOptions(options.agent), statusTool: !options.noStatusTool })
+    const { registry, config } = yield* Open.open(options)
+    const group = yield* groupFlag(options.group, config)
+    return yield* Gateway.serve(registry, {
+      ...Open.agentOptions(options.agent),
+      statusTool: !options.noStatusTool,
+      groups: config.groups,
+      ...group
+    })
+  }
+  if (Option.isSome(options.group)) {
+    return yield* new UsageError({
+      message: "--group is for stdio; over --http a host picks a tool group by its URL path, /mcp/<group>"
+    })
   }
   const port = yield* HttpListen.checkPort(options.http.value)
   const sessions = yield* sessionLimits(options)
@@ -58,6 +83,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   return yield* Gateway.serve(registry, {
     ...Open.agentOptions(options.agent),
     statusTool: !options.noStatusTool,
+    groups: config.groups,
     http: { port, host: options.host, routes, gate, sessions }
   })
 })

@@ -9,7 +9,7 @@
  * tools and stops it: a dry run that finds a missing binary, a wrong URL, an allow-list entry
  * that names no tool, or two toolsets offering the same tool names, before an agent does.
  */
-import { type AgentConfig, AllowList, ConfigLoader, DeferList, JsonSchema } from "@toolvisor/config"
+import { type AgentConfig, AllowList, ConfigLoader, DeferList, JsonSchema, ToolGroups } from "@toolvisor/config"
 import { Redaction, type Toolset } from "@toolvisor/core"
 import { Catalog, LocalRegistry, OrphanSweep } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
@@ -102,6 +102,7 @@ export const describe = (path: string, config: AgentConfig.Config): ReadonlyArra
             ]
       })
     ]),
+    ...Object.entries(config.groups ?? {}).map(([group, patterns]) => `group ${group}: ${patterns.join(", ")}`),
     ...config.skipped.map((s) => `skipped ${s.path} (${s.type}): ${s.reason}`),
     ...warnings.map((w) => `warning ${w.path === "" ? "" : `${w.path}: `}${w.message}`),
     `valid: ${counts.join(", ")}`
@@ -126,6 +127,7 @@ export const report = (path: string, config: AgentConfig.Config) => {
       policy: policyLine(toolset),
       onConnect: onConnect(toolset)
     })),
+    groups: config.groups ?? {},
     skipped: config.skipped,
     warnings: config.warnings ?? []
   }
@@ -183,10 +185,22 @@ const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effec
         yield* registry.stopToolset(toolset.name)
       }
       for (const line of collisionLines(config, listed)) yield* print(Printable.line(`warning ${line}`))
+      for (const found of ToolGroups.check(config, exposedNames(config, listed))) {
+        yield* print(Printable.line(`warning ${ToolGroups.message(found)}`))
+      }
       if (failed.length > 0) {
         return yield* new Failure({ message: `toolset(s) that did not start: ${failed.join(", ")}` })
       }
     })
+  )
+
+/** Every tool name the toolsets that started expose, as `groups:` patterns are matched against. */
+const exposedNames = (
+  config: AgentConfig.Config,
+  listed: ReadonlyMap<string, ReadonlyArray<Toolset.Tool>>
+): ReadonlyArray<string> =>
+  config.toolsets.flatMap((toolset) =>
+    (listed.get(toolset.identity) ?? []).map((tool) => Catalog.exposedName(toolset.prefix, tool.name))
   )
 
 /**

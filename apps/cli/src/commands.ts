@@ -199,6 +199,12 @@ const serve = Command.make(
       ),
       Flag.withDefault(1000)
     ),
+    group: Flag.String("group").pipe(
+      Flag.withDescription(
+        "Serve only this tool group of the config's groups: (stdio; over HTTP a host connects to /mcp/<group>)"
+      ),
+      Flag.optional
+    ),
     noStatusTool: Flag.Boolean("no-status-tool").pipe(
       Flag.withDescription("Do not offer toolvisor_status, the read-only tool that tells a host why tools are missing"),
       Flag.withDefault(false)

@@ -109,6 +109,30 @@ describe("toolvisor validate", () => {
     )
   })
 
+  it("prints the tool groups; --check flags a group pattern that matches no tool, with what it probably meant", async () => {
+    const config = writeConfig(
+      JSON.stringify({
+        groups: { maths: ["everything_get-sum", "evrything_*"], typo: ["everything_get-tiny-imag"] },
+        agents: { root: { toolsets: [{ type: "mcp", name: "everything", ...everythingServer() }] } }
+      }),
+      "agent.yaml"
+    )
+    const plain = await runCli(["validate", config])
+    assert.strictEqual(plain.code, 0, plain.stderr)
+    assert.include(plain.stdout, "group maths: everything_get-sum, evrything_*")
+    assert.notInclude(plain.stdout, "warning", "groups is a field Toolvisor knows")
+    const json = JSON.parse((await runCli(["validate", config, "--json"])).stdout)
+    assert.deepStrictEqual(json.groups.typo, ["everything_get-tiny-imag"])
+    const result = await runCli(["validate", config, "--check"])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(result.stdout, 'warning group maths: "evrything_*" matches no tool (did you mean "everything_*"?)')
+    assert.include(
+      result.stdout,
+      'warning group typo: "everything_get-tiny-imag" matches no tool (did you mean "everything_get-tiny-image"?)'
+    )
+    assert.notInclude(result.stdout, '"everything_get-sum" matches')
+  })
+
   it("runs no headersHelper and reads no envFile, but says it would (text and --json); --check runs and reads them", async () => {
     const config = writeConfig(
       JSON.stringify({

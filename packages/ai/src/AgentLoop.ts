@@ -7,7 +7,7 @@
  * offered the eager tools and `search_tools`, and from the next model call on the tools its
  * searches returned (see `Deferral`).
  */
-import { type Catalog, ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, Deferral, ToolsetRegistry } from "@toolvisor/runtime"
 import type * as AiError from "effect/ai/AiError"
 import type * as Chat from "effect/ai/Chat"
 import type * as LanguageModel from "effect/ai/LanguageModel"
@@ -18,7 +18,6 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
-import * as Deferral from "./Deferral.ts"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 

@@ -11,7 +11,7 @@
  * error the model reads, and the program finds the typed error on the step's `tool-error` part.
  */
 import type { Toolset } from "@toolvisor/core"
-import { type Catalog, Runtime, ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, Deferral, Runtime, ToolsetRegistry } from "@toolvisor/runtime"
 import { dynamicTool, jsonSchema, type ToolSet } from "ai"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -19,7 +19,6 @@ import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import * as Deferral from "./Deferral.ts"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 import * as ToolNames from "./ToolNames.ts"

@@ -9,14 +9,13 @@
  * typed error stays on `ToolFailure.error` for the program.
  */
 import type { Toolset } from "@toolvisor/core"
-import type { Catalog, ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, Deferral, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Prompt from "effect/ai/Prompt"
 import * as Tool from "effect/ai/Tool"
 import * as Toolkit from "effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Schema from "effect/Schema"
-import * as Deferral from "./Deferral.ts"
 import * as ToolNames from "./ToolNames.ts"
 import * as ToolOutput from "./ToolOutput.ts"
 

@@ -397,6 +397,32 @@ export const Agent = Schema.StructWithRest(
   .pipe(Schema.check(noAgentTools))
   .annotate({ identifier: "Agent" })
 
+/**
+ * A tool group's name: a host selects it as a URL path segment (`/mcp/<name>`) or with
+ * `serve --group <name>`, so it is a plain word.
+ */
+export const GroupName = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/u, {
+    message: "Expected a group name of letters, digits, _ and - (at most 64), starting with a letter or digit"
+  })
+)
+
+/** Tool names as exposed (`<name>_<tool>`), `*` standing for any run of characters: `git_*`, `*_search`. */
+export const GroupPatterns = Schema.Array(Schema.NonEmptyString)
+  .check(Schema.isMinLength(1, { message: "Expected one tool name or pattern at least" }))
+  .annotate({
+    description: "Tool names as exposed (<name>_<tool>); * matches any run of characters, e.g. git_*"
+  })
+
+/** Toolvisor's `groups:`: named subsets of an agent's tools that a gateway client can ask for. */
+export const Groups = Schema.Record(Schema.String, GroupPatterns).check(Schema.isPropertyNames(GroupName)).annotate({
+  description:
+    "Named groups of tools: a gateway client that connects to /mcp/<group> (or serve --group <group> on stdio) is offered and may call only the tools of its group"
+})
+
+/** Top-level fields of Toolvisor's own, beside docker-agent's. */
+export const toolvisorTopLevelFields = ["groups"] as const
+
 /** docker-agent's top-level sections besides `agents` and `mcps`; v0's `env` included. */
 export const topLevelFields = ["version", "metadata", "models", "rag", "providers", "permissions", "env"] as const
 
@@ -405,6 +431,7 @@ export const AgentFile = Schema.StructWithRest(
   Schema.Struct({
     agents: Schema.Record(Schema.String, Agent),
     mcps: Schema.optionalKey(Schema.Record(Schema.String, McpDefinition)),
+    groups: Schema.optionalKey(Groups),
     ...Object.fromEntries(topLevelFields.map((field) => [field, ignored]))
   }),
   [Schema.Record(Schema.String, Schema.Unknown)]
@@ -534,4 +561,6 @@ export interface Config {
   readonly toolsets: ReadonlyArray<ToolsetConfig>
   readonly skipped: ReadonlyArray<Skipped>
   readonly warnings?: ReadonlyArray<Warning> | undefined
+  /** Named groups of tools, by group name: the patterns (`*` globs) of the exposed names each holds. */
+  readonly groups?: Readonly<Record<string, ReadonlyArray<string>>> | undefined
 }

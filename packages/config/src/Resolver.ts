@@ -196,8 +196,8 @@ const versionOf = (file: AgentConfig.AgentFile): string | undefined =>
   typeof file.version === "string" || typeof file.version === "number" ? String(file.version) : undefined
 
 /** Resolves the docker-agent format: one agent spec per agent, in file order. */
-export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Resolution =>
-  assemble(
+export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Resolution => {
+  const resolution = assemble(
     context.source,
     Object.entries(file.agents).map(([name, agent]) => {
       const path = ConfigError.childPath("agents", name)
@@ -217,3 +217,7 @@ export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Re
       }
     })
   )
+  return file.groups === undefined
+    ? resolution
+    : { ...resolution, config: { ...resolution.config, groups: file.groups } }
+}

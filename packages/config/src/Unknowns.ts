@@ -56,7 +56,7 @@ const agentKnown = [
   ...AgentConfig.agentFields,
   ...AgentConfig.legacyToolsetFields
 ]
-const topKnown = ["agents", "mcps", ...AgentConfig.topLevelFields]
+const topKnown = ["agents", "mcps", ...AgentConfig.toolvisorTopLevelFields, ...AgentConfig.topLevelFields]
 
 /** A docker-agent document: unknown top-level and agent fields, and misspelt toolset types. */
 export const agentFile = (document: Readonly<Record<string, unknown>>): Notes => {

@@ -284,7 +284,12 @@ export const make = (
         })
       })
 
-    const searchTools = (query: string, name: string, limit: number | undefined) =>
+    const searchTools = (
+      query: string,
+      name: string,
+      limit: number | undefined,
+      within: ((name: string) => boolean) | undefined
+    ) =>
       Effect.gen(function* () {
         yield* wakeLazy(name)
         const catalog = yield* catalogOf(name)
@@ -297,7 +302,7 @@ export const make = (
           slot.index.update(catalog.tools)
           slot.version = catalog.version
         }
-        return slot.index.search(query, limit)
+        return slot.index.search(query, limit, within)
       })
 
     const byName = (name: string) =>
@@ -386,7 +391,7 @@ export const make = (
           Stream.mapEffect(() => catalogOf(name)),
           Stream.changesWith((a, b) => a.version === b.version && a.complete === b.complete)
         ),
-      searchTools: (query, { limit, agent = defaultAgent } = {}) => searchTools(query, agent, limit),
+      searchTools: (query, { limit, agent = defaultAgent, within } = {}) => searchTools(query, agent, limit, within),
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
       callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),

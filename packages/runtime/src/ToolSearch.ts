@@ -199,11 +199,17 @@ export interface Index {
    * only those whose name, title, description or parameters changed are indexed again.
    */
   readonly update: (tools: ReadonlyArray<Catalog.Entry>) => void
-  readonly search: (query: string, limit?: number) => Result
+  /**
+   * Ranks or selects among the tools `within` accepts (every tool when omitted): a gateway
+   * session bound to a tool group searches the agent's one index, never sees a tool outside it.
+   */
+  readonly search: (query: string, limit?: number, within?: (name: string) => boolean) => Result
   readonly size: () => number
   /** Documents indexed so far, first time or again (for tests and benchmarks: updates are incremental). */
   readonly writes: () => number
 }
+
+const everything = (): boolean => true
 
 export const make = (): Index => {
   const engine = new MiniSearch<Document>({
@@ -269,20 +275,24 @@ export const make = (): Index => {
     alike
   })
 
-  const select = (names: ReadonlyArray<string>): Result => {
+  const select = (names: ReadonlyArray<string>, within: (name: string) => boolean): Result => {
     const hits: Array<Hit> = []
     const unknown: Array<Unknown> = []
+    const known = [...indexed.keys()].filter(within)
     for (const name of names) {
+      const exact = indexed.get(name)
       const item =
-        indexed.get(name) ?? [...indexed.values()].find((i) => i.entry.name.toLowerCase() === name.toLowerCase())
-      if (item === undefined) unknown.push({ name, near: Catalog.nearNames(name, [...indexed.keys()]) })
+        exact !== undefined && within(name)
+          ? exact
+          : [...indexed.values()].find((i) => i.entry.name.toLowerCase() === name.toLowerCase() && within(i.entry.name))
+      if (item === undefined) unknown.push({ name, near: Catalog.nearNames(name, known) })
       else if (!hits.some((hit) => hit.name === item.entry.name)) hits.push(hitOf(item))
     }
     return { hits, unknown }
   }
 
   /** Ranked hits, one per definition: the names of its other copies go in `alike` (a few at most). */
-  const rank = (text: string, limit: number): Result => {
+  const rank = (text: string, limit: number, within: (name: string) => boolean): Result => {
     const groups = new Map<string, { readonly first: Indexed; readonly alike: Array<string> }>()
     const terms = words(text)
     const cutoff = maxDocumentShare * indexed.size
@@ -291,7 +301,7 @@ export const make = (): Index => {
     const query = (telling.length > 0 ? telling : terms).join(" ")
     for (const found of engine.search(query, { tokenize: (kept) => kept.split(" ") })) {
       const item = indexed.get(String(found.id))
-      if (item === undefined) continue
+      if (item === undefined || !within(item.entry.name)) continue
       const group = groups.get(item.definition)
       if (group !== undefined) {
         if (group.alike.length < 3) group.alike.push(item.entry.name)
@@ -303,10 +313,10 @@ export const make = (): Index => {
     return { hits: [...groups.values()].map((group) => hitOf(group.first, group.alike)), unknown: [] }
   }
 
-  const search = (query: string, limit?: number): Result => {
+  const search = (query: string, limit?: number, within: (name: string) => boolean = everything): Result => {
     const parsed = parse(query)
-    if (parsed._tag === "Select") return select(parsed.names)
-    return parsed.text === "" ? { hits: [], unknown: [] } : rank(parsed.text, clampLimit(limit))
+    if (parsed._tag === "Select") return select(parsed.names, within)
+    return parsed.text === "" ? { hits: [], unknown: [] } : rank(parsed.text, clampLimit(limit), within)
   }
 
   return { update, search, size: () => indexed.size, writes: () => writes }

@@ -115,11 +115,16 @@ export interface Registry {
    * Ranks the agent's tools for a natural-language query (BM25 over name, title, description and
    * parameter names), deferred and last-known ones included; `select:NAME[,NAME]` selects exactly.
    * Lazy toolsets that never listed their tools are started first, as a call of an unknown name
-   * would. `limit` defaults to 5, at most 50.
+   * would. `limit` defaults to 5, at most 50. `within` narrows the search to the tools it accepts
+   * (a gateway session's tool group): the others are neither ranked nor selected.
    */
   readonly searchTools: (
     query: string,
-    options?: { readonly limit?: number | undefined; readonly agent?: string | undefined }
+    options?: {
+      readonly limit?: number | undefined
+      readonly agent?: string | undefined
+      readonly within?: ((name: string) => boolean) | undefined
+    }
   ) => Effect.Effect<ToolSearch.Result, UnknownAgent>
   readonly callTool: (
     tool: string,

@@ -1,6 +1,7 @@
 /** Toolvisor runtime: the toolset registry, its catalog and status stream, as Layers. */
 export * as BearerAuth from "./BearerAuth.ts"
 export * as Catalog from "./Catalog.ts"
+export * as Deferral from "./Deferral.ts"
 export * as HttpGate from "./HttpGate.ts"
 export * as Inspection from "./Inspection.ts"
 export * as LocalRegistry from "./LocalRegistry.ts"

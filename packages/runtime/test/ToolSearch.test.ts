@@ -104,6 +104,25 @@ describe("ToolSearch", () => {
     assert.deepStrictEqual(names(index.search("SELECT:Memory_Read_Graph")), ["memory_read_graph"])
   })
 
+  it("within a tool group: ranks, folds and selects only the tools it accepts, a full page of them", () => {
+    const index = indexOf()
+    const github = (name: string) => name.startsWith("github-2_")
+    const found = index.search("create a new issue in a GitHub repository", 5, github)
+    assert.strictEqual(found.hits.length, 5)
+    assert.isTrue(found.hits.every((hit) => github(hit.name)))
+    assert.strictEqual(found.hits[0]?.name, "github-2_create_issue")
+    // Its copies outside the group are not named either.
+    assert.deepStrictEqual(found.hits[0]?.alike, [])
+    const selected = index.search("select:github_create_issue,github-2_create_issue", 5, github)
+    assert.deepStrictEqual(names(selected), ["github-2_create_issue"])
+    assert.deepStrictEqual(
+      selected.unknown.map((u) => u.name),
+      ["github_create_issue"]
+    )
+    assert.isTrue((selected.unknown[0]?.near ?? []).every(github))
+    assert.deepStrictEqual(names(index.search("sum of two numbers", 5, github)).includes("everything_get-sum"), false)
+  })
+
   it("an empty query finds nothing; a limit is kept within 1..50; a huge query is cut, not refused", () => {
     const index = indexOf()
     assert.deepStrictEqual(index.search("   ").hits, [])

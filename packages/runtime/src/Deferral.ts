@@ -2,11 +2,13 @@
  * How an agent loop offers deferred tools: every eager tool, one `search_tools` tool in place of
  * the deferred ones, and — from the next model call on, for the rest of the conversation — the
  * deferred tools a search returned. What a conversation has loaded is its own: two conversations,
- * or two agents built from one config, never see each other's (the evva rule). Both adapters
- * (effect/ai, AI SDK) share this module, so the model reads the same tool and the same answers.
+ * or two agents built from one config, never see each other's (the evva rule). The agent adapters
+ * (effect/ai, AI SDK) and the gateway's sessions share this module, so a model reads the same tool
+ * and the same answers whichever way it is served.
  */
-import type { Catalog, ToolSearch } from "@toolvisor/runtime"
 import * as Predicate from "effect/Predicate"
+import type * as Catalog from "./Catalog.ts"
+import type * as ToolSearch from "./ToolSearch.ts"
 
 /** The name the model calls the search by. */
 export const name = "search_tools"
