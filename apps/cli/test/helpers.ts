@@ -6,7 +6,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { Procfs } from "@toolvisor/core"
+import * as Procfs from "@toolvisor/core/internal/procfs"
 import * as Net from "../../../test/support/Net.ts"
 
 export const root = NodePath.resolve(import.meta.dirname, "../../..")

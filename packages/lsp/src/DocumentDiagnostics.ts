@@ -8,7 +8,8 @@
  * just opened) is waited for, within the call's deadline, and then for its push.
  */
 
-import { Deadline, WallClock } from "@toolvisor/core"
+import { Deadline } from "@toolvisor/core"
+import * as WallClock from "@toolvisor/core/internal/wallClock"
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
 import type * as Documents from "./Documents.ts"

@@ -10,7 +10,8 @@
  * SIGTERM and SIGKILL for the ones that ignore that too.
  */
 import * as NodePath from "node:path"
-import { Classify, LifecycleError, ServerProcess, type Session, WallClock } from "@toolvisor/core"
+import { Classify, LifecycleError, ServerProcess, type Session } from "@toolvisor/core"
+import * as WallClock from "@toolvisor/core/internal/wallClock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"

@@ -149,7 +149,7 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
       kind: "lsp",
       spec,
       supervisor,
-      ...Toolset.lifecycle(supervisor),
+      ...Toolset.supervisedBy(supervisor),
       tools,
       callTool
     } satisfies LspToolset

@@ -3,7 +3,7 @@
  * A Schema, so config files decode into it with errors that name the field; remote URLs must be
  * absolute http(s) URLs.
  */
-import { HttpUrl } from "@toolvisor/core"
+import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as HeadersHelper from "./HeadersHelper.ts"

@@ -404,7 +404,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       name,
       kind: McpSpec.kind(spec),
       supervisor,
-      ...Toolset.lifecycle(supervisor),
+      ...Toolset.supervisedBy(supervisor),
       tools: listing((session) => session.tools.get),
       callTool,
       callToolWith: callTool,

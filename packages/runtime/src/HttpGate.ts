@@ -8,7 +8,7 @@
  * when tokens come from one.
  */
 import type { OAuthProtectedResourceMetadata } from "@modelcontextprotocol/sdk/shared/auth.js"
-import { HttpUrl } from "@toolvisor/core"
+import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
