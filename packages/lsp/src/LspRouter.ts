@@ -11,11 +11,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
+import * as ToolHandlers from "./internal/toolHandlers.ts"
+import * as ToolResults from "./internal/toolResults.ts"
+import * as Workspace from "./internal/workspace.ts"
 import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
-import * as ToolHandlers from "./ToolHandlers.ts"
-import * as ToolResults from "./ToolResults.ts"
-import * as Workspace from "./Workspace.ts"
 
 /** A language-server toolset as the router sees it: any toolset with the spec that says what files it takes. */
 export interface Backend extends Toolset.Toolset {

@@ -6,8 +6,8 @@
 import { Toolset } from "@toolvisor/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as ArgsCheck from "./ArgsCheck.ts"
-import type * as Capabilities from "./Capabilities.ts"
+import * as ArgsCheck from "./internal/argsCheck.ts"
+import type * as Capabilities from "./internal/capabilities.ts"
 
 export interface Definition<S extends Schema.ConstraintDecoder<unknown>> {
   readonly name: string

@@ -12,12 +12,12 @@ import { LifecycleError, Policy, Redaction, State, Supervisor, Toolset } from "@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type * as Capabilities from "./Capabilities.ts"
+import type * as Capabilities from "./internal/capabilities.ts"
+import * as ToolHandlers from "./internal/toolHandlers.ts"
+import * as ToolResults from "./internal/toolResults.ts"
 import * as LspConnector from "./LspConnector.ts"
 import type * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
-import * as ToolHandlers from "./ToolHandlers.ts"
-import * as ToolResults from "./ToolResults.ts"
 
 export interface Options {
   readonly name: string

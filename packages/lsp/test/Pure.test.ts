@@ -1,13 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Result from "effect/Result"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Capabilities from "../src/Capabilities.ts"
-import * as Edits from "../src/Edits.ts"
+import * as Capabilities from "../src/internal/capabilities.ts"
+import * as Edits from "../src/internal/edits.ts"
+import * as Paths from "../src/internal/paths.ts"
+import * as Render from "../src/internal/render.ts"
 import * as LspRouter from "../src/LspRouter.ts"
 import * as LspSpec from "../src/LspSpec.ts"
 import * as LspTools from "../src/LspTools.ts"
-import * as Paths from "../src/Paths.ts"
-import * as Render from "../src/Render.ts"
 
 describe("positions and paths", () => {
   it("tool positions are 1-based, wire positions 0-based", () => {

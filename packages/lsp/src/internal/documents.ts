@@ -10,8 +10,8 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Paths from "./Paths.ts"
-import type * as Requests from "./Requests.ts"
+import * as Paths from "./paths.ts"
+import type * as Requests from "./requests.ts"
 
 /** A file argument the tool cannot use: missing, a directory, unreadable. A tool error, not a crash. */
 export class FileProblem extends Data.TaggedError("FileProblem")<{

@@ -17,7 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Protocol from "vscode-languageserver-protocol"
-import * as Workspace from "./Workspace.ts"
+import * as Workspace from "./workspace.ts"
 
 export class EditFailed extends Data.TaggedError("EditFailed")<{ readonly path: string; readonly message: string }> {}
 
