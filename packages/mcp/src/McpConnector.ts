@@ -33,13 +33,13 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as HeadersHelper from "./HeadersHelper.ts"
 import * as EnvFile from "./internal/envFile.ts"
+import * as HeadersHelper from "./internal/headersHelper.ts"
+import * as OAuthProvider from "./internal/oauthProvider.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
+import * as TokenStore from "./internal/tokenStore.ts"
+import * as ToolCache from "./internal/toolCache.ts"
 import type * as McpSpec from "./McpSpec.ts"
-import * as OAuthProvider from "./OAuthProvider.ts"
-import * as TokenStore from "./TokenStore.ts"
-import * as ToolCache from "./ToolCache.ts"
 
 type Cache<A> = ToolCache.ToolCache<ReadonlyArray<A>, LifecycleError.LifecycleError>
 

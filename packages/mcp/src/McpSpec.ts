@@ -6,7 +6,7 @@
 import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as HeadersHelper from "./HeadersHelper.ts"
+import * as HeadersHelper from "./internal/headersHelper.ts"
 
 const Env = Schema.Record(Schema.String, Schema.String)
 

@@ -9,7 +9,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as TokenStore from "../src/TokenStore.ts"
+import * as TokenStore from "../src/internal/tokenStore.ts"
 
 /** A folder of the test's own, removed with its scope; the store lives in `<folder>/oauth`. */
 const folder = Effect.acquireRelease(
