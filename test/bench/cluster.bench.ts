@@ -17,8 +17,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
-import type { ToolsetRegistry } from "@toolvisor/runtime"
-import { LocalRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -120,7 +119,7 @@ const program = Effect.gen(function* () {
   // 1. In-process registry, no cluster.
   const local = yield* Effect.scoped(
     Effect.gen(function* () {
-      const registry = yield* LocalRegistry.make(setup)
+      const registry = yield* ToolsetRegistry.make(setup)
       yield* started(registry)
       return {
         echo: yield* latencies(registry, "bench_echo", calls),

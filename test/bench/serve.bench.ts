@@ -45,7 +45,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { ConfigLoader } from "@toolvisor/config"
 import * as Procfs from "@toolvisor/core/internal/procfs"
-import { LocalRegistry, type ToolsetRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -407,7 +407,7 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
     if (backend._tag === "stdio") {
       const config = await Effect.runPromise(ConfigLoader.load(configPath))
       const registry: ToolsetRegistry.Registry = await Effect.runPromise(
-        LocalRegistry.make(config).pipe(Scope.provide(scope))
+        ToolsetRegistry.make(config).pipe(Scope.provide(scope))
       )
       await Effect.runPromise(registry.start)
       const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()

@@ -11,8 +11,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as ToolCatalogs from "../../../test/support/ToolCatalogs.ts"
-import * as LocalRegistry from "../src/LocalRegistry.ts"
-import type * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
+import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
 
 export const fixtureServer = NodePath.resolve(import.meta.dirname, "../../mcp/test/fixtures/fixture-server.mjs")
 
@@ -94,10 +93,10 @@ export const untilBoard = (
 ) => registry.status.pipe(Stream.filter(p), Stream.runHead, Effect.map(Option.getOrThrow))
 
 /** A registry in its own scope, so a test can close it and check what is left. */
-export const open = (value: AgentConfig.Config, options: LocalRegistry.Options = {}) =>
+export const open = (value: AgentConfig.Config, options: ToolsetRegistry.Options = {}) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
-    const registry = yield* LocalRegistry.make(value, options).pipe(Scope.provide(scope))
+    const registry = yield* ToolsetRegistry.make(value, options).pipe(Scope.provide(scope))
     return { registry, close: Scope.close(scope, Exit.void) }
   })
 

@@ -15,27 +15,17 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as Catalog from "./Catalog.ts"
-import * as Inspection from "./Inspection.ts"
-import * as McpRoutes from "./McpRoutes.ts"
-import * as Offer from "./Offer.ts"
-import * as Routing from "./Routing.ts"
-import * as Surfaces from "./Surfaces.ts"
-import * as Telemetry from "./Telemetry.ts"
-import * as ToolSearch from "./ToolSearch.ts"
-import * as ToolsetRegistry from "./ToolsetRegistry.ts"
-import * as Toolsets from "./Toolsets.ts"
-import * as Unresolved from "./Unresolved.ts"
-
-export interface Options {
-  /** The agent whose catalog is served by default; the config's first agent when omitted. */
-  readonly agent?: string
-  /**
-   * Builds the toolset of a config entry in the given scope; by default it runs in this process.
-   * A cluster registry builds a client of the toolset's entity instead, and reuses the rest.
-   */
-  readonly build?: (entry: AgentConfig.ToolsetConfig) => Effect.Effect<Toolsets.Built, never, Scope.Scope>
-}
+import * as Catalog from "../Catalog.ts"
+import * as Inspection from "../Inspection.ts"
+import * as McpRoutes from "../McpRoutes.ts"
+import * as Offer from "../Offer.ts"
+import * as Routing from "../Routing.ts"
+import * as Surfaces from "../Surfaces.ts"
+import * as Telemetry from "../Telemetry.ts"
+import * as ToolSearch from "../ToolSearch.ts"
+import * as ToolsetRegistry from "../ToolsetRegistry.ts"
+import * as Toolsets from "../Toolsets.ts"
+import * as Unresolved from "../Unresolved.ts"
 
 /** One running toolset and what the registry knows about it. */
 interface Running extends Routing.Entry {
@@ -49,7 +39,7 @@ const permanentTags = new Set(["AuthRequired", "CapabilityMissing"])
 
 export const make = (
   initial: AgentConfig.Config,
-  options: Options = {}
+  options: ToolsetRegistry.Options = {}
 ): Effect.Effect<ToolsetRegistry.Registry, ToolsetRegistry.UnknownAgent, Scope.Scope> =>
   Effect.gen(function* () {
     const registryScope = yield* Effect.scope
