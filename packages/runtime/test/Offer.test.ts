@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
 import type * as Catalog from "../src/Catalog.ts"
-import * as Offer from "../src/Offer.ts"
+import * as Offer from "../src/internal/offer.ts"
 import { fixtureEntry } from "./helpers.ts"
 
 const tool = (toolset: string, name: string, prefix = true): Catalog.Entry => ({

@@ -17,15 +17,15 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "../Catalog.ts"
 import * as Inspection from "../Inspection.ts"
-import * as McpRoutes from "../McpRoutes.ts"
-import * as Offer from "../Offer.ts"
-import * as Routing from "../Routing.ts"
 import * as Surfaces from "../Surfaces.ts"
 import * as Telemetry from "../Telemetry.ts"
 import * as ToolSearch from "../ToolSearch.ts"
 import * as ToolsetRegistry from "../ToolsetRegistry.ts"
 import * as Toolsets from "../Toolsets.ts"
 import * as Unresolved from "../Unresolved.ts"
+import * as McpRoutes from "./mcpRoutes.ts"
+import * as Offer from "./offer.ts"
+import * as Routing from "./routing.ts"
 
 /** One running toolset and what the registry knows about it. */
 interface Running extends Routing.Entry {
