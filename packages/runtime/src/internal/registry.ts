@@ -6,7 +6,7 @@
  * stops and replaces toolsets, and shuts them all down at once.
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
-import { Redaction, State, type Toolset } from "@toolvisor/core"
+import { LifecycleError, Redaction, State, type Toolset } from "@toolvisor/core"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -35,7 +35,14 @@ interface Running extends Routing.Entry {
   streak: number
 }
 
-const permanentTags = new Set(["AuthRequired", "CapabilityMissing"])
+/**
+ * A toolset `reprobe` retries: down (stopped, failed, or waiting out a backoff) on an error a
+ * retry may fix.
+ */
+export const isReprobeable = (s: State.StatusSnapshot): boolean =>
+  (State.isTerminal(s.state) || s.state === "Restarting") &&
+  s.lastError !== undefined &&
+  !LifecycleError.isPermanentTag(s.lastError.tag)
 
 export const make = (
   initial: AgentConfig.Config,
@@ -305,15 +312,7 @@ export const make = (
       })
 
     const reprobe = Effect.gen(function* () {
-      const candidates = yield* Effect.filter(inOrder(), (entry) =>
-        Effect.map(
-          entry.toolset.state,
-          (s) =>
-            (State.isTerminal(s.state) || s.state === "Restarting") &&
-            s.lastError !== undefined &&
-            !permanentTags.has(s.lastError.tag)
-        )
-      )
+      const candidates = yield* Effect.filter(inOrder(), (entry) => Effect.map(entry.toolset.state, isReprobeable))
       const results = yield* Effect.forEach(
         candidates,
         (entry) => Effect.map(Effect.result(entry.toolset.restart), (result) => ({ entry, result })),
