@@ -170,8 +170,11 @@ export const inlayHints = define({
   args: RangeArgs
 })
 
-/** Every tool, in catalogue order. */
-export const all = [
+/**
+ * Every tool by its key, in catalogue order: the one list of LSP tools. `ToolHandlers` must give
+ * each key a handler (its type says so), so a tool cannot be listed without one or the reverse.
+ */
+export const definitions = {
   workspace,
   diagnostics,
   hover,
@@ -187,7 +190,10 @@ export const all = [
   typeHierarchy,
   signatureHelp,
   inlayHints
-] as const
+} as const
+
+/** Every tool, in catalogue order. */
+export const all: ReadonlyArray<Definition<Schema.ConstraintDecoder<unknown>>> = Object.values(definitions)
 
 /** Tools that concern the whole workspace rather than one file: a router asks every server. */
 export const workspaceWide: ReadonlySet<string> = new Set([workspace.name, workspaceSymbols.name])

@@ -363,23 +363,26 @@ const inlayHints = bind(LspTools.inlayHints, (session, args) =>
   })
 )
 
+/** A handler for every tool of `LspTools.definitions`, under the same key: the compiler checks that none is missing. */
+const byKey: { readonly [K in keyof typeof LspTools.definitions]: Handler } = {
+  workspace,
+  diagnostics,
+  hover,
+  definition,
+  references,
+  implementations,
+  documentSymbols,
+  workspaceSymbols,
+  codeActions,
+  rename,
+  format,
+  callHierarchy,
+  typeHierarchy,
+  signatureHelp,
+  inlayHints
+}
+
 /** Every handler, by tool name. */
 export const handlers: ReadonlyMap<string, Handler> = new Map(
-  [
-    workspace,
-    diagnostics,
-    hover,
-    definition,
-    references,
-    implementations,
-    documentSymbols,
-    workspaceSymbols,
-    codeActions,
-    rename,
-    format,
-    callHierarchy,
-    typeHierarchy,
-    signatureHelp,
-    inlayHints
-  ].map((handler) => [handler.definition.name, handler])
+  Object.values(byKey).map((handler) => [handler.definition.name, handler])
 )
