@@ -331,6 +331,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     )
     capabilities = Capabilities.make(initialized.capabilities)
     documents = yield* Documents.make({
+      toolset: name,
       notify: requests.notify,
       sync: initialized.capabilities.textDocumentSync,
       seq: diagnostics.seqUnsafe

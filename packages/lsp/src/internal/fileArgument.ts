@@ -27,6 +27,7 @@ const pathOf = (
       ? Result.succeed(path)
       : Result.fail(
           new Documents.FileProblem({
+            toolset: session.name,
             argument: "file",
             path,
             message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`
