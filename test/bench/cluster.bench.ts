@@ -24,8 +24,8 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as ClusterClient from "../../packages/cluster/src/ClusterClient.ts"
 import * as ClusterRegistry from "../../packages/cluster/src/ClusterRegistry.ts"
+import * as ClusterRunner from "../../packages/cluster/src/ClusterRunner.ts"
 import * as Orphans from "../../packages/cluster/src/Orphans.ts"
-import * as Runner from "../../packages/cluster/src/Runner.ts"
 import { config, journalEntry } from "../../packages/cluster/test/helpers.ts"
 import * as Postgres from "../../packages/cluster/test/Postgres.ts"
 import { type RunnerProcess, startRunner, stopRunner, timers } from "../../packages/cluster/test/Runners.ts"
@@ -131,7 +131,7 @@ const program = Effect.gen(function* () {
   // 2. This process is the only runner: the entity is local, reached through Sharding.
   const sameRunner = yield* Effect.scoped(
     Effect.gen(function* () {
-      const context = yield* Layer.build(Runner.layer({ postgres: url, host: "127.0.0.1", port: 24481, timers }))
+      const context = yield* Layer.build(ClusterRunner.layer({ postgres: url, host: "127.0.0.1", port: 24481, timers }))
       const registry = yield* ClusterRegistry.make(setup).pipe(Effect.provideContext(context))
       yield* started(registry)
       const echo = yield* latencies(registry, "bench_echo", calls)
