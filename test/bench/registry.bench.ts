@@ -24,7 +24,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import { config, fixtureEntry, fixtureServer } from "../../packages/runtime/test/helpers.ts"
+import { config, fixtureEntry, fixtureServer } from "../support/Registry.ts"
 import {
   ascending,
   formatter,

@@ -65,7 +65,7 @@ const READY_TIMEOUT_MS = 30_000
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
 const cliMain = NodePath.join(root, "apps/cli/src/main.ts")
-const fixtureServer = NodePath.join(root, "packages/mcp/test/fixtures/fixture-server.mjs")
+const fixtureServer = NodePath.join(root, "test/support/fixture-server.mjs")
 const cliArgs = ["--conditions=@toolvisor/source", cliMain]
 
 /**

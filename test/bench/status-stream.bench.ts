@@ -18,7 +18,7 @@ import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import * as StatusServer from "../../apps/cli/src/StatusServer.ts"
-import { config, fixtureEntry } from "../../packages/runtime/test/helpers.ts"
+import { config, fixtureEntry } from "../support/Registry.ts"
 import { ascending, formatter, median, percentile, renderTable } from "./stats.ts"
 
 const RATE = 1_000

@@ -5,15 +5,15 @@
 import * as NodePath from "node:path"
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as ToolCatalogs from "../../../test/support/ToolCatalogs.ts"
-import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
+import * as ToolCatalogs from "./ToolCatalogs.ts"
 
-export const fixtureServer = NodePath.resolve(import.meta.dirname, "../../mcp/test/fixtures/fixture-server.mjs")
+export const fixtureServer = NodePath.join(import.meta.dirname, "fixture-server.mjs")
 
 export interface EntryOptions {
   readonly prefix?: string

@@ -19,7 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Predicate from "effect/Predicate"
 import * as Scope from "effect/Scope"
-import { config, fixtureEntry } from "../../../packages/runtime/test/helpers.ts"
+import { config, fixtureEntry } from "../../../test/support/Registry.ts"
 import * as Gateway from "../src/Gateway.ts"
 
 const sessions = { idle: Duration.minutes(10), max: 100 }

@@ -7,7 +7,15 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
-import { config, fixtureEntry, fixtureServer, open, statusOf, text, untilBoard } from "./helpers.ts"
+import {
+  config,
+  fixtureEntry,
+  fixtureServer,
+  open,
+  statusOf,
+  text,
+  untilBoard
+} from "../../../test/support/Registry.ts"
 
 const pidsOf = (board: ReadonlyArray<{ readonly pid?: number | undefined }>) =>
   board.flatMap((s) => (s.pid === undefined ? [] : [s.pid]))

@@ -8,9 +8,9 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
+import { fixtureServer, untilBoard } from "../../../test/support/Registry.ts"
 import * as Runtime from "../src/Runtime.ts"
 import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
-import { fixtureServer, untilBoard } from "./helpers.ts"
 
 const yaml = (servers: ReadonlyArray<string>) =>
   [
