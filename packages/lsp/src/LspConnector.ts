@@ -69,6 +69,7 @@ export interface LspSession {
   >
 }
 
+/** What the connector needs: the toolset's name, the server's spec, and how long the handshake may wait for the server to settle. */
 export interface Options {
   readonly name: string
   readonly spec: LspSpec.LspSpec
@@ -115,6 +116,7 @@ const wallTimeout = <A>(promise: Promise<A>, millis: number): Promise<A | undefi
     )
   })
 
+/** What Toolvisor tells a server it can do as a client in `initialize`. */
 export const clientCapabilities: Protocol.ClientCapabilities = {
   general: { positionEncodings: ["utf-16"] },
   window: { workDoneProgress: true },
@@ -163,6 +165,7 @@ export const clientCapabilities: Protocol.ClientCapabilities = {
   }
 }
 
+/** A connector for a Supervisor: each connect spawns the server and completes the LSP handshake. */
 export const make = (options: Options): Session.Connector<LspSession> => ({
   connect: Effect.gen(function* () {
     const { name, spec } = options

@@ -22,6 +22,7 @@ export interface Backend extends Toolset.Toolset {
   readonly spec: LspSpec.LspSpec
 }
 
+/** Several language servers as one toolset, with each backend still reachable. */
 export interface LspRouter extends Toolset.Toolset {
   readonly backends: ReadonlyArray<Backend>
 }
@@ -50,6 +51,7 @@ export const mergeListings = (
   return incomplete === undefined || incomplete.complete ? { complete: true, items } : { ...incomplete, items }
 }
 
+/** Routes file tools by file type and sends workspace-wide tools to every usable backend. */
 export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter => {
   const snapshot = Effect.gen(function* () {
     const statuses = yield* Effect.forEach(backends, (backend) => backend.state)

@@ -55,6 +55,7 @@ export interface McpSession {
   readonly progress: Progress
 }
 
+/** Routes the server's progress notifications to the call that asked for them, by progress token. */
 export interface Progress {
   readonly track: (token: string, listener: (params: ProgressNotification["params"]) => void) => () => void
 }
@@ -93,6 +94,7 @@ export interface LogMessage {
   readonly data: unknown
 }
 
+/** What the connector needs to open a session: the toolset's name, the server's spec, and optional client info, debounce and hooks. */
 export interface Options {
   readonly name: string
   readonly spec: McpSpec.McpSpec
@@ -129,6 +131,7 @@ interface Link {
   readonly secrets: ReadonlyArray<string>
 }
 
+/** A connector for a Supervisor: each connect spawns or dials the server and completes the MCP handshake. */
 export const make = (options: Options): Session.Connector<McpSession> => ({
   connect: Effect.gen(function* () {
     const { name, spec } = options

@@ -18,6 +18,7 @@ import * as OAuthProvider from "./internal/oauthProvider.ts"
 import * as TokenStore from "./internal/tokenStore.ts"
 import type * as McpSpec from "./McpSpec.ts"
 
+/** What `login` needs: the toolset, its remote spec, and how to show the user the authorization URL. */
 export interface LoginOptions {
   readonly name: string
   readonly spec: McpSpec.Http | McpSpec.Sse

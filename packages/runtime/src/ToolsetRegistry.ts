@@ -84,11 +84,13 @@ export interface ReprobeReport {
   readonly failing: ReadonlyArray<{ readonly toolset: string; readonly error: string }>
 }
 
+/** How a tool call through the registry can fail: no such tool, the tool's own error, or its toolset's. */
 export type CallError = UnknownTool | Toolset.ToolError | LifecycleError.LifecycleError
 
 /** How a request for a prompt, a resource or a completion can fail. */
 export type SurfaceError = McpSurfaces.SurfaceError | UnknownAgent
 
+/** The registry's operations: catalogs and calls, the toolsets' status and control, prompts and resources, reload. */
 export interface Registry {
   /** The agent whose catalog `catalog` and `callTool` serve when no agent is named. */
   readonly agent: string
