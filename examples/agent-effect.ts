@@ -13,7 +13,7 @@
 import * as NodePath from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
 import { AgentLoop } from "@toolvisor/ai"
-import { Runtime } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Chat from "effect/ai/Chat"
 import * as LanguageModel from "effect/ai/LanguageModel"
 import * as Prompt from "effect/ai/Prompt"
@@ -56,7 +56,7 @@ const scriptedModel = Layer.effect(
 NodeRuntime.runMain(
   program.pipe(
     Effect.provide(AgentLoop.layer()),
-    Effect.provide(Runtime.layerFile(config)),
+    Effect.provide(ToolsetRegistry.layerFile(config)),
     Effect.provide(scriptedModel)
   )
 )

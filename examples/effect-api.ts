@@ -1,5 +1,5 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Runtime, ToolsetRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 
@@ -17,4 +17,4 @@ const program = Effect.gen(function* () {
 })
 
 // Closing the Layer (the program's end, Ctrl-C or SIGTERM) stops every toolset.
-NodeRuntime.runMain(program.pipe(Effect.provide(Runtime.layerFile(process.argv[2] ?? "agent.yaml"))))
+NodeRuntime.runMain(program.pipe(Effect.provide(ToolsetRegistry.layerFile(process.argv[2] ?? "agent.yaml"))))

@@ -1,5 +1,5 @@
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
-import { Runtime, ToolsetRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { OtlpSerialization, OtlpTracer, PrometheusMetrics } from "effect/observability"
@@ -18,5 +18,5 @@ const program = Effect.gen(function* () {
 })
 
 NodeRuntime.runMain(
-  program.pipe(Effect.provide(Runtime.layerFile(process.argv[2] ?? "agent.yaml")), Effect.provide(Traced))
+  program.pipe(Effect.provide(ToolsetRegistry.layerFile(process.argv[2] ?? "agent.yaml")), Effect.provide(Traced))
 )

@@ -7,7 +7,7 @@
  */
 import * as NodePath from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
-import { Runtime, ToolsetRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 
@@ -38,4 +38,4 @@ const program = Effect.gen(function* () {
 })
 
 // runMain turns Ctrl-C into interruption, so every toolset is stopped and no server outlives us.
-NodeRuntime.runMain(program.pipe(Effect.provide(Runtime.layerFile(config))))
+NodeRuntime.runMain(program.pipe(Effect.provide(ToolsetRegistry.layerFile(config))))

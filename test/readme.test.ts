@@ -176,6 +176,16 @@ describe("README", () => {
     assert.include(result.stdout, "everything: Ready")
   })
 
+  it("the control example runs to its end: events, stop, restart, reprobe, errors caught by tag", async () => {
+    const result = await runExample("examples/effect-control.ts", [agentConfig()])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(result.stdout, "everything: Ready -> Stopped")
+    assert.include(result.stdout, "while stopped: everything: not running (Stopped)")
+    assert.include(result.stdout, "everything: Starting -> Ready")
+    assert.include(result.stdout, "reprobe: 0 recovered, 0 failing")
+    assert.include(result.stdout, "no such tool; near: everything_echo")
+  })
+
   it("the observability example sends its spans to a collector and prints the metrics", async () => {
     let traces = 0
     const collector = NodeHttp.createServer((req, res) => {

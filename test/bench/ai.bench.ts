@@ -23,7 +23,7 @@ import * as Toolkit from "effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { everything } from "../../packages/ai/test/helpers.ts"
-import { config, open } from "../../packages/runtime/test/helpers.ts"
+import { config, open } from "../support/Registry.ts"
 import * as DeferredTools from "./deferred-tools.ts"
 import { ascending, formatter, gc, max, median, percentile, renderTable, seededRandom, shuffled } from "./stats.ts"
 

@@ -1,6 +1,6 @@
 /**
  * The call path's own cost, interleaved in one process: a raw SDK `Client`, `registry.callTool`
- * (the Effect API, through `Runtime.layerFile`) and `registry.callToolNow` (the gateway's path)
+ * (the Effect API, through `ToolsetRegistry.layerFile`) and `registry.callToolNow` (the gateway's path)
  * calling `server-everything`'s `echo`. Two transports:
  *   - stdio, where the path's cost shows (a call is a fraction of a millisecond): the registry's
  *     two series share its toolset's server, the raw client has its own, started through `setsid`
@@ -27,7 +27,7 @@ import * as NodePath from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Runtime, ToolsetRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Net from "../support/Net.ts"
@@ -48,7 +48,7 @@ type Series = (calls: number, times: Array<number>) => Promise<void>
 
 /** The three series against one toolset named `everything` in `config`, and `raw`. */
 const measure = async (title: string, raw: Client, config: string): Promise<number> => {
-  const runtime = ManagedRuntime.make(Runtime.layerFile(config))
+  const runtime = ManagedRuntime.make(ToolsetRegistry.layerFile(config))
   try {
     const registry = await runtime.runPromise(Effect.service(ToolsetRegistry.ToolsetRegistry))
     await runtime.runPromise(registry.start)

@@ -17,16 +17,15 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
-import type { ToolsetRegistry } from "@toolvisor/runtime"
-import { LocalRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as ClusterClient from "../../packages/cluster/src/ClusterClient.ts"
 import * as ClusterRegistry from "../../packages/cluster/src/ClusterRegistry.ts"
+import * as ClusterRunner from "../../packages/cluster/src/ClusterRunner.ts"
 import * as Orphans from "../../packages/cluster/src/Orphans.ts"
-import * as Runner from "../../packages/cluster/src/Runner.ts"
 import { config, journalEntry } from "../../packages/cluster/test/helpers.ts"
 import * as Postgres from "../../packages/cluster/test/Postgres.ts"
 import { type RunnerProcess, startRunner, stopRunner, timers } from "../../packages/cluster/test/Runners.ts"
@@ -120,7 +119,7 @@ const program = Effect.gen(function* () {
   // 1. In-process registry, no cluster.
   const local = yield* Effect.scoped(
     Effect.gen(function* () {
-      const registry = yield* LocalRegistry.make(setup)
+      const registry = yield* ToolsetRegistry.make(setup)
       yield* started(registry)
       return {
         echo: yield* latencies(registry, "bench_echo", calls),
@@ -132,7 +131,7 @@ const program = Effect.gen(function* () {
   // 2. This process is the only runner: the entity is local, reached through Sharding.
   const sameRunner = yield* Effect.scoped(
     Effect.gen(function* () {
-      const context = yield* Layer.build(Runner.layer({ postgres: url, host: "127.0.0.1", port: 24481, timers }))
+      const context = yield* Layer.build(ClusterRunner.layer({ postgres: url, host: "127.0.0.1", port: 24481, timers }))
       const registry = yield* ClusterRegistry.make(setup).pipe(Effect.provideContext(context))
       yield* started(registry)
       const echo = yield* latencies(registry, "bench_echo", calls)

@@ -20,7 +20,7 @@ import * as Effect from "effect/Effect"
 import { countTokens } from "gpt-tokenizer"
 import { everything } from "../../packages/ai/test/helpers.ts"
 import * as ScriptedModel from "../../packages/ai/test/ScriptedModel.ts"
-import { config, open, replay } from "../../packages/runtime/test/helpers.ts"
+import { config, open, replay } from "../support/Registry.ts"
 import * as ToolCatalogs from "../support/ToolCatalogs.ts"
 import { ascending, formatter, gc, median, percentile, renderTable } from "./stats.ts"
 

@@ -28,7 +28,7 @@ const STARTUP_TIMEOUT_MS = 1_000
 const TARGET_MS = 50
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
-const fixture = NodePath.join(root, "packages/mcp/test/fixtures/fixture-server.mjs")
+const fixture = NodePath.join(root, "test/support/fixture-server.mjs")
 const tempDir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-init-bench-"))
 
 const fmt = formatter(1)

@@ -9,7 +9,7 @@
  * Run: npm run bench:redaction
  */
 import { Redaction, type Toolset } from "@toolvisor/core"
-import { Secrets } from "@toolvisor/runtime"
+import * as Secrets from "@toolvisor/runtime/internal/secrets"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"

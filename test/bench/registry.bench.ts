@@ -1,7 +1,7 @@
 /**
- * Registry benchmark (issue 5): `LocalRegistry` over N real stdio MCP servers (the MCP fixture
+ * Registry benchmark (issue 5): `ToolsetRegistry.make` over N real stdio MCP servers (the MCP fixture
  * server, run with this Node), in one process with the real clock:
- *   1. start of N = 1, 10, 50: `LocalRegistry.make(config)` + `registry.start`, wall time until all
+ *   1. start of N = 1, 10, 50: `ToolsetRegistry.make(config)` + `registry.start`, wall time until all
  *      Ready, against the cold start of one server alone (spawn + initialize + tools/list) through the
  *      registry with N = 1 and through a raw SDK `Client` + `StdioClientTransport`, measured in the
  *      same run; each N in a fresh scope that is closed, after which no server pid may be alive;
@@ -19,12 +19,12 @@ import * as NodeOs from "node:os"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { ServerProcess } from "@toolvisor/core"
-import { LocalRegistry, type ToolsetRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import { config, fixtureEntry, fixtureServer } from "../../packages/runtime/test/helpers.ts"
+import { config, fixtureEntry, fixtureServer } from "../support/Registry.ts"
 import {
   ascending,
   formatter,
@@ -120,7 +120,7 @@ const registryRun = <A>(n: number, whileReady: WhileReady<A>) =>
     const before = process.cpuUsage()
     const epoch = Date.now()
     const start = performance.now()
-    const registry = yield* LocalRegistry.make(value).pipe(Scope.provide(scope))
+    const registry = yield* ToolsetRegistry.make(value).pipe(Scope.provide(scope))
     yield* registry.start
     const wall = performance.now() - start
     const runtimeCpu = cpuSince(before)
@@ -240,7 +240,7 @@ const memory = (running: ReadonlyArray<number>) =>
 // ---- the program --------------------------------------------------------------------------------
 
 const program = Effect.gen(function* () {
-  yield* Console.log("Registry benchmark: LocalRegistry over N stdio MCP fixture servers (real processes)")
+  yield* Console.log("Registry benchmark: ToolsetRegistry.make over N stdio MCP fixture servers (real processes)")
   yield* Console.log(
     `  Node ${process.version} (${process.platform}/${process.arch}, ${CORES} CPUs, ${NodeOs.cpus()[0]?.model ?? "?"})`
   )
@@ -305,7 +305,7 @@ const program = Effect.gen(function* () {
   )
 
   yield* Console.log(
-    "\n1b. Start of N servers: LocalRegistry.make + registry.start until all Ready (fresh scope per N, closed after)"
+    "\n1b. Start of N servers: ToolsetRegistry.make + registry.start until all Ready (fresh scope per N, closed after)"
   )
   yield* Console.log(
     renderTable(

@@ -44,8 +44,8 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { ConfigLoader } from "@toolvisor/config"
-import { Procfs } from "@toolvisor/core"
-import { LocalRegistry, type ToolsetRegistry } from "@toolvisor/runtime"
+import * as Procfs from "@toolvisor/core/internal/procfs"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -65,7 +65,7 @@ const READY_TIMEOUT_MS = 30_000
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
 const cliMain = NodePath.join(root, "apps/cli/src/main.ts")
-const fixtureServer = NodePath.join(root, "packages/mcp/test/fixtures/fixture-server.mjs")
+const fixtureServer = NodePath.join(root, "test/support/fixture-server.mjs")
 const cliArgs = ["--conditions=@toolvisor/source", cliMain]
 
 /**
@@ -407,7 +407,7 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
     if (backend._tag === "stdio") {
       const config = await Effect.runPromise(ConfigLoader.load(configPath))
       const registry: ToolsetRegistry.Registry = await Effect.runPromise(
-        LocalRegistry.make(config).pipe(Scope.provide(scope))
+        ToolsetRegistry.make(config).pipe(Scope.provide(scope))
       )
       await Effect.runPromise(registry.start)
       const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()

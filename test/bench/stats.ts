@@ -2,7 +2,7 @@
  * Helpers shared by the benchmarks in this folder: forced GC, order statistics, number formatting
  * and a plain-text table.
  */
-import { Procfs } from "@toolvisor/core"
+import * as Procfs from "@toolvisor/core/internal/procfs"
 
 /** Forces a full GC; `script` is the npm script that runs the benchmark with --expose-gc. */
 export const gc = (script: string): void => {

@@ -5,20 +5,20 @@
  *      process): delivery latency p50/p99/max from publish to a subscriber parsing the frame, events
  *      lost, and the CPU of this process per subscriber — (CPU with 100 subscribers − CPU with 0) /
  *      100, an upper bound since the clients' parsing runs here too;
- *   2. calls: `echo` on a real MCP fixture server through `LocalRegistry.callTool`, p50 of 300
+ *   2. calls: `echo` on a real MCP fixture server through `registry.callTool`, p50 of 300
  *      sequential calls with no status server, then with the status routes and 100 subscribers
  *      attached, alternated in blocks; the target is a ratio ≤ 1.05.
  *
  * Run: cd /work/main && npm run bench:status
  */
 import * as NodeHttp from "node:http"
-import { HttpGate, LocalRegistry, ToolsetRegistry } from "@toolvisor/runtime"
+import { HttpGate, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import * as StatusServer from "../../apps/cli/src/StatusServer.ts"
-import { config, fixtureEntry } from "../../packages/runtime/test/helpers.ts"
+import { config, fixtureEntry } from "../support/Registry.ts"
 import { ascending, formatter, median, percentile, renderTable } from "./stats.ts"
 
 const RATE = 1_000
@@ -154,7 +154,7 @@ const fanOut = (subscribers: number) =>
   }).pipe(Effect.scoped)
 
 const callP50s = Effect.gen(function* () {
-  const registry = yield* LocalRegistry.make(config([fixtureEntry("fx")]))
+  const registry = yield* ToolsetRegistry.make(config([fixtureEntry("fx")]))
   yield* registry.start
   const call = Effect.gen(function* () {
     const started = now()

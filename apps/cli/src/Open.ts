@@ -8,7 +8,7 @@
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { type AgentConfig, ConfigLoader } from "@toolvisor/config"
-import { LocalRegistry, OrphanSweep, type ToolsetRegistry } from "@toolvisor/runtime"
+import { OrphanSweep, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -98,7 +98,7 @@ export const open = (target: Target) =>
     const loaded = yield* load(target)
     const options = agentOptions(target.agent)
     const registry = yield* Option.match(target.cluster, {
-      onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(loaded.config, options)),
+      onNone: () => Effect.andThen(OrphanSweep.start, ToolsetRegistry.make(loaded.config, options)),
       onSome: (postgres) => joinCluster(postgres, loaded.config, options)
     })
     const opened: Opened = { ...loaded, registry }

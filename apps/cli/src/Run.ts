@@ -6,7 +6,7 @@
  * routes and the dashboard besides.
  */
 import * as NodePath from "node:path"
-import { Runtime } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -60,7 +60,7 @@ const opened = (options: Options) =>
       yield* Effect.logInfo(`status at http://${HttpListen.hostPort(address.host, address.port)}/`)
     }
     if (options.watch) {
-      yield* Runtime.watch(result.path, result.reload, result.registry)
+      yield* ToolsetRegistry.watch(result.path, result.reload, result.registry)
     }
     return result
   })

@@ -2,7 +2,7 @@
  * `toolvisor runner`: this process becomes a cluster runner that hosts toolsets for `--cluster`
  * clients, until SIGTERM. Loaded only for this command, with the cluster and its SQL driver.
  */
-import { Runner, Sealing } from "@toolvisor/cluster"
+import { ClusterRunner, Sealing } from "@toolvisor/cluster"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -31,7 +31,7 @@ export const run = Effect.fn("toolvisor.runner")(function* (options: Options) {
     shutdownGrace: yield* DurationFlag.parse(options.shutdownGrace, "--shutdown-grace")
   }
   const key = Sealing.fromEnv()
-  yield* Runner.start({
+  yield* ClusterRunner.start({
     postgres: options.postgres,
     host: options.host,
     port: options.port,

@@ -8,7 +8,7 @@
 import * as NodeFs from "node:fs"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { AgentConfig } from "@toolvisor/config"
-import { HttpUrl } from "@toolvisor/core"
+import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import { HttpGate, StatusHttp, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"

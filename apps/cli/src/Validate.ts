@@ -11,7 +11,7 @@
  */
 import { type AgentConfig, AllowList, ConfigLoader, DeferList, JsonSchema, ToolGroups } from "@toolvisor/config"
 import { Redaction, type Toolset } from "@toolvisor/core"
-import { Catalog, LocalRegistry, OrphanSweep } from "@toolvisor/runtime"
+import { Catalog, OrphanSweep, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -155,7 +155,7 @@ const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effec
         }))
       }
       // As every CLI registry: its servers are marked, so a killed check leaves none behind for long.
-      const registry = yield* Effect.andThen(OrphanSweep.start, LocalRegistry.make(trial))
+      const registry = yield* Effect.andThen(OrphanSweep.start, ToolsetRegistry.make(trial))
       const failed: Array<string> = []
       const listed = new Map<string, ReadonlyArray<Toolset.Tool>>()
       for (const toolset of config.toolsets) {

@@ -9,7 +9,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as OAuthServer from "../../../packages/mcp/test/OAuthServer.ts"
+import * as OAuthServer from "../../../test/support/OAuthServer.ts"
 import { cliArgs, root, runCli, writeConfig, yaml } from "./helpers.ts"
 
 /** Runs `auth` and plays the browser as soon as it prints the login URL. */

@@ -1,5 +1,5 @@
 /**
- * The gateway over real fixture servers: an SDK client on one side, a LocalRegistry of real MCP
+ * The gateway over real fixture servers: an SDK client on one side, a registry (`ToolsetRegistry.make`) of real MCP
  * processes on the other, over streamable HTTP and over an in-memory pair standing in for stdio.
  */
 import * as NodeHttp from "node:http"
@@ -12,14 +12,14 @@ import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/tran
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
-import { LocalRegistry } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Predicate from "effect/Predicate"
 import * as Scope from "effect/Scope"
-import { config, fixtureEntry } from "../../../packages/runtime/test/helpers.ts"
+import { config, fixtureEntry } from "../../../test/support/Registry.ts"
 import * as Gateway from "../src/Gateway.ts"
 
 const sessions = { idle: Duration.minutes(10), max: 100 }
@@ -29,7 +29,7 @@ const localhost = { port: 0, host: "127.0.0.1", sessions }
 const openRegistry = (entries: ReadonlyArray<AgentConfig.ToolsetConfig>) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
-    const registry = yield* LocalRegistry.make(config(entries)).pipe(Scope.provide(scope))
+    const registry = yield* ToolsetRegistry.make(config(entries)).pipe(Scope.provide(scope))
     yield* registry.start
     return { registry, close: Scope.close(scope, Exit.void) }
   })

@@ -1,7 +1,8 @@
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Owner, Procfs } from "@toolvisor/core"
+import { Owner } from "@toolvisor/core"
+import * as Procfs from "@toolvisor/core/internal/procfs"
 import * as Effect from "effect/Effect"
 import { everything, mcpEntry, root, Session, writeConfig, yaml } from "./helpers.ts"
 

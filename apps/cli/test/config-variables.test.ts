@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import * as Effect from "effect/Effect"
-import * as OAuthServer from "../../../packages/mcp/test/OAuthServer.ts"
+import * as OAuthServer from "../../../test/support/OAuthServer.ts"
 import { cliArgs, mcpEntry, root, runCli, until, writeConfig, yaml } from "./helpers.ts"
 
 interface Status {

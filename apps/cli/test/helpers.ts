@@ -6,13 +6,13 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { Procfs } from "@toolvisor/core"
+import * as Procfs from "@toolvisor/core/internal/procfs"
 import * as Net from "../../../test/support/Net.ts"
 
 export const root = NodePath.resolve(import.meta.dirname, "../../..")
 /** The installed entry point; `bundle.setup.ts` has built the bundle it loads. */
 export const bin = NodePath.join(root, "apps/cli/bin/toolvisor.js")
-export const fixtureServer = NodePath.join(root, "packages/mcp/test/fixtures/fixture-server.mjs")
+export const fixtureServer = NodePath.join(root, "test/support/fixture-server.mjs")
 export const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 export const tsServer = NodePath.join(root, "node_modules/.bin/typescript-language-server")
 export const tsProject = NodePath.join(root, "packages/lsp/test/fixtures/ts-project")

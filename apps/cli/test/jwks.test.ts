@@ -9,8 +9,8 @@ import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import * as Effect from "effect/Effect"
-import * as OAuthServer from "../../../packages/mcp/test/OAuthServer.ts"
-import * as OAuthTokens from "../../../packages/runtime/test/OAuthTokens.ts"
+import * as OAuthServer from "../../../test/support/OAuthServer.ts"
+import * as OAuthTokens from "../../../test/support/OAuthTokens.ts"
 import { freePort, mcpEntry, runCli, Session, until, writeConfig, yaml } from "./helpers.ts"
 
 /** The CLI in the test's scope: killed, and waited for, when the test ends. */

@@ -11,7 +11,7 @@
  * error the model reads, and the program finds the typed error on the step's `tool-error` part.
  */
 import type { Toolset } from "@toolvisor/core"
-import { type Catalog, Deferral, Runtime, ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, Deferral, ToolsetRegistry } from "@toolvisor/runtime"
 import { dynamicTool, jsonSchema, type ToolSet } from "ai"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -214,8 +214,8 @@ export interface Opened extends SupervisedTools, AsyncDisposable {
  * Starts the toolsets of a config file (docker-agent YAML or `mcpServers` JSON) and returns their
  * tools for the AI SDK. `await using` (or `close`) stops them all.
  */
-export const open = async (path: string, options: Options & Runtime.FileOptions = {}): Promise<Opened> => {
-  const runtime = ManagedRuntime.make(Runtime.layerFile(path, options))
+export const open = async (path: string, options: Options & ToolsetRegistry.FileOptions = {}): Promise<Opened> => {
+  const runtime = ManagedRuntime.make(ToolsetRegistry.layerFile(path, options))
   try {
     const registry = await runtime.runPromise(
       Effect.gen(function* () {

@@ -6,13 +6,13 @@
  * use them. `stopToolset` (and a reload that removes one) stops a toolset for everyone.
  */
 import type { AgentConfig } from "@toolvisor/config"
-import { LocalRegistry, Runtime } from "@toolvisor/runtime"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as RemoteToolset from "./RemoteToolset.ts"
 import { ToolsetEntity } from "./ToolsetEntity.ts"
 
-export interface Options extends Omit<LocalRegistry.Options, "build">, RemoteToolset.Options {}
+export interface Options extends Omit<ToolsetRegistry.Options, "build">, RemoteToolset.Options {}
 
 /** Builds toolsets as entity clients; pass it as the `build` option of the runtime's registries. */
 export const build = (options: RemoteToolset.Options = {}) =>
@@ -22,12 +22,12 @@ export const build = (options: RemoteToolset.Options = {}) =>
   )
 
 export const make = (config: AgentConfig.Config, options: Options = {}) =>
-  Effect.flatMap(build(options), (remote) => LocalRegistry.make(config, { ...options, build: remote }))
+  Effect.flatMap(build(options), (remote) => ToolsetRegistry.make(config, { ...options, build: remote }))
 
 /** The registry of an in-memory config, over the cluster the context's `Sharding` belongs to. */
-export const layer = (config: AgentConfig.Config, options: Options & Runtime.Options = {}) =>
-  Layer.unwrap(Effect.map(build(options), (remote) => Runtime.layer(config, { ...options, build: remote })))
+export const layer = (config: AgentConfig.Config, options: Options & ToolsetRegistry.LayerOptions = {}) =>
+  Layer.unwrap(Effect.map(build(options), (remote) => ToolsetRegistry.layer(config, { ...options, build: remote })))
 
 /** The registry of a config file, over the cluster; `watch` reloads it as the local one does. */
-export const layerFile = (path: string, options: Options & Runtime.FileOptions = {}) =>
-  Layer.unwrap(Effect.map(build(options), (remote) => Runtime.layerFile(path, { ...options, build: remote })))
+export const layerFile = (path: string, options: Options & ToolsetRegistry.FileOptions = {}) =>
+  Layer.unwrap(Effect.map(build(options), (remote) => ToolsetRegistry.layerFile(path, { ...options, build: remote })))

@@ -9,7 +9,8 @@
  * - a runner shutting down kills what its own toolsets left, after they were closed.
  * Linux only (it reads /proc); elsewhere the sweeps log that they cannot look and do nothing.
  */
-import { Owner, Procfs } from "@toolvisor/core"
+import { Owner } from "@toolvisor/core"
+import * as Procfs from "@toolvisor/core/internal/procfs"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

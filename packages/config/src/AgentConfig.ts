@@ -4,7 +4,8 @@
  * are in `HostConfig.ts`. The JSON Schema for editors is generated from the same definitions, so
  * the two can never disagree.
  */
-import { Policy, HttpUrl as Url } from "@toolvisor/core"
+import { Policy } from "@toolvisor/core"
+import * as Url from "@toolvisor/core/internal/httpUrl"
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"

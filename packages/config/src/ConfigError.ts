@@ -3,7 +3,8 @@
  * user can act on. Schema issues are flattened into that form here, unknown fields get a
  * "did you mean", and values that came from the environment are masked before anything is shown.
  */
-import { Levenshtein, Redaction } from "@toolvisor/core"
+import { Redaction } from "@toolvisor/core"
+import * as Levenshtein from "@toolvisor/core/internal/levenshtein"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"

@@ -14,8 +14,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as ProcessGroup from "./internal/processGroup.ts"
+import * as Procfs from "./internal/procfs.ts"
 import * as Watchdog from "./internal/watchdog.ts"
-import * as Procfs from "./Procfs.ts"
 
 /** The environment variable that holds the mark: `<owner pid>/<owner start time>`. */
 export const envKey = "TOOLVISOR_OWNER"

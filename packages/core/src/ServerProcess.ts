@@ -20,12 +20,12 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
 import * as ProcessGroup from "./internal/processGroup.ts"
+import { groupAlive } from "./internal/procfs.ts"
 import * as Stderr from "./internal/stderr.ts"
+import * as WallClock from "./internal/wallClock.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 import * as Owner from "./Owner.ts"
-import { groupAlive } from "./Procfs.ts"
 import * as Redaction from "./Redaction.ts"
-import * as WallClock from "./WallClock.ts"
 
 export interface Spec {
   readonly command: string
@@ -326,7 +326,7 @@ const endGroup = (
     yield* ProcessGroup.awaitGone(pgid, Duration.seconds(5))
   })
 
+/** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
+export { groupAlive, isAlive } from "./internal/procfs.ts"
 /** The bounds on what a server's stderr costs: the length of a line kept, and how fast it is read. */
 export { maxLineBytes as maxStderrLineBytes, readBytesPerSecond as stderrBytesPerSecond } from "./internal/stderr.ts"
-/** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
-export { groupAlive, isAlive } from "./Procfs.ts"

@@ -1,7 +1,7 @@
 /**
  * One actor per toolset. It takes messages (start, stop, restart; connect done, session ended,
- * timer fired, probe result) one at a time, asks `Lifecycle.transition` what follows, and runs the
- * commands it returns on the resources it holds: decisions live in `Lifecycle.ts`, the actor in
+ * timer fired, probe result) one at a time, asks `Transitions.transition` what follows, and runs the
+ * commands it returns on the resources it holds: decisions live in `internal/transitions.ts`, the actor in
  * `internal/actor.ts`, its resources in `internal/sessions.ts`. It publishes the status other
  * fibers read and runs requests on the live session. Handling a message never waits, so the
  * actor needs no fiber or mailbox of its own: a message is handled when it is posted, or right

@@ -113,8 +113,8 @@ export interface Toolset {
   ) => Promise<Exit.Exit<ToolResult, ToolError | LifecycleError.LifecycleError>> | undefined
 }
 
-/** The lifecycle half of a toolset: delegated as is to its supervisor. */
-export const lifecycle = <A>(
+/** The start, stop, restart and state half of a toolset, delegated as is to the supervisor that runs it. */
+export const supervisedBy = <A>(
   supervisor: Supervisor.Supervisor<A>
 ): Pick<Toolset, "start" | "stop" | "restart" | "state" | "changes" | "events"> => ({
   start: supervisor.start,

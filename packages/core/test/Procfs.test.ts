@@ -5,7 +5,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import * as Procfs from "../src/Procfs.ts"
+import * as Procfs from "../src/internal/procfs.ts"
 
 /** Runs `command` as a child for the test's scope; the child is killed when the scope closes. */
 const child = (command: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) =>

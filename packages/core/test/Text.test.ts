@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as HttpUrl from "../src/HttpUrl.ts"
-import * as Levenshtein from "../src/Levenshtein.ts"
+import * as HttpUrl from "../src/internal/httpUrl.ts"
+import * as Levenshtein from "../src/internal/levenshtein.ts"
 
 describe("the small shared helpers", () => {
   it("Levenshtein.distance counts single-character edits", () => {

@@ -5,9 +5,9 @@ import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Procfs from "../src/internal/procfs.ts"
 import * as Watchdog from "../src/internal/watchdog.ts"
 import * as Owner from "../src/Owner.ts"
-import * as Procfs from "../src/Procfs.ts"
 import { awaitMarked, group, liveOwner, stubborn, until } from "./processes.ts"
 
 /** The mark's variable in these tests: no Toolvisor on this host sweeps what carries it, so only the watchdog can. */

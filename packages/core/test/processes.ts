@@ -5,8 +5,8 @@
 import * as NodeChildProcess from "node:child_process"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
+import * as Procfs from "../src/internal/procfs.ts"
 import * as Owner from "../src/Owner.ts"
-import * as Procfs from "../src/Procfs.ts"
 
 /** Polls `done` every 10 ms until it holds (false after 5 s). */
 export const until = (done: () => boolean) =>

@@ -10,25 +10,26 @@
  * SIGTERM and SIGKILL for the ones that ignore that too.
  */
 import * as NodePath from "node:path"
-import { Classify, LifecycleError, ServerProcess, type Session, WallClock } from "@toolvisor/core"
+import { Classify, LifecycleError, ServerProcess, type Session } from "@toolvisor/core"
+import * as WallClock from "@toolvisor/core/internal/wallClock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Rpc from "vscode-jsonrpc/node"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Capabilities from "./Capabilities.ts"
-import * as Diagnostics from "./Diagnostics.ts"
-import * as Documents from "./Documents.ts"
-import * as Edits from "./Edits.ts"
+import * as Capabilities from "./internal/capabilities.ts"
+import * as Diagnostics from "./internal/diagnostics.ts"
+import * as Documents from "./internal/documents.ts"
+import * as Edits from "./internal/edits.ts"
+import * as Paths from "./internal/paths.ts"
+import * as Requests from "./internal/requests.ts"
+import * as StdinWriter from "./internal/stdinWriter.ts"
+import * as StdoutReader from "./internal/stdoutReader.ts"
+import * as WorkProgress from "./internal/workProgress.ts"
+import * as Workspace from "./internal/workspace.ts"
 import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
-import * as Paths from "./Paths.ts"
-import * as Requests from "./Requests.ts"
-import * as StdinWriter from "./StdinWriter.ts"
-import * as StdoutReader from "./StdoutReader.ts"
-import * as WorkProgress from "./WorkProgress.ts"
-import * as Workspace from "./Workspace.ts"
 
 /** What tool requests run on. */
 export interface LspSession {
@@ -68,6 +69,7 @@ export interface LspSession {
   >
 }
 
+/** What the connector needs: the toolset's name, the server's spec, and how long the handshake may wait for the server to settle. */
 export interface Options {
   readonly name: string
   readonly spec: LspSpec.LspSpec
@@ -114,6 +116,7 @@ const wallTimeout = <A>(promise: Promise<A>, millis: number): Promise<A | undefi
     )
   })
 
+/** What Toolvisor tells a server it can do as a client in `initialize`. */
 export const clientCapabilities: Protocol.ClientCapabilities = {
   general: { positionEncodings: ["utf-16"] },
   window: { workDoneProgress: true },
@@ -162,6 +165,7 @@ export const clientCapabilities: Protocol.ClientCapabilities = {
   }
 }
 
+/** A connector for a Supervisor: each connect spawns the server and completes the LSP handshake. */
 export const make = (options: Options): Session.Connector<LspSession> => ({
   connect: Effect.gen(function* () {
     const { name, spec } = options
@@ -330,6 +334,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     )
     capabilities = Capabilities.make(initialized.capabilities)
     documents = yield* Documents.make({
+      toolset: name,
       notify: requests.notify,
       sync: initialized.capabilities.textDocumentSync,
       seq: diagnostics.seqUnsafe

@@ -11,17 +11,18 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
+import * as ToolHandlers from "./internal/toolHandlers.ts"
+import * as ToolResults from "./internal/toolResults.ts"
+import * as Workspace from "./internal/workspace.ts"
 import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
-import * as ToolHandlers from "./ToolHandlers.ts"
-import * as ToolResults from "./ToolResults.ts"
-import * as Workspace from "./Workspace.ts"
 
 /** A language-server toolset as the router sees it: any toolset with the spec that says what files it takes. */
 export interface Backend extends Toolset.Toolset {
   readonly spec: LspSpec.LspSpec
 }
 
+/** Several language servers as one toolset, with each backend still reachable. */
 export interface LspRouter extends Toolset.Toolset {
   readonly backends: ReadonlyArray<Backend>
 }
@@ -50,6 +51,7 @@ export const mergeListings = (
   return incomplete === undefined || incomplete.complete ? { complete: true, items } : { ...incomplete, items }
 }
 
+/** Routes file tools by file type and sends workspace-wide tools to every usable backend. */
 export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter => {
   const snapshot = Effect.gen(function* () {
     const statuses = yield* Effect.forEach(backends, (backend) => backend.state)

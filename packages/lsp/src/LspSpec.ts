@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 
+/** How to run one language server; decoded from the config's `type: lsp` entry. */
 export class LspSpec extends Schema.Class<LspSpec>("LspSpec")({
   command: Schema.NonEmptyString,
   args: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([]))),

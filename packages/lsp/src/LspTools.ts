@@ -6,9 +6,10 @@
 import { Toolset } from "@toolvisor/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as ArgsCheck from "./ArgsCheck.ts"
-import type * as Capabilities from "./Capabilities.ts"
+import * as ArgsCheck from "./internal/argsCheck.ts"
+import type * as Capabilities from "./internal/capabilities.ts"
 
+/** One LSP tool: its name, description, argument schema and the server capability it needs. */
 export interface Definition<S extends Schema.ConstraintDecoder<unknown>> {
   readonly name: string
   readonly description: string
@@ -27,32 +28,41 @@ const Character = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
   description: "1-based column (UTF-16 code units)"
 })
 
+/** The arguments of a tool about one file. */
 export const FileArgs = Schema.Struct({ file: File })
+/** The arguments of a tool about one position in a file (1-based line and column). */
 export const PositionArgs = Schema.Struct({ file: File, line: Line, character: Character })
+/** `lsp_references`' arguments: a position, and whether to include the declaration. */
 export const ReferencesArgs = Schema.Struct({
   ...PositionArgs.fields,
   include_declaration: Schema.optionalKey(Schema.Boolean).annotate({
     description: "Include the declaration itself (default true)"
   })
 })
+/** A file and an optional range of lines. */
 export const RangeArgs = Schema.Struct({
   file: File,
   start_line: Schema.optionalKey(Line),
   end_line: Schema.optionalKey(Line)
 })
+/** `lsp_code_actions`' arguments: a file and the lines to act on. */
 export const CodeActionArgs = Schema.Struct({ file: File, start_line: Line, end_line: Schema.optionalKey(Line) })
+/** `lsp_rename`'s arguments: a position and the new name. */
 export const RenameArgs = Schema.Struct({
   ...PositionArgs.fields,
   new_name: Schema.NonEmptyString.annotate({ description: "The new name of the symbol" })
 })
+/** `lsp_call_hierarchy`'s arguments: a position and a direction (callers or callees). */
 export const CallHierarchyArgs = Schema.Struct({
   ...PositionArgs.fields,
   direction: Schema.Literals(["incoming", "outgoing"]).annotate({ description: "Callers (incoming) or callees" })
 })
+/** `lsp_type_hierarchy`'s arguments: a position and a direction (supertypes or subtypes). */
 export const TypeHierarchyArgs = Schema.Struct({
   ...PositionArgs.fields,
   direction: Schema.Literals(["supertypes", "subtypes"])
 })
+/** `lsp_workspace_symbols`' argument: the name or fragment to search for. */
 export const QueryArgs = Schema.Struct({
   query: Schema.String.annotate({ description: "Symbol name or fragment to search for" })
 })
@@ -64,6 +74,7 @@ export const NoArgs = Schema.Record(Schema.String, Schema.Unknown)
 
 const define = <S extends Schema.ConstraintDecoder<unknown>>(definition: Definition<S>): Definition<S> => definition
 
+/** `lsp_workspace`: what the server is and serves. */
 export const workspace = define({
   name: "lsp_workspace",
   description: "Language server info: name, version, capabilities, open documents. Start here.",
@@ -71,6 +82,7 @@ export const workspace = define({
   readOnly: true,
   args: NoArgs
 })
+/** `lsp_diagnostics`: the errors and warnings of a file, for the version just sent. */
 export const diagnostics = define({
   name: "lsp_diagnostics",
   description: "Errors and warnings of a file, fresh from the server. Call after every edit.",
@@ -78,6 +90,7 @@ export const diagnostics = define({
   readOnly: true,
   args: FileArgs
 })
+/** `lsp_hover`: the type and docs at a position. */
 export const hover = define({
   name: "lsp_hover",
   description: "Type and documentation of the symbol at a position.",
@@ -85,6 +98,7 @@ export const hover = define({
   readOnly: true,
   args: PositionArgs
 })
+/** `lsp_definition`: where the symbol at a position is defined. */
 export const definition = define({
   name: "lsp_definition",
   description: "Where the symbol at a position is defined.",
@@ -92,6 +106,7 @@ export const definition = define({
   readOnly: true,
   args: PositionArgs
 })
+/** `lsp_references`: every use of the symbol at a position. */
 export const references = define({
   name: "lsp_references",
   description: "Every use of the symbol at a position. Call before changing a symbol.",
@@ -99,6 +114,7 @@ export const references = define({
   readOnly: true,
   args: ReferencesArgs
 })
+/** `lsp_implementations`: the implementations of the interface or abstract member at a position. */
 export const implementations = define({
   name: "lsp_implementations",
   description: "Implementations of the interface or abstract member at a position.",
@@ -106,6 +122,7 @@ export const implementations = define({
   readOnly: true,
   args: PositionArgs
 })
+/** `lsp_document_symbols`: the outline of a file. */
 export const documentSymbols = define({
   name: "lsp_document_symbols",
   description: "Outline of a file: its classes, functions, variables, with lines.",
@@ -113,6 +130,7 @@ export const documentSymbols = define({
   readOnly: true,
   args: FileArgs
 })
+/** `lsp_workspace_symbols`: symbols across the workspace by name. */
 export const workspaceSymbols = define({
   name: "lsp_workspace_symbols",
   description: "Find symbols by name across the workspace.",
@@ -120,6 +138,7 @@ export const workspaceSymbols = define({
   readOnly: true,
   args: QueryArgs
 })
+/** `lsp_code_actions`: the fixes and refactorings the server offers for some lines (listed, not applied). */
 export const codeActions = define({
   name: "lsp_code_actions",
   description: "Quick fixes and refactorings the server offers for a line range (listed, not applied).",
@@ -127,6 +146,7 @@ export const codeActions = define({
   readOnly: true,
   args: CodeActionArgs
 })
+/** `lsp_rename`: renames a symbol across the workspace (writes files). */
 export const rename = define({
   name: "lsp_rename",
   description: "Rename the symbol at a position across the workspace; writes the files.",
@@ -134,6 +154,7 @@ export const rename = define({
   readOnly: false,
   args: RenameArgs
 })
+/** `lsp_format`: formats a file with the server's formatter (writes the file). */
 export const format = define({
   name: "lsp_format",
   description: "Format a file with the server's formatter; writes the file.",
@@ -141,6 +162,7 @@ export const format = define({
   readOnly: false,
   args: FileArgs
 })
+/** `lsp_call_hierarchy`: the callers or callees of the function at a position. */
 export const callHierarchy = define({
   name: "lsp_call_hierarchy",
   description: "Callers (incoming) or callees (outgoing) of the function at a position.",
@@ -148,6 +170,7 @@ export const callHierarchy = define({
   readOnly: true,
   args: CallHierarchyArgs
 })
+/** `lsp_type_hierarchy`: the supertypes or subtypes of the type at a position. */
 export const typeHierarchy = define({
   name: "lsp_type_hierarchy",
   description: "Supertypes or subtypes of the type at a position.",
@@ -155,6 +178,7 @@ export const typeHierarchy = define({
   readOnly: true,
   args: TypeHierarchyArgs
 })
+/** `lsp_signature_help`: the signature of the call at a position, with the active parameter. */
 export const signatureHelp = define({
   name: "lsp_signature_help",
   description: "Signatures of the call at a position, with the active parameter.",
@@ -162,6 +186,7 @@ export const signatureHelp = define({
   readOnly: true,
   args: PositionArgs
 })
+/** `lsp_inlay_hints`: the inferred types and parameter names the server would show inline. */
 export const inlayHints = define({
   name: "lsp_inlay_hints",
   description: "Inferred types and parameter names the server would show inline, for a line range.",
@@ -170,8 +195,11 @@ export const inlayHints = define({
   args: RangeArgs
 })
 
-/** Every tool, in catalogue order. */
-export const all = [
+/**
+ * Every tool by its key, in catalogue order: the one list of LSP tools. `ToolHandlers` must give
+ * each key a handler (its type says so), so a tool cannot be listed without one or the reverse.
+ */
+export const definitions = {
   workspace,
   diagnostics,
   hover,
@@ -187,7 +215,10 @@ export const all = [
   typeHierarchy,
   signatureHelp,
   inlayHints
-] as const
+} as const
+
+/** Every tool, in catalogue order. */
+export const all: ReadonlyArray<Definition<Schema.ConstraintDecoder<unknown>>> = Object.values(definitions)
 
 /** Tools that concern the whole workspace rather than one file: a router asks every server. */
 export const workspaceWide: ReadonlySet<string> = new Set([workspace.name, workspaceSymbols.name])

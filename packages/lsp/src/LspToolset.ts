@@ -12,19 +12,21 @@ import { LifecycleError, Policy, Redaction, State, Supervisor, Toolset } from "@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type * as Capabilities from "./Capabilities.ts"
+import type * as Capabilities from "./internal/capabilities.ts"
+import * as ToolHandlers from "./internal/toolHandlers.ts"
+import * as ToolResults from "./internal/toolResults.ts"
 import * as LspConnector from "./LspConnector.ts"
 import type * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
-import * as ToolHandlers from "./ToolHandlers.ts"
-import * as ToolResults from "./ToolResults.ts"
 
+/** What an LSP toolset is built from. */
 export interface Options {
   readonly name: string
   readonly spec: LspSpec.LspSpec
   readonly policy?: Policy.Policy
 }
 
+/** A language server as a toolset, with its supervisor and spec. */
 export interface LspToolset extends Toolset.Toolset {
   readonly spec: LspSpec.LspSpec
   readonly supervisor: Supervisor.Supervisor<LspConnector.LspSession>
@@ -40,6 +42,7 @@ export const defaultHealth: Policy.Health = {
   failures: 2
 }
 
+/** The toolset's policy with the LSP health check (`defaultHealth`) when the config sets none. */
 export const effectivePolicy = (policy: Policy.Policy): Policy.Policy => ({
   ...policy,
   health: policy.health ?? defaultHealth
@@ -53,6 +56,7 @@ export const effectivePolicy = (policy: Policy.Policy): Policy.Policy => ({
 export const settleWithin = (policy: Policy.Policy): number =>
   policy.startupTimeout === undefined ? LspConnector.defaultSettle : Duration.toMillis(policy.startupTimeout) / 2
 
+/** A supervised LSP toolset, in the current scope (closing it stops the server); nothing starts until `start`. */
 export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, spec } = options
@@ -149,7 +153,7 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
       kind: "lsp",
       spec,
       supervisor,
-      ...Toolset.lifecycle(supervisor),
+      ...Toolset.supervisedBy(supervisor),
       tools,
       callTool
     } satisfies LspToolset

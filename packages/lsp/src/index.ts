@@ -1,21 +1,11 @@
-/** Toolvisor LSP: language servers as supervised toolsets of `lsp_*` agent tools. */
-export * as ArgsCheck from "./ArgsCheck.ts"
-export * as Capabilities from "./Capabilities.ts"
-export * as Diagnostics from "./Diagnostics.ts"
-export * as DocumentDiagnostics from "./DocumentDiagnostics.ts"
-export * as Documents from "./Documents.ts"
-export * as Edits from "./Edits.ts"
-export * as FileArgument from "./FileArgument.ts"
+/**
+ * Toolvisor LSP: language servers as supervised toolsets of `lsp_*` agent tools.
+ *
+ * Modules under `src/internal/` (the session's documents, requests, edits, rendering…) are not
+ * part of this API and may change in any release.
+ */
 export * as LspConnector from "./LspConnector.ts"
 export * as LspRouter from "./LspRouter.ts"
 export * as LspSpec from "./LspSpec.ts"
 export * as LspTools from "./LspTools.ts"
 export * as LspToolset from "./LspToolset.ts"
-export * as Paths from "./Paths.ts"
-export * as Render from "./Render.ts"
-export * as Requests from "./Requests.ts"
-export * as StdinWriter from "./StdinWriter.ts"
-export * as ToolHandlers from "./ToolHandlers.ts"
-export * as ToolResults from "./ToolResults.ts"
-export * as TypeHierarchy from "./TypeHierarchy.ts"
-export * as Workspace from "./Workspace.ts"

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Schema from "effect/Schema"
-import * as ArgsCheck from "../src/ArgsCheck.ts"
+import * as ArgsCheck from "../src/internal/argsCheck.ts"
 import * as LspTools from "../src/LspTools.ts"
 
 /** Values for one argument: right and wrong types, bounds, literals, and what JSON cannot carry. */

@@ -9,8 +9,8 @@ import * as NodeUrl from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Protocol from "vscode-languageserver-protocol"
-import * as Edits from "../src/Edits.ts"
-import * as Workspace from "../src/Workspace.ts"
+import * as Edits from "../src/internal/edits.ts"
+import * as Workspace from "../src/internal/workspace.ts"
 import { escapes, snapshot } from "./helpers.ts"
 
 const uri = (path: string) => NodeUrl.pathToFileURL(path).href

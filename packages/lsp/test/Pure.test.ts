@@ -1,13 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Result from "effect/Result"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Capabilities from "../src/Capabilities.ts"
-import * as Edits from "../src/Edits.ts"
+import * as Capabilities from "../src/internal/capabilities.ts"
+import * as Edits from "../src/internal/edits.ts"
+import * as Paths from "../src/internal/paths.ts"
+import * as Render from "../src/internal/render.ts"
+import * as ToolHandlers from "../src/internal/toolHandlers.ts"
 import * as LspRouter from "../src/LspRouter.ts"
 import * as LspSpec from "../src/LspSpec.ts"
 import * as LspTools from "../src/LspTools.ts"
-import * as Paths from "../src/Paths.ts"
-import * as Render from "../src/Render.ts"
 
 describe("positions and paths", () => {
   it("tool positions are 1-based, wire positions 0-based", () => {
@@ -44,6 +45,12 @@ describe("capability filter", () => {
     assert.isFalse(Capabilities.isEnabled(false))
     assert.isFalse(Capabilities.isEnabled(null))
     assert.isFalse(Capabilities.isEnabled(undefined))
+  })
+  it("every tool of the catalogue has exactly one handler, bound to the catalogue's own definition", () => {
+    assert.deepStrictEqual(Array.from(ToolHandlers.handlers.keys()).sort(), LspTools.all.map((d) => d.name).sort())
+    for (const definition of LspTools.all) {
+      assert.strictEqual(ToolHandlers.handlers.get(definition.name)?.definition, definition, definition.name)
+    }
   })
   it("unknown capabilities give the full catalogue; known ones keep the always-on tools plus supported ones", () => {
     assert.lengthOf(LspTools.available(undefined), 15)

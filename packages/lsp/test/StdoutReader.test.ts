@@ -9,7 +9,7 @@ import * as NodeVm from "node:vm"
 import { assert, describe, it } from "@effect/vitest"
 import { RawMessage } from "@toolvisor/core"
 import * as Rpc from "vscode-jsonrpc/node"
-import * as StdoutReader from "../src/StdoutReader.ts"
+import * as StdoutReader from "../src/internal/stdoutReader.ts"
 
 NodeV8.setFlagsFromString("--expose-gc")
 const collect: unknown = NodeVm.runInNewContext("gc")

@@ -9,7 +9,7 @@ import * as NodePath from "node:path"
 import * as NodeUrl from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import * as Result from "effect/Result"
-import * as Workspace from "../src/Workspace.ts"
+import * as Workspace from "../src/internal/workspace.ts"
 
 /** `<base>/ws` with `src/a.ts`, `<base>/outside` with `x.ts`, and `<base>/link` → `ws`. */
 const tree = () => {

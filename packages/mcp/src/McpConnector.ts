@@ -33,13 +33,13 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as HeadersHelper from "./HeadersHelper.ts"
 import * as EnvFile from "./internal/envFile.ts"
+import * as HeadersHelper from "./internal/headersHelper.ts"
+import * as OAuthProvider from "./internal/oauthProvider.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
+import * as TokenStore from "./internal/tokenStore.ts"
+import * as ToolCache from "./internal/toolCache.ts"
 import type * as McpSpec from "./McpSpec.ts"
-import * as OAuthProvider from "./OAuthProvider.ts"
-import * as TokenStore from "./TokenStore.ts"
-import * as ToolCache from "./ToolCache.ts"
 
 type Cache<A> = ToolCache.ToolCache<ReadonlyArray<A>, LifecycleError.LifecycleError>
 
@@ -55,6 +55,7 @@ export interface McpSession {
   readonly progress: Progress
 }
 
+/** Routes the server's progress notifications to the call that asked for them, by progress token. */
 export interface Progress {
   readonly track: (token: string, listener: (params: ProgressNotification["params"]) => void) => () => void
 }
@@ -93,6 +94,7 @@ export interface LogMessage {
   readonly data: unknown
 }
 
+/** What the connector needs to open a session: the toolset's name, the server's spec, and optional client info, debounce and hooks. */
 export interface Options {
   readonly name: string
   readonly spec: McpSpec.McpSpec
@@ -129,6 +131,7 @@ interface Link {
   readonly secrets: ReadonlyArray<string>
 }
 
+/** A connector for a Supervisor: each connect spawns or dials the server and completes the MCP handshake. */
 export const make = (options: Options): Session.Connector<McpSession> => ({
   connect: Effect.gen(function* () {
     const { name, spec } = options

@@ -3,13 +3,14 @@
  * A Schema, so config files decode into it with errors that name the field; remote URLs must be
  * absolute http(s) URLs.
  */
-import { HttpUrl } from "@toolvisor/core"
+import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as HeadersHelper from "./HeadersHelper.ts"
+import * as HeadersHelper from "./internal/headersHelper.ts"
 
 const Env = Schema.Record(Schema.String, Schema.String)
 
+/** A server run as a child process, spoken to over its stdin and stdout. */
 export class Stdio extends Schema.TaggedClass<Stdio>()("stdio", {
   command: Schema.NonEmptyString,
   args: Schema.Array(Schema.String).pipe(
@@ -22,6 +23,7 @@ export class Stdio extends Schema.TaggedClass<Stdio>()("stdio", {
   envFile: Schema.optionalKey(Schema.String)
 }) {}
 
+/** An absolute http:// or https:// URL. */
 export const Url = Schema.String.pipe(
   Schema.check(Schema.makeFilter(HttpUrl.is, { message: "Expected an absolute http:// or https:// URL" }))
 )
@@ -49,10 +51,13 @@ const remote = {
   headersHelper: Schema.optionalKey(HeadersHelper.Spec)
 }
 
+/** A remote server over streamable HTTP. */
 export class Http extends Schema.TaggedClass<Http>()("http", remote) {}
 
+/** A remote server over the older HTTP+SSE transport. */
 export class Sse extends Schema.TaggedClass<Sse>()("sse", remote) {}
 
+/** How to reach one MCP server: by process, streamable HTTP or SSE. */
 export const McpSpec = Schema.Union([Stdio, Http, Sse])
 
 export type McpSpec = typeof McpSpec.Type

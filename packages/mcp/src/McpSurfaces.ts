@@ -52,10 +52,13 @@ export interface ResourceUpdate {
   readonly reason: "updated" | "reconnected"
 }
 
+/** What a completion request names: a prompt's or a resource template's argument, and its value so far. */
 export type CompleteParams = CompleteRequest["params"]
 
+/** The values a server offers to complete an argument. */
 export type Completion = CompleteResult["completion"]
 
+/** How a request for a prompt, a resource or a completion can fail. */
 export type SurfaceError = RequestFailed | LifecycleError.LifecycleError
 
 /** Options of a request: `_meta` is passed to the server as is. */
@@ -63,6 +66,7 @@ export interface RequestOptions {
   readonly _meta?: { readonly [key: string]: unknown }
 }
 
+/** An MCP toolset's prompts, resources, subscriptions, completions and server logs. */
 export interface Surfaces {
   /** The prompts; while the toolset restarts, the last-known ones, marked incomplete. */
   readonly prompts: Effect.Effect<Toolset.Listing<Prompt>, LifecycleError.LifecycleError>
@@ -90,6 +94,7 @@ export interface Made {
   readonly hooks: McpConnector.Hooks
 }
 
+/** What the surfaces of one toolset are built from. */
 export interface Options {
   readonly name: string
   readonly logLevel?: LoggingLevel | undefined

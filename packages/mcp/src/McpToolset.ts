@@ -28,6 +28,7 @@ import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 import * as McpSurfaces from "./McpSurfaces.ts"
 
+/** What an MCP toolset is built from. */
 export interface Options {
   readonly name: string
   readonly spec: McpSpec.McpSpec
@@ -38,6 +39,7 @@ export interface Options {
   readonly logLevel?: LoggingLevel | undefined
 }
 
+/** An MCP server as a toolset: its tools, and its prompts, resources and logs. */
 export interface McpToolset extends Toolset.Toolset, McpSurfaces.Surfaces {
   readonly supervisor: Supervisor.Supervisor<McpConnector.McpSession>
   readonly callToolNow: NonNullable<Toolset.Toolset["callToolNow"]>
@@ -109,6 +111,7 @@ export interface CallOptions {
   readonly _meta?: { readonly [key: string]: unknown } | undefined
 }
 
+/** A supervised MCP toolset, in the current scope (closing it stops the server); nothing starts until `start`. */
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, spec } = options
@@ -404,7 +407,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       name,
       kind: McpSpec.kind(spec),
       supervisor,
-      ...Toolset.lifecycle(supervisor),
+      ...Toolset.supervisedBy(supervisor),
       tools: listing((session) => session.tools.get),
       callTool,
       callToolWith: callTool,

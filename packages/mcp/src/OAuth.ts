@@ -14,10 +14,11 @@ import { LifecycleError, Redaction } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as OAuthProvider from "./internal/oauthProvider.ts"
+import * as TokenStore from "./internal/tokenStore.ts"
 import type * as McpSpec from "./McpSpec.ts"
-import * as OAuthProvider from "./OAuthProvider.ts"
-import * as TokenStore from "./TokenStore.ts"
 
+/** What `login` needs: the toolset, its remote spec, and how to show the user the authorization URL. */
 export interface LoginOptions {
   readonly name: string
   readonly spec: McpSpec.Http | McpSpec.Sse

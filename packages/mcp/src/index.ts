@@ -1,10 +1,11 @@
-/** Toolvisor MCP: MCP servers (stdio, streamable HTTP, SSE) as supervised toolsets. */
-export * as HeadersHelper from "./HeadersHelper.ts"
+/**
+ * Toolvisor MCP: MCP servers (stdio, streamable HTTP, SSE) as supervised toolsets.
+ *
+ * Modules under `src/internal/` (the headers helper, the OAuth client provider and its token
+ * store, the tool cache, the pipe transport) are not part of this API and may change in any release.
+ */
 export * as McpConnector from "./McpConnector.ts"
 export * as McpSpec from "./McpSpec.ts"
 export * as McpSurfaces from "./McpSurfaces.ts"
 export * as McpToolset from "./McpToolset.ts"
 export * as OAuth from "./OAuth.ts"
-export * as OAuthProvider from "./OAuthProvider.ts"
-export * as TokenStore from "./TokenStore.ts"
-export * as ToolCache from "./ToolCache.ts"

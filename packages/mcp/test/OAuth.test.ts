@@ -11,12 +11,12 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import * as Scope from "effect/Scope"
+import * as OAuthServer from "../../../test/support/OAuthServer.ts"
+import * as TokenStore from "../src/internal/tokenStore.ts"
 import * as McpSpec from "../src/McpSpec.ts"
 import * as McpToolset from "../src/McpToolset.ts"
 import * as OAuth from "../src/OAuth.ts"
-import * as TokenStore from "../src/TokenStore.ts"
 import { fastPolicy, freePort, inState, textOf } from "./helpers.ts"
-import * as OAuthServer from "./OAuthServer.ts"
 
 /** A token directory of the test's own, removed with its scope. */
 const tempStore = Effect.acquireRelease(

@@ -7,9 +7,9 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { LifecycleError, Redaction } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
+import * as OAuthProvider from "../src/internal/oauthProvider.ts"
+import * as TokenStore from "../src/internal/tokenStore.ts"
 import * as McpSpec from "../src/McpSpec.ts"
-import * as OAuthProvider from "../src/OAuthProvider.ts"
-import * as TokenStore from "../src/TokenStore.ts"
 
 const tempStore = Effect.acquireRelease(
   Effect.sync(() => TokenStore.make(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "tv-store-")))),

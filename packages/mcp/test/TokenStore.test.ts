@@ -9,7 +9,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as TokenStore from "../src/TokenStore.ts"
+import * as TokenStore from "../src/internal/tokenStore.ts"
 
 /** A folder of the test's own, removed with its scope; the store lives in `<folder>/oauth`. */
 const folder = Effect.acquireRelease(
@@ -111,6 +111,48 @@ describe("TokenStore: what it finds", () => {
       assert.strictEqual(modeOf(store.pathOf(key)), 0o644, "another user's file is not ours to change")
       NodeFs.chownSync(store.dir, other, other)
       assert.include((yield* refusal(store.save(entry))).path, store.dir)
+    })
+  )
+
+  it.effect("a token file that is not JSON, or not the shape save writes, is refused by its path", () =>
+    Effect.gen(function* () {
+      const store = TokenStore.make(NodePath.join(yield* folder, "oauth"))
+      yield* Effect.promise(() => store.save(entry))
+      const path = store.pathOf(key)
+      for (const [contents, names] of [
+        ['{"serverUrl":"https://mcp.example/mcp","tok', "JSON"],
+        [JSON.stringify({ ...key, tokens: { token_type: "Bearer" } }), "OAuthTokens"],
+        [JSON.stringify({ ...key, refreshAt: "soon" }), "refreshAt"],
+        [JSON.stringify(["not", "an", "entry"]), "object"]
+      ] as const) {
+        NodeFs.writeFileSync(path, contents, { mode: 0o600 })
+        const refused = yield* refusal(store.load(key))
+        assert.strictEqual(refused.path, path)
+        assert.match(refused.reason, /^it is not a token file: /)
+        assert.include(refused.reason, names)
+        const auth = TokenStore.authRequired("remote", new Error("auth failed", { cause: refused }))
+        assert.strictEqual(auth?._tag, "AuthRequired")
+        assert.include(auth?.message, path)
+      }
+    })
+  )
+
+  it.effect("everything save writes loads back as it was, fields the schema does not name included", () =>
+    Effect.gen(function* () {
+      const store = TokenStore.make(NodePath.join(yield* folder, "oauth"))
+      const full = {
+        ...key,
+        tokens: { access_token: "tok-2", token_type: "Bearer", refresh_token: "r", expires_in: 60, scope: "a b" },
+        refreshAt: 1_700_000_000_000,
+        clientInformation: { client_id: "c", client_secret: "s", redirect_uris: ["http://127.0.0.1:1/cb"] },
+        discovery: {
+          authorizationServerUrl: "https://auth.example",
+          resourceMetadataUrl: "https://mcp.example/.well-known/oauth-protected-resource",
+          resourceMetadata: { resource: "https://mcp.example/mcp", authorization_servers: ["https://auth.example"] }
+        }
+      }
+      yield* Effect.promise(() => store.save(full))
+      assert.deepStrictEqual(yield* Effect.promise(() => store.load(key)), full)
     })
   )
 

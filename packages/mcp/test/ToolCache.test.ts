@@ -7,7 +7,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { TestClock } from "effect/testing"
-import * as ToolCache from "../src/ToolCache.ts"
+import * as ToolCache from "../src/internal/toolCache.ts"
 
 class ListFailed extends Data.TaggedError("ListFailed")<{ readonly version: number }> {}
 

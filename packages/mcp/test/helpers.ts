@@ -17,7 +17,7 @@ const root = NodePath.resolve(import.meta.dirname, "../../..")
 /** `@modelcontextprotocol/server-everything`, run with the same Node as the tests. */
 export const everythingBin = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 
-export const fixtureServer = NodePath.join(import.meta.dirname, "fixtures/fixture-server.mjs")
+export const fixtureServer = NodePath.resolve(import.meta.dirname, "../../../test/support/fixture-server.mjs")
 
 export const everythingStdio = () => McpSpec.Stdio.make({ command: process.execPath, args: [everythingBin, "stdio"] })
 

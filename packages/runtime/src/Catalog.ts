@@ -8,7 +8,8 @@
  * other is reported as shadowed: `collisions` groups those for people to read.
  */
 import { AllowList } from "@toolvisor/config"
-import { Levenshtein, type State, type Toolset } from "@toolvisor/core"
+import type { State, Toolset } from "@toolvisor/core"
+import * as Levenshtein from "@toolvisor/core/internal/levenshtein"
 
 /** A toolset's contribution, as the registry gathered it. */
 export interface Source extends Filter {

@@ -8,14 +8,14 @@
  * when tokens come from one.
  */
 import type { OAuthProtectedResourceMetadata } from "@modelcontextprotocol/sdk/shared/auth.js"
-import { HttpUrl } from "@toolvisor/core"
+import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
-import * as BearerAuth from "./BearerAuth.ts"
+import * as BearerAuth from "./internal/bearerAuth.ts"
 
 export interface Options extends BearerAuth.Options {
   /** The address the server is bound to: a loopback bind accepts only a loopback `Host`. */

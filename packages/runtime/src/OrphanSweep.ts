@@ -14,5 +14,5 @@ export const interval = "5 seconds"
 /** Sweeps now, returning once the left-over servers are gone, then every `interval` in the current scope. */
 export const start = Owner.guard(interval)
 
-/** `start` as a Layer, for an Effect app that builds its registry with `Runtime.layer`. */
+/** `start` as a Layer, for an Effect app that builds its registry with `ToolsetRegistry.layer`. */
 export const layer: Layer.Layer<never> = Layer.effectDiscard(start)

@@ -13,13 +13,13 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
 import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import * as Stream from "effect/Stream"
-import * as Dashboard from "./Dashboard.ts"
 import * as HttpGate from "./HttpGate.ts"
 import * as Inspection from "./Inspection.ts"
-import * as StatusFeed from "./StatusFeed.ts"
+import * as Dashboard from "./internal/dashboard.ts"
+import * as StatusFeed from "./internal/statusFeed.ts"
+import * as ToolsetStats from "./internal/toolsetStats.ts"
 import * as StatusJson from "./StatusJson.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
-import * as ToolsetStats from "./ToolsetStats.ts"
 
 export interface Options extends StatusFeed.Options {
   /** Whether a toolset must be Ready for `/readyz`; every toolset when omitted. */

@@ -1,23 +1,31 @@
 /**
- * The registry of an agent config's supervised toolsets, as a service. The contract is
- * transport-agnostic: every operation is an Effect with typed errors and status arrives as
- * Streams, with no handle that assumes the supervisor lives in this process — so a registry
- * whose toolsets run elsewhere (on cluster runners) can be swapped in by Layer.
+ * The registry of an agent config's supervised toolsets, as a service: its contract, its typed
+ * errors, `make` (the in-process registry) and the Layers an Effect app composes (`layer`,
+ * `layerFile`) — one Layer and one `yield* ToolsetRegistry` give it supervised toolsets. The
+ * contract is transport-agnostic: every operation is an Effect with typed errors and status
+ * arrives as Streams, with no handle that assumes the supervisor lives in this process — so a
+ * registry whose toolsets run elsewhere (on cluster runners) can be swapped in by Layer.
  */
 
 import type { GetPromptResult, ReadResourceResult } from "@modelcontextprotocol/sdk/types.js"
-import type { AgentConfig, ToolsetDiff } from "@toolvisor/config"
+import { type AgentConfig, ConfigLoader, type ToolsetDiff } from "@toolvisor/config"
 import type { LifecycleError, State, Toolset } from "@toolvisor/core"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import type * as Stream from "effect/Stream"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type * as Catalog from "./Catalog.ts"
 import type * as Inspection from "./Inspection.ts"
+import * as ConfigFile from "./internal/configFile.ts"
+import * as InProcess from "./internal/registry.ts"
 import type * as Surfaces from "./Surfaces.ts"
 import type * as ToolSearch from "./ToolSearch.ts"
+import type * as Toolsets from "./Toolsets.ts"
 
 /** No toolset of that name in the config. */
 export class UnknownToolset extends Schema.TaggedError<UnknownToolset>()("UnknownToolset", {
@@ -76,11 +84,13 @@ export interface ReprobeReport {
   readonly failing: ReadonlyArray<{ readonly toolset: string; readonly error: string }>
 }
 
+/** How a tool call through the registry can fail: no such tool, the tool's own error, or its toolset's. */
 export type CallError = UnknownTool | Toolset.ToolError | LifecycleError.LifecycleError
 
 /** How a request for a prompt, a resource or a completion can fail. */
 export type SurfaceError = McpSurfaces.SurfaceError | UnknownAgent
 
+/** The registry's operations: catalogs and calls, the toolsets' status and control, prompts and resources, reload. */
 export interface Registry {
   /** The agent whose catalog `catalog` and `callTool` serve when no agent is named. */
   readonly agent: string
@@ -190,6 +200,100 @@ export interface Registry {
   readonly reload: (config: AgentConfig.Config) => Effect.Effect<ToolsetDiff.Diff>
 }
 
+/** The registry as a service: `yield* ToolsetRegistry` in a program given one of the Layers below. */
 export class ToolsetRegistry extends Context.Service<ToolsetRegistry, Registry>()(
   "@toolvisor/runtime/ToolsetRegistry"
 ) {}
+
+/** How `make` builds the registry. */
+export interface Options {
+  /** The agent whose catalog is served by default; the config's first agent when omitted. */
+  readonly agent?: string
+  /**
+   * Builds the toolset of a config entry in the given scope; by default it runs in this process.
+   * A cluster registry builds a client of the toolset's entity instead, and reuses the rest.
+   */
+  readonly build?: (entry: AgentConfig.ToolsetConfig) => Effect.Effect<Toolsets.Built, never, Scope.Scope>
+}
+
+/** How `layer` builds the registry: `make`'s options, and whether to start it. */
+export interface LayerOptions extends Options {
+  /** Start every non-lazy toolset while the Layer is built (default true). */
+  readonly start?: boolean
+}
+
+/** How `layerFile` loads and builds the registry. */
+export interface FileOptions extends LayerOptions {
+  /** Environment for `${VAR}` interpolation (default `process.env`). */
+  readonly env?: Readonly<Record<string, string | undefined>>
+  /** Reload when the file changes: the diff is applied toolset by toolset. */
+  readonly watch?: boolean
+}
+
+/**
+ * The in-process registry of a config: one supervised toolset per config identity, none started
+ * yet (`registry.start` starts them). Closing the scope stops every toolset and leaves no process behind.
+ */
+export const make = (
+  config: AgentConfig.Config,
+  options: Options = {}
+): Effect.Effect<Registry, UnknownAgent, Scope.Scope> => InProcess.make(config, options)
+
+const build = (config: AgentConfig.Config, options: LayerOptions) =>
+  Effect.gen(function* () {
+    const registry = yield* make(config, options)
+    if (options.start !== false) yield* registry.start
+    return registry
+  })
+
+/**
+ * The registry of an in-memory config. Building the Layer builds every toolset and (unless
+ * `start: false`) starts them, failing with `StartFailed` if a required one does not come up;
+ * releasing it stops every toolset.
+ */
+export const layer = (config: AgentConfig.Config, options: LayerOptions = {}) =>
+  Layer.effect(ToolsetRegistry, build(config, options))
+
+/** The registry of a config file (docker-agent YAML or `mcpServers` JSON), as `layer` builds it. */
+export const layerFile = (path: string, options: FileOptions = {}) =>
+  Layer.effect(
+    ToolsetRegistry,
+    Effect.gen(function* () {
+      const load = ConfigLoader.load(path, {
+        ...(options.env === undefined ? {} : { env: options.env }),
+        ...(options.agent === undefined ? {} : { agent: options.agent })
+      })
+      // Look at the file before loading it: an edit made while it loads is then seen as a change.
+      const before = ConfigFile.fingerprint(path)
+      const registry = yield* build(yield* load, options)
+      if (options.watch === true) yield* watch(path, load, registry, before)
+      return registry
+    })
+  )
+
+/**
+ * Reloads `registry` on every change of the file, after a short quiet period (editors write in
+ * bursts). A config that no longer loads is logged and ignored: the running toolsets stay as they are.
+ */
+export const watch = (
+  path: string,
+  load: Effect.Effect<AgentConfig.Config, ConfigLoader.ConfigError>,
+  registry: Registry,
+  since: string = ConfigFile.fingerprint(path)
+): Effect.Effect<void, never, Scope.Scope> =>
+  ConfigFile.changes(path, since).pipe(
+    Stream.debounce(Duration.millis(150)),
+    Stream.runForEach(() =>
+      load.pipe(
+        Effect.flatMap(registry.reload),
+        Effect.tap((diff) =>
+          Effect.logInfo(
+            `reloaded ${path}: ${diff.added.length} added, ${diff.removed.length} removed, ${diff.changed.length} changed`
+          )
+        ),
+        Effect.catch((error) => Effect.logWarning(`${path} not reloaded: ${error.message}`))
+      )
+    ),
+    Effect.forkScoped({ startImmediately: true }),
+    Effect.asVoid
+  )

@@ -9,7 +9,7 @@ import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
 import { McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import * as Secrets from "./Secrets.ts"
+import * as Secrets from "./internal/secrets.ts"
 
 export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
   switch (transport._tag) {

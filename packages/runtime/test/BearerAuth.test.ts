@@ -7,9 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { TestClock } from "effect/testing"
-import * as OAuthServer from "../../mcp/test/OAuthServer.ts"
-import * as BearerAuth from "../src/BearerAuth.ts"
-import * as OAuthTokens from "./OAuthTokens.ts"
+import * as OAuthServer from "../../../test/support/OAuthServer.ts"
+import * as OAuthTokens from "../../../test/support/OAuthTokens.ts"
+import * as BearerAuth from "../src/internal/bearerAuth.ts"
 
 const audience = "http://127.0.0.1:1/mcp"
 

@@ -5,8 +5,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import { config, fixtureEntry, open, text } from "../../../test/support/Registry.ts"
 import * as Telemetry from "../src/Telemetry.ts"
-import { config, fixtureEntry, open, text } from "./helpers.ts"
 
 describe("call routing", () => {
   it.live("a call right after a reload that replaced its toolset reaches the new process", () =>

@@ -16,9 +16,9 @@ import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Schedule from "effect/Schedule"
 import * as Tracer from "effect/Tracer"
+import { config, fixtureEntry, open, statusOf, text, untilBoard } from "../../../test/support/Registry.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import type * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
-import { config, fixtureEntry, open, statusOf, text, untilBoard } from "./helpers.ts"
 
 /** The call as a promise the test can await; fails the test when the call was not sent at once. */
 const now = (registry: ToolsetRegistry.Registry, tool: string, args: object, signal?: AbortSignal) =>

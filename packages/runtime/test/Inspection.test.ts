@@ -7,8 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Policy } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { config, fixtureEntry, open, untilBoard } from "../../../test/support/Registry.ts"
 import * as Toolsets from "../src/Toolsets.ts"
-import { config, fixtureEntry, open, untilBoard } from "./helpers.ts"
 
 describe("registry.inspect", () => {
   it.live("a crash-looping server's last stderr, kept after it died and masked, with the policy it gave up by", () =>

@@ -7,12 +7,20 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
-import { config, fixtureEntry, fixtureServer, open, statusOf, text, untilBoard } from "./helpers.ts"
+import {
+  config,
+  fixtureEntry,
+  fixtureServer,
+  open,
+  statusOf,
+  text,
+  untilBoard
+} from "../../../test/support/Registry.ts"
 
 const pidsOf = (board: ReadonlyArray<{ readonly pid?: number | undefined }>) =>
   board.flatMap((s) => (s.pid === undefined ? [] : [s.pid]))
 
-describe("LocalRegistry", () => {
+describe("ToolsetRegistry.make", () => {
   it.live("ten servers that each take a second to boot start in parallel, well under the sum", () =>
     Effect.gen(function* () {
       const entries = Array.from({ length: 10 }, (_, i) => fixtureEntry(`slow${i}`, { delay: 1, prefix: `slow${i}` }))
@@ -281,7 +289,7 @@ describe("LocalRegistry", () => {
   )
 })
 
-describe("LocalRegistry allow-lists", () => {
+describe("ToolsetRegistry.make allow-lists", () => {
   it.live("an allow-list entry that matches no tool of a Ready toolset is a warning naming it", () => {
     const warnings: Array<string> = []
     const capture = Logger.make(({ message, logLevel }) => {

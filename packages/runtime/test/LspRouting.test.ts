@@ -3,9 +3,9 @@ import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
+import { config, open } from "../../../test/support/Registry.ts"
 import { project } from "../../lsp/test/helpers.ts"
 import * as Toolsets from "../src/Toolsets.ts"
-import { config, open } from "./helpers.ts"
 
 const bin = (name: string) => NodePath.resolve(import.meta.dirname, "../../../node_modules/.bin", name)
 

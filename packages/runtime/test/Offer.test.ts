@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
+import { fixtureEntry } from "../../../test/support/Registry.ts"
 import type * as Catalog from "../src/Catalog.ts"
-import * as Offer from "../src/Offer.ts"
-import { fixtureEntry } from "./helpers.ts"
+import * as Offer from "../src/internal/offer.ts"
 
 const tool = (toolset: string, name: string, prefix = true): Catalog.Entry => ({
   name: prefix ? `${toolset}_${name}` : name,

@@ -1,6 +1,7 @@
 import * as NodeChildProcess from "node:child_process"
 import { assert, describe, it } from "@effect/vitest"
-import { Owner, Procfs } from "@toolvisor/core"
+import { Owner } from "@toolvisor/core"
+import * as Procfs from "@toolvisor/core/internal/procfs"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"

@@ -9,8 +9,8 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/testing/TestClock"
+import { config, fixtureEntry, fixtureServer, open, statusOf } from "../../../test/support/Registry.ts"
 import * as Reprobe from "../src/Reprobe.ts"
-import { config, fixtureEntry, fixtureServer, open, statusOf } from "./helpers.ts"
 
 describe("Reprobe", () => {
   it.effect("within the cooldown a reprobe starts nothing; past it, one start brings the toolset back", () =>

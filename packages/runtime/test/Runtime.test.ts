@@ -8,9 +8,9 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
+import { fixtureServer, untilBoard } from "../../../test/support/Registry.ts"
 import * as Runtime from "../src/Runtime.ts"
-import { ToolsetRegistry } from "../src/ToolsetRegistry.ts"
-import { fixtureServer, untilBoard } from "./helpers.ts"
+import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
 
 const yaml = (servers: ReadonlyArray<string>) =>
   [
@@ -53,7 +53,13 @@ const recordSpans = () => {
   return { spans, layer }
 }
 
-describe("Runtime layers", () => {
+describe("ToolsetRegistry layers", () => {
+  it("Runtime, the layers' first name, stays for a release as the same functions", () => {
+    assert.strictEqual(Runtime.layer, ToolsetRegistry.layer)
+    assert.strictEqual(Runtime.layerFile, ToolsetRegistry.layerFile)
+    assert.strictEqual(Runtime.watch, ToolsetRegistry.watch)
+  })
+
   it.live(
     "one Layer and one yield*: a config file becomes started, supervised toolsets; release leaves no process",
     () =>
@@ -61,8 +67,11 @@ describe("Runtime layers", () => {
         const path = writeConfig(yaml(["alpha", "beta"]))
         const traced = recordSpans()
         const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(Runtime.layerFile(path).pipe(Layer.provide(traced.layer)), scope)
-        const registry = yield* ToolsetRegistry.pipe(Effect.provide(context))
+        const context = yield* Layer.buildWithScope(
+          ToolsetRegistry.layerFile(path).pipe(Layer.provide(traced.layer)),
+          scope
+        )
+        const registry = yield* ToolsetRegistry.ToolsetRegistry.pipe(Effect.provide(context))
         const board = yield* registry.snapshot
         assert.deepStrictEqual(
           board.map((s) => [s.name, s.state]),
@@ -89,8 +98,8 @@ describe("Runtime layers", () => {
     Effect.gen(function* () {
       const path = writeConfig(yaml(["alpha"]))
       const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(Runtime.layerFile(path, { watch: true }), scope)
-      const registry = yield* ToolsetRegistry.pipe(Effect.provide(context))
+      const context = yield* Layer.buildWithScope(ToolsetRegistry.layerFile(path, { watch: true }), scope)
+      const registry = yield* ToolsetRegistry.ToolsetRegistry.pipe(Effect.provide(context))
       const before = (yield* registry.snapshot)[0]?.pid
       NodeFs.writeFileSync(path, yaml(["alpha", "gamma"]))
       const after = yield* untilBoard(registry, (b) => b.length === 2 && b.every((s) => s.state === "Ready"))
@@ -103,7 +112,7 @@ describe("Runtime layers", () => {
   it.live("a broken config file fails the Layer with every problem as path: message", () =>
     Effect.gen(function* () {
       const path = writeConfig("agents:\n  root:\n    toolsets:\n      - type: mcp\n        comand: x\n")
-      const exit = yield* Effect.exit(Layer.build(Runtime.layerFile(path)).pipe(Effect.scoped))
+      const exit = yield* Effect.exit(Layer.build(ToolsetRegistry.layerFile(path)).pipe(Effect.scoped))
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
         const text = String(exit.cause)

@@ -3,7 +3,7 @@ import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { config, fixtureEntry, open, replay, statusOf, text, untilBoard } from "./helpers.ts"
+import { config, fixtureEntry, open, replay, statusOf, text, untilBoard } from "../../../test/support/Registry.ts"
 
 const agent = (
   toolsets: ReadonlyArray<AgentConfig.ToolsetConfig>,

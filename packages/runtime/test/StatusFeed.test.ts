@@ -15,7 +15,7 @@ import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import * as HttpGate from "../src/HttpGate.ts"
-import * as StatusFeed from "../src/StatusFeed.ts"
+import * as StatusFeed from "../src/internal/statusFeed.ts"
 import * as StatusHttp from "../src/StatusHttp.ts"
 import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
 

@@ -14,7 +14,15 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { config, fixtureEntry, fixtureServer, open, statusOf, text, untilBoard } from "./helpers.ts"
+import {
+  config,
+  fixtureEntry,
+  fixtureServer,
+  open,
+  statusOf,
+  text,
+  untilBoard
+} from "../../../test/support/Registry.ts"
 
 const pidOf = (registry: Parameters<typeof statusOf>[0], toolset: string) =>
   Effect.map(statusOf(registry, toolset), (s) => {

@@ -8,8 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { server as everything } from "../../../test/support/Everything.ts"
+import { config, fixtureEntry, open, statusOf, untilBoard } from "../../../test/support/Registry.ts"
 import * as Surfaces from "../src/Surfaces.ts"
-import { config, fixtureEntry, open, statusOf, untilBoard } from "./helpers.ts"
 
 const document = "demo://resource/static/document/architecture.md"
 

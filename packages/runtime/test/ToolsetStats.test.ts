@@ -7,8 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import { TestClock } from "effect/testing"
+import * as ToolsetStats from "../src/internal/toolsetStats.ts"
 import * as Telemetry from "../src/Telemetry.ts"
-import * as ToolsetStats from "../src/ToolsetStats.ts"
 
 /** A test with a metric registry of its own, so other tests' calls do not count. */
 const isolated = <A, E>(effect: Effect.Effect<A, E>) => Effect.provideService(effect, Metric.MetricRegistry, new Map())

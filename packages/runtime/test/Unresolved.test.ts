@@ -9,8 +9,8 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
 import * as Effect from "effect/Effect"
+import { config, fixtureEntry, open, statusOf, text } from "../../../test/support/Registry.ts"
 import * as Unresolved from "../src/Unresolved.ts"
-import { config, fixtureEntry, open, statusOf, text } from "./helpers.ts"
 
 /** A fixture entry whose env needs `TOKEN`, unset; it would write its pid to `pidFile` if it ever ran. */
 const needsToken = (name: string, pidFile: string, required = false): AgentConfig.ToolsetConfig => {

@@ -4,7 +4,8 @@
  * identities shared, display names made unique, policies computed.
  */
 import * as NodePath from "node:path"
-import { HttpUrl, Policy, Redaction } from "@toolvisor/core"
+import { Policy, Redaction } from "@toolvisor/core"
+import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import type * as AgentConfig from "../AgentConfig.ts"
 import type * as ConfigError from "../ConfigError.ts"
 import * as Interpolation from "../Interpolation.ts"

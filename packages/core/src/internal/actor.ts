@@ -16,15 +16,15 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Types from "effect/Types"
 import * as Deadline from "../Deadline.ts"
-import * as Lifecycle from "../Lifecycle.ts"
 import * as LifecycleError from "../LifecycleError.ts"
-import * as Phase from "../Phase.ts"
 import * as Policy from "../Policy.ts"
 import type * as Session from "../Session.ts"
 import * as State from "../State.ts"
 import type * as Supervisor from "../Supervisor.ts"
 import * as Tracing from "../Tracing.ts"
+import * as Phase from "./phase.ts"
 import * as Sessions from "./sessions.ts"
+import * as Transitions from "./transitions.ts"
 
 /** One published snapshot, and the transition it is when the state changed. */
 interface Published {
@@ -70,7 +70,7 @@ export const make = <A>(options: Supervisor.Options<A>): Effect.Effect<Superviso
  * Handling never waits, so a message posted while one is being handled (by a fiber the handling
  * started or resumed) is queued and handled right after it.
  */
-class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Context {
+class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Settings {
   readonly name: string
   readonly kind: string
   readonly connector: Session.Connector<A>
@@ -261,7 +261,7 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     if (after !== undefined) this.notices.push(after)
     let step: Phase.Step | undefined
     try {
-      step = Lifecycle.transition(this, this.machine, message)
+      step = Transitions.transition(this, this.machine, message)
       this.machine = step.machine
       for (const command of step.commands) if (command._tag !== "Settle") this.run(command)
       this.publish()
@@ -284,7 +284,7 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
       cause: defect
     })
     const machine = owed.length === 0 ? this.machine : { ...this.machine, waiters: [...this.machine.waiters, ...owed] }
-    const step = Lifecycle.transition(this, machine, { _tag: "Defect", error })
+    const step = Transitions.transition(this, machine, { _tag: "Defect", error })
     this.machine = step.machine
     for (const command of step.commands) {
       try {

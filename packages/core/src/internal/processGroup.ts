@@ -5,8 +5,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Procfs from "../Procfs.ts"
-import * as WallClock from "../WallClock.ts"
+import * as Procfs from "./procfs.ts"
+import * as WallClock from "./wallClock.ts"
 
 /** Sends `signal` to every member of the group; a group that is already gone is no error. */
 export const signal = (pgid: number, signal: NodeJS.Signals): void => {

@@ -23,10 +23,10 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Classify from "../Classify.ts"
 import * as LifecycleError from "../LifecycleError.ts"
-import type * as Phase from "../Phase.ts"
 import * as Policy from "../Policy.ts"
 import type * as Session from "../Session.ts"
 import * as Tracing from "../Tracing.ts"
+import type * as Phase from "./phase.ts"
 
 /** How a session ended, as requests that were in flight on it see it. */
 export type Lost = LifecycleError.ServerCrashed | LifecycleError.NotStarted

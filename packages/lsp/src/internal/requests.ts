@@ -7,17 +7,19 @@
  * end, no sleeping fiber for the deadline — which is what keeps a hover close to a bare request.
  */
 import { Classify, Deadline, type LifecycleError } from "@toolvisor/core"
-import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Rpc from "vscode-jsonrpc/node"
 
 /** The server answered a request with an error; the session itself is fine. */
-export class ResponseFailed extends Data.TaggedError("ResponseFailed")<{
-  readonly method: string
-  readonly code: number
-  readonly message: string
-}> {}
+export class ResponseFailed extends Schema.TaggedError<ResponseFailed>()("ResponseFailed", {
+  toolset: Schema.String,
+  method: Schema.String,
+  /** The JSON-RPC error code the server answered with. */
+  code: Schema.Number,
+  message: Schema.String
+}) {}
 
 export type RequestError = ResponseFailed | LifecycleError.LifecycleError
 
@@ -65,7 +67,7 @@ export const make = (name: string, connection: Rpc.MessageConnection): Requests 
       cause instanceof Rpc.ResponseError &&
       cause.code !== Rpc.ErrorCodes.PendingResponseRejected &&
       cause.code !== Rpc.ErrorCodes.ConnectionInactive
-        ? new ResponseFailed({ method, code: cause.code, message: cause.message })
+        ? new ResponseFailed({ toolset: name, method, code: cause.code, message: cause.message })
         : Classify.classify(name, cause)
 
   /**

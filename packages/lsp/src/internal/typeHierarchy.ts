@@ -6,8 +6,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
-import type * as LspConnector from "./LspConnector.ts"
-import * as Requests from "./Requests.ts"
+import type * as LspConnector from "../LspConnector.ts"
+import * as Requests from "./requests.ts"
 
 export type Direction = "supertypes" | "subtypes"
 

@@ -19,9 +19,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
-import * as Catalog from "./Catalog.ts"
-import * as Telemetry from "./Telemetry.ts"
-import * as ToolsetRegistry from "./ToolsetRegistry.ts"
+import * as Catalog from "../Catalog.ts"
+import * as Telemetry from "../Telemetry.ts"
+import * as ToolsetRegistry from "../ToolsetRegistry.ts"
 
 /** A running toolset as routing sees it. */
 export interface Entry {

@@ -12,14 +12,17 @@
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Protocol from "vscode-languageserver-protocol"
-import * as Workspace from "./Workspace.ts"
+import * as Workspace from "./workspace.ts"
 
-export class EditFailed extends Data.TaggedError("EditFailed")<{ readonly path: string; readonly message: string }> {}
+/** Writing a file of an edit failed (the disk said no); the edit may be partly applied. */
+export class EditFailed extends Schema.TaggedError<EditFailed>()("EditFailed", {
+  path: Schema.String,
+  message: Schema.String
+}) {}
 
 /** The server's edit is not one: not the shape the protocol gives it. Nothing was written. */
 export class MalformedEdit extends Schema.TaggedError<MalformedEdit>()("MalformedEdit", {

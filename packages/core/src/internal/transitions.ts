@@ -1,17 +1,17 @@
 /**
  * The Supervisor's rules: one pure function from a machine and a message to the next machine and
- * the commands to run, in order (`Phase.ts` holds the data), and the table of every transition it
+ * the commands to run, in order (`phase.ts` holds the data), and the table of every transition it
  * can make. The table is data, not prose: each step `transition` returns names the row it took
- * (`Step.rule`), and `Lifecycle.test.ts` checks, over every phase, message and policy it can
+ * (`Step.rule`), and `Transitions.test.ts` checks, over every phase, message and policy it can
  * generate, that the function only ever moves as the row it names says — and walks every row.
  * DESIGN.md keeps a summary; this table is the authority.
  *
  * A message about work that is no longer current (an old connect, a cancelled timer, an ended
  * session) names an id the phase no longer holds, and is ignored (row `ignored`).
  */
-import * as LifecycleError from "./LifecycleError.ts"
-import type * as Phase from "./Phase.ts"
-import * as Policy from "./Policy.ts"
+import * as LifecycleError from "../LifecycleError.ts"
+import * as Policy from "../Policy.ts"
+import type * as Phase from "./phase.ts"
 
 /**
  * Where a machine stands, finer than its `State`: a parked connect and the two halves of
@@ -120,7 +120,7 @@ export const table = {
 export type Rule = keyof typeof table
 
 /** The pure transition: the next machine and the commands to run, in order, and the row taken. */
-export const transition = (context: Phase.Context, machine: Phase.Machine, message: Phase.Message): Phase.Step => {
+export const transition = (settings: Phase.Settings, machine: Phase.Machine, message: Phase.Message): Phase.Step => {
   const phase = machine.phase
   switch (message._tag) {
     case "Start":
@@ -128,16 +128,16 @@ export const transition = (context: Phase.Context, machine: Phase.Machine, messa
         return { machine, commands: [{ _tag: "Settle", waiters: [message.reply], exit: "ready" }], rule: "startLive" }
       }
       return phase._tag === "Stopped" || phase._tag === "Failed"
-        ? beginStart(context, machine, [...machine.waiters, message.reply])
+        ? beginStart(settings, machine, [...machine.waiters, message.reply])
         : stay(wait(machine, message.reply), "startWait")
     case "Restart":
-      return onRestart(context, wait(machine, message.reply))
+      return onRestart(settings, wait(machine, message.reply))
     case "Stop":
-      return stop(context, machine)
+      return stop(settings, machine)
     case "Connected":
-      return onConnected(context, machine, message.id, message.error)
+      return onConnected(settings, machine, message.id, message.error)
     case "StartupTimeout":
-      return onStartupTimeout(context, machine, message.id)
+      return onStartupTimeout(settings, machine, message.id)
     case "Ended":
       if (phase._tag === "Stopped" && phase.parked?.id === message.id && phase.parked.done) {
         return {
@@ -147,14 +147,14 @@ export const transition = (context: Phase.Context, machine: Phase.Machine, messa
         }
       }
       if (phase._tag !== "Live" || phase.session !== message.id) return ignore(machine)
-      return ended(context, machine, message.error)
+      return ended(settings, machine, message.error)
     case "BackoffElapsed":
       return phase._tag === "Backoff" && phase.timer === message.id
         ? reconnect({ ...machine, attempt: machine.attempt + 1 }, [], "elapsed")
         : ignore(machine)
     case "Probed":
       if (phase._tag !== "Live" || phase.session !== message.id) return ignore(machine)
-      return onProbed(context, machine, phase, message.error)
+      return onProbed(settings, machine, phase, message.error)
     case "Stable":
       if (phase._tag !== "Live" || phase.session !== message.id) return ignore(machine)
       return stay(machine.attempt === 0 ? machine : { ...machine, attempt: 0 }, "stable")
@@ -163,7 +163,7 @@ export const transition = (context: Phase.Context, machine: Phase.Machine, messa
         ? stay({ ...machine, toolCount: message.count, toolsVersion: machine.toolsVersion + 1 }, "toolCount")
         : ignore(machine)
     case "Defect":
-      return terminal(context, machine, { _tag: "Failed" }, message.error, "a defect", "defect", [
+      return terminal(settings, machine, { _tag: "Failed" }, message.error, "a defect", "defect", [
         { _tag: "ReleaseAll", error: message.error }
       ])
   }
@@ -197,7 +197,7 @@ const release = (phase: Phase.Phase, error: LifecycleError.NotStarted): Readonly
 
 /** Stopped/Failed → Starting: a fresh start, adopting a parked connect if there is one. */
 const beginStart = (
-  context: Phase.Context,
+  settings: Phase.Settings,
   machine: Phase.Machine,
   waiters: ReadonlyArray<Phase.Reply>
 ): Phase.Step => {
@@ -206,7 +206,7 @@ const beginStart = (
     return goLive({ ...machine, restarts: 0, attempt: 0, error: undefined, waiters }, parked.id, "startAdoptConnected")
   }
   const connect = parked?.id ?? machine.nextId + 1
-  const retry = !context.policy.required && context.policy.restart !== "never"
+  const retry = !settings.policy.required && settings.policy.restart !== "never"
   return {
     machine: {
       ...machine,
@@ -242,7 +242,7 @@ const settle = (machine: Phase.Machine, exit: "ready" | LifecycleError.Lifecycle
 
 /** Enters a terminal state and fails everyone waiting for Ready. */
 const terminal = (
-  context: Phase.Context,
+  settings: Phase.Settings,
   machine: Phase.Machine,
   phase: Phase.Phase,
   error: LifecycleError.LifecycleError | undefined,
@@ -250,9 +250,9 @@ const terminal = (
   rule: Rule,
   before: ReadonlyArray<Phase.Command>
 ): Phase.Step => {
-  const failure = error ?? LifecycleError.notStarted(context.name, reason)
+  const failure = error ?? LifecycleError.notStarted(settings.name, reason)
   const message =
-    error === undefined ? `${context.name} failed: ${reason}` : `${context.name} failed (${reason}): ${error.message}`
+    error === undefined ? `${settings.name} failed: ${reason}` : `${settings.name} failed (${reason}): ${error.message}`
   const warn: ReadonlyArray<Phase.Command> = phase._tag === "Failed" ? [{ _tag: "Warn", message }] : []
   return {
     machine: {
@@ -267,11 +267,11 @@ const terminal = (
   }
 }
 
-const stop = (context: Phase.Context, machine: Phase.Machine): Phase.Step => ({
+const stop = (settings: Phase.Settings, machine: Phase.Machine): Phase.Step => ({
   machine: { ...machine, phase: { _tag: "Stopped", parked: undefined }, error: undefined, attempt: 0, waiters: [] },
   commands: [
-    ...release(machine.phase, LifecycleError.notStarted(context.name, "stopped while the request was in flight")),
-    ...settle(machine, LifecycleError.notStarted(context.name, "stopped"))
+    ...release(machine.phase, LifecycleError.notStarted(settings.name, "stopped while the request was in flight")),
+    ...settle(machine, LifecycleError.notStarted(settings.name, "stopped"))
   ],
   rule: "stop"
 })
@@ -280,12 +280,12 @@ const stop = (context: Phase.Context, machine: Phase.Machine): Phase.Step => ({
  * A forced restart starts a new episode: the reconnect counts in `restarts`, but not against the
  * crash budget (`attempt` stays 0), so the next real crash is the first of its episode.
  */
-const onRestart = (context: Phase.Context, machine: Phase.Machine): Phase.Step => {
+const onRestart = (settings: Phase.Settings, machine: Phase.Machine): Phase.Step => {
   const phase = machine.phase
   switch (phase._tag) {
     case "Stopped":
     case "Failed":
-      return beginStart(context, machine, machine.waiters)
+      return beginStart(settings, machine, machine.waiters)
     case "Starting":
     case "Reconnecting":
       return stay(machine, "restartJoin")
@@ -297,7 +297,7 @@ const onRestart = (context: Phase.Context, machine: Phase.Machine): Phase.Step =
         [
           {
             _tag: "EndLive",
-            error: LifecycleError.notStarted(context.name, "restarted while the request was in flight")
+            error: LifecycleError.notStarted(settings.name, "restarted while the request was in flight")
           }
         ],
         "restartLive"
@@ -325,22 +325,22 @@ const reconnect = (machine: Phase.Machine, before: ReadonlyArray<Phase.Command>,
  * error is permanent, the policy says never, or the budget is spent.
  */
 const scheduleReconnect = (
-  context: Phase.Context,
+  settings: Phase.Settings,
   machine: Phase.Machine,
   error: LifecycleError.LifecycleError | undefined,
   before: ReadonlyArray<Phase.Command>
 ): Phase.Step => {
-  const { policy } = context
+  const { policy } = settings
   const failed: Phase.Phase = { _tag: "Failed" }
   if (error !== undefined && LifecycleError.isPermanent(error)) {
-    return terminal(context, machine, failed, error, "a permanent error", "permanent", before)
+    return terminal(settings, machine, failed, error, "a permanent error", "permanent", before)
   }
   if (policy.restart === "never") {
-    return terminal(context, machine, failed, error, "restart: never", "never", before)
+    return terminal(settings, machine, failed, error, "restart: never", "never", before)
   }
   const last = error ?? machine.error
   if (!Policy.hasBudget(policy, machine.attempt)) {
-    return terminal(context, machine, failed, last, `gave up after ${machine.attempt} restarts`, "giveUp", before)
+    return terminal(settings, machine, failed, last, `gave up after ${machine.attempt} restarts`, "giveUp", before)
   }
   const id = machine.nextId + 1
   return {
@@ -351,29 +351,29 @@ const scheduleReconnect = (
 }
 
 const ended = (
-  context: Phase.Context,
+  settings: Phase.Settings,
   machine: Phase.Machine,
   error: LifecycleError.LifecycleError | undefined
 ): Phase.Step => {
   const before: ReadonlyArray<Phase.Command> = [
-    { _tag: "EndLive", error: LifecycleError.crashedInFlight(context.name, error) }
+    { _tag: "EndLive", error: LifecycleError.crashedInFlight(settings.name, error) }
   ]
-  if (error === undefined && context.policy.restart !== "always") {
+  if (error === undefined && settings.policy.restart !== "always") {
     return terminal(
-      context,
+      settings,
       machine,
       { _tag: "Failed" },
       undefined,
-      `session closed cleanly (restart: ${context.policy.restart})`,
+      `session closed cleanly (restart: ${settings.policy.restart})`,
       "endedCleanly",
       before
     )
   }
-  return scheduleReconnect(context, machine, error, before)
+  return scheduleReconnect(settings, machine, error, before)
 }
 
 const onConnected = (
-  context: Phase.Context,
+  settings: Phase.Settings,
   machine: Phase.Machine,
   id: number,
   error: LifecycleError.LifecycleError | undefined
@@ -391,20 +391,20 @@ const onConnected = (
   }
   if ((phase._tag !== "Starting" && phase._tag !== "Reconnecting") || phase.connect !== id) return ignore(machine)
   if (error === undefined) return goLive(machine, id, "connected")
-  return connectFailed(context, machine, error, [{ _tag: "Discard", id }])
+  return connectFailed(settings, machine, error, [{ _tag: "Discard", id }])
 }
 
 const connectFailed = (
-  context: Phase.Context,
+  settings: Phase.Settings,
   machine: Phase.Machine,
   error: LifecycleError.LifecycleError,
   before: ReadonlyArray<Phase.Command>
 ): Phase.Step => {
   const phase = machine.phase
-  if (phase._tag !== "Starting") return scheduleReconnect(context, machine, error, before)
+  if (phase._tag !== "Starting") return scheduleReconnect(settings, machine, error, before)
   if (!phase.retry || LifecycleError.isPermanent(error)) {
     return terminal(
-      context,
+      settings,
       machine,
       { _tag: "Stopped", parked: undefined },
       error,
@@ -415,31 +415,31 @@ const connectFailed = (
   }
   // An optional toolset: the caller learns of the failure now, and the Supervisor keeps trying by
   // the policy — a phase that `stop` ends, not a retry loop outside it.
-  const next = scheduleReconnect(context, { ...machine, waiters: [] }, error, before)
+  const next = scheduleReconnect(settings, { ...machine, waiters: [] }, error, before)
   return { ...next, commands: [...settle(machine, error), ...next.commands] }
 }
 
-const onStartupTimeout = (context: Phase.Context, machine: Phase.Machine, id: number): Phase.Step => {
+const onStartupTimeout = (settings: Phase.Settings, machine: Phase.Machine, id: number): Phase.Step => {
   const phase = machine.phase
   if ((phase._tag !== "Starting" && phase._tag !== "Reconnecting") || phase.connect !== id) return ignore(machine)
-  const error = context.initTimeout()
+  const error = settings.initTimeout()
   if (phase._tag === "Starting" && !phase.retry) {
     // The first start keeps its connect running, so that a later start adopts it instead of
     // opening a second one.
     const parked: Phase.Phase = { _tag: "Stopped", parked: { id, done: false } }
-    return terminal(context, machine, parked, error, "start timed out", "startTimedOut", [])
+    return terminal(settings, machine, parked, error, "start timed out", "startTimedOut", [])
   }
   // A connect that hangs while the Supervisor retries is abandoned and counts as a failed attempt.
-  return connectFailed(context, machine, error, [{ _tag: "Discard", id }])
+  return connectFailed(settings, machine, error, [{ _tag: "Discard", id }])
 }
 
 const onProbed = (
-  context: Phase.Context,
+  settings: Phase.Settings,
   machine: Phase.Machine,
   phase: Extract<Phase.Phase, { readonly _tag: "Live" }>,
   error: LifecycleError.LifecycleError | undefined
 ): Phase.Step => {
-  const { policy } = context
+  const { policy } = settings
   if (error === undefined) {
     return phase.probeFailures === 0
       ? stay(machine, "probeOk")
@@ -449,15 +449,15 @@ const onProbed = (
   if (failures < (policy.health?.failures ?? 1)) {
     return stay({ ...machine, phase: { ...phase, probeFailures: failures }, error }, "probeFailed")
   }
-  const endLive: Phase.Command = { _tag: "EndLive", error: LifecycleError.crashedInFlight(context.name, error) }
+  const endLive: Phase.Command = { _tag: "EndLive", error: LifecycleError.crashedInFlight(settings.name, error) }
   const failed = `${failures} health probes failed in a row`
   if (policy.restart === "never" || !Policy.hasBudget(policy, machine.attempt)) {
     const why = policy.restart === "never" ? "restart: never" : `gave up after ${machine.attempt} restarts`
-    return terminal(context, machine, { _tag: "Failed" }, error, `${failed} (${why})`, "probeGiveUp", [endLive])
+    return terminal(settings, machine, { _tag: "Failed" }, error, `${failed} (${why})`, "probeGiveUp", [endLive])
   }
   return reconnect(
     { ...machine, error, attempt: machine.attempt + 1 },
-    [{ _tag: "Warn", message: `${context.name}: ${failed}, restarting` }, endLive],
+    [{ _tag: "Warn", message: `${settings.name}: ${failed}, restarting` }, endLive],
     "probeRestart"
   )
 }

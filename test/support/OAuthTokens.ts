@@ -4,7 +4,7 @@
  * named by its indicator (RFC 8707), so the token's `aud` is that resource.
  */
 import * as Effect from "effect/Effect"
-import type * as OAuthServer from "../../mcp/test/OAuthServer.ts"
+import type * as OAuthServer from "./OAuthServer.ts"
 
 const field = (value: unknown, name: string): string => {
   const found =

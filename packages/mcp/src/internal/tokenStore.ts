@@ -17,10 +17,22 @@ import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js"
-import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js"
+import {
+  type OAuthClientInformationMixed,
+  OAuthClientInformationSchema,
+  type OAuthMetadata,
+  OAuthMetadataSchema,
+  type OAuthProtectedResourceMetadata,
+  OAuthProtectedResourceMetadataSchema,
+  type OAuthTokens,
+  OAuthTokensSchema,
+  type OpenIdProviderDiscoveryMetadata,
+  OpenIdProviderDiscoveryMetadataSchema
+} from "@modelcontextprotocol/sdk/shared/auth.js"
 import { LifecycleError } from "@toolvisor/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
 /** What is stored for one server and client. */
@@ -36,6 +48,51 @@ export interface Entry {
   readonly clientInformation?: OAuthClientInformationMixed
   readonly discovery?: OAuthDiscoveryState
 }
+
+/**
+ * A value of one of the SDK's OAuth types, checked by the SDK's own zod schema and kept as it was
+ * written (fields a later SDK adds included): the SDK is the authority on its types.
+ */
+const sdkValue = <T>(
+  schema: { readonly safeParse: (u: unknown) => { readonly success: boolean } },
+  identifier: string
+) => Schema.declare((u: unknown): u is T => schema.safeParse(u).success, { identifier })
+
+/** A token file's contents, as `save` writes them. */
+const EntryFile = Schema.fromJsonString(
+  Schema.Struct({
+    serverUrl: Schema.String,
+    clientId: Schema.optionalKey(Schema.String),
+    tokens: Schema.optionalKey(sdkValue<OAuthTokens>(OAuthTokensSchema, "OAuthTokens")),
+    refreshAt: Schema.optionalKey(Schema.Number),
+    clientInformation: Schema.optionalKey(
+      sdkValue<OAuthClientInformationMixed>(OAuthClientInformationSchema, "OAuthClientInformation")
+    ),
+    discovery: Schema.optionalKey(
+      Schema.Struct({
+        authorizationServerUrl: Schema.String,
+        authorizationServerMetadata: Schema.optionalKey(
+          Schema.Union([
+            sdkValue<OAuthMetadata>(OAuthMetadataSchema, "OAuthMetadata"),
+            sdkValue<OpenIdProviderDiscoveryMetadata>(
+              OpenIdProviderDiscoveryMetadataSchema,
+              "OpenIdProviderDiscoveryMetadata"
+            )
+          ])
+        ),
+        resourceMetadata: Schema.optionalKey(
+          sdkValue<OAuthProtectedResourceMetadata>(
+            OAuthProtectedResourceMetadataSchema,
+            "OAuthProtectedResourceMetadata"
+          )
+        ),
+        resourceMetadataUrl: Schema.optionalKey(Schema.String)
+      })
+    )
+  })
+)
+
+const decodeEntryFile = Schema.decodeUnknownResult(EntryFile)
 
 /** A store's files are keyed by the server URL and the configured client id (none: registered). */
 export interface Key {
@@ -134,7 +191,17 @@ export const make = (dir: string = defaultDir()): TokenStore => {
     load: async (key) => {
       const path = pathOf(key)
       if (!(await vet(dir, "directory", 0o700)) || !(await vet(path, "file", 0o600))) return undefined
-      const entry: Entry = JSON.parse(await NodeFs.readFile(path, "utf8"))
+      // Decoded, not trusted: a truncated or hand-edited file is refused by path, never a crash.
+      const decoded = decodeEntryFile(await NodeFs.readFile(path, "utf8"))
+      if (Result.isFailure(decoded)) {
+        return Promise.reject(
+          new TokenFileRefused({
+            path,
+            reason: `it is not a token file: ${decoded.failure.message.replaceAll("\n", " ")}`
+          })
+        )
+      }
+      const entry: Entry = decoded.success
       // A file for another server (a hash collision, a copied file) is not ours to use.
       return entry.serverUrl === key.serverUrl && entry.clientId === key.clientId ? entry : undefined
     },

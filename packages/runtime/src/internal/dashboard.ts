@@ -7,9 +7,9 @@
  * with the last hour on load. Times are UTC, as the CLI prints them.
  */
 import * as NodeCrypto from "node:crypto"
-import { script } from "./internal/dashboardScript.ts"
-import { style } from "./internal/dashboardStyle.ts"
-import { view } from "./internal/dashboardView.ts"
+import { script } from "./dashboardScript.ts"
+import { style } from "./dashboardStyle.ts"
+import { view } from "./dashboardView.ts"
 
 /** The mark in the header and the tab: a shield around a pulse. */
 const mark = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><path d="M16 2 4 7v8c0 7.5 5.1 13.3 12 15 6.9-1.7 12-7.5 12-15V7z" fill="#0969da"/><path d="M8 17h4l2-5 4 10 2-5h4" fill="none" stroke="#fff" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/></svg>`

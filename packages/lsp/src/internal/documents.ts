@@ -6,19 +6,21 @@
  */
 import * as NodeFs from "node:fs"
 import type { LifecycleError } from "@toolvisor/core"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Paths from "./Paths.ts"
-import type * as Requests from "./Requests.ts"
+import * as Paths from "./paths.ts"
+import type * as Requests from "./requests.ts"
 
 /** A file argument the tool cannot use: missing, a directory, unreadable. A tool error, not a crash. */
-export class FileProblem extends Data.TaggedError("FileProblem")<{
-  readonly argument: string
-  readonly path: string
-  readonly message: string
-}> {}
+export class FileProblem extends Schema.TaggedError<FileProblem>()("FileProblem", {
+  toolset: Schema.String,
+  /** The tool argument that named the file. */
+  argument: Schema.String,
+  path: Schema.String,
+  message: Schema.String
+}) {}
 
 export interface Document {
   readonly path: string
@@ -52,6 +54,8 @@ export interface Documents {
 }
 
 export const make = Effect.fnUntraced(function* (options: {
+  /** The toolset's name, for the errors. */
+  readonly toolset: string
   /** Sends a notification to the server, bounded like a request. */
   readonly notify: Requests.Requests["notify"]
   readonly sync: Protocol.ServerCapabilities["textDocumentSync"]
@@ -67,6 +71,7 @@ export const make = Effect.fnUntraced(function* (options: {
 
   const problem = (path: string, argument: string) => (cause: unknown) =>
     new FileProblem({
+      toolset: options.toolset,
       argument,
       path,
       message: `${argument}: cannot read ${path}: ${cause instanceof Error ? cause.message : String(cause)}`

@@ -7,7 +7,7 @@
  * what is offered, never what works: deferred tools stay in the catalog, routable and callable.
  */
 import type { AgentConfig } from "@toolvisor/config"
-import type * as Catalog from "./Catalog.ts"
+import type * as Catalog from "../Catalog.ts"
 
 /** docker-agent's placeholder for the server's own instructions inside a toolset's `instruction`. */
 export const original = "{ORIGINAL_INSTRUCTIONS}"

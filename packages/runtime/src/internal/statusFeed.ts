@@ -13,9 +13,9 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as Inspection from "./Inspection.ts"
-import * as StatusJson from "./StatusJson.ts"
-import type * as ToolsetRegistry from "./ToolsetRegistry.ts"
+import * as Inspection from "../Inspection.ts"
+import * as StatusJson from "../StatusJson.ts"
+import type * as ToolsetRegistry from "../ToolsetRegistry.ts"
 
 /** One event as a client receives it: `id` grows by one per event, so a gap is visible. */
 export interface Event {

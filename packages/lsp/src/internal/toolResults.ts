@@ -4,7 +4,7 @@
  * use, a path outside the workspace — as opposed to a failure of the call itself.
  */
 import type { Toolset } from "@toolvisor/core"
-import type * as Workspace from "./Workspace.ts"
+import type * as Workspace from "./workspace.ts"
 
 export const result = (text: string, structured: { readonly [key: string]: unknown }): Toolset.ToolResult => ({
   content: [{ type: "text", text }],

@@ -9,9 +9,9 @@ import type { AgentConfig } from "@toolvisor/config"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import * as Catalog from "./Catalog.ts"
-import * as Surfaces from "./Surfaces.ts"
-import * as ToolsetRegistry from "./ToolsetRegistry.ts"
+import * as Catalog from "../Catalog.ts"
+import * as Surfaces from "../Surfaces.ts"
+import * as ToolsetRegistry from "../ToolsetRegistry.ts"
 
 /** A running toolset as these routes see it. */
 export interface Entry {

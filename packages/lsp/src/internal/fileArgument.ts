@@ -5,11 +5,11 @@
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Rpc from "vscode-jsonrpc/node"
-import * as Documents from "./Documents.ts"
-import type * as LspConnector from "./LspConnector.ts"
-import * as LspSpec from "./LspSpec.ts"
-import type * as Requests from "./Requests.ts"
-import * as Workspace from "./Workspace.ts"
+import type * as LspConnector from "../LspConnector.ts"
+import * as LspSpec from "../LspSpec.ts"
+import * as Documents from "./documents.ts"
+import type * as Requests from "./requests.ts"
+import * as Workspace from "./workspace.ts"
 
 /** Why a file argument cannot be used: malformed, outside the workspace, of another type, unreadable. */
 export type Problem = Documents.FileProblem | Workspace.InvalidPath | Workspace.OutsideWorkspace
@@ -27,6 +27,7 @@ const pathOf = (
       ? Result.succeed(path)
       : Result.fail(
           new Documents.FileProblem({
+            toolset: session.name,
             argument: "file",
             path,
             message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`

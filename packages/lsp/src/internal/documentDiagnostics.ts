@@ -8,12 +8,13 @@
  * just opened) is waited for, within the call's deadline, and then for its push.
  */
 
-import { Deadline, WallClock } from "@toolvisor/core"
+import { Deadline } from "@toolvisor/core"
+import * as WallClock from "@toolvisor/core/internal/wallClock"
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
-import type * as Documents from "./Documents.ts"
-import type * as LspConnector from "./LspConnector.ts"
-import type * as Requests from "./Requests.ts"
+import type * as LspConnector from "../LspConnector.ts"
+import type * as Documents from "./documents.ts"
+import type * as Requests from "./requests.ts"
 
 /**
  * How long to wait for a push after opening a file, and after re-syncing one; then for quiet; and

@@ -1,15 +1,15 @@
 /**
  * The Supervisor's state machine, as data. A `Phase` holds exactly what is valid in it — a
  * backoff timer exists only in `Backoff`, a live session only in `Live` — and the `Machine` adds
- * the counters a snapshot shows. `Lifecycle.transition` maps a machine and a `Message` to the next
+ * the counters a snapshot shows. `Transitions.transition` maps a machine and a `Message` to the next
  * machine and the `Command`s to run; the actor (`internal/actor.ts`) owns the resources those
  * commands name (connects, the live session, timers) by id, and never decides anything itself.
  */
 import type * as Deferred from "effect/Deferred"
-import type * as Lifecycle from "./Lifecycle.ts"
-import type * as LifecycleError from "./LifecycleError.ts"
-import type * as Policy from "./Policy.ts"
-import type * as State from "./State.ts"
+import type * as LifecycleError from "../LifecycleError.ts"
+import type * as Policy from "../Policy.ts"
+import type * as State from "../State.ts"
+import type * as Transitions from "./transitions.ts"
 
 /** A late first connect kept while Stopped, for the next start to adopt instead of opening another. */
 export interface Parked {
@@ -120,12 +120,12 @@ export const stateOf = (machine: Machine): State.State => {
 export interface Step {
   readonly machine: Machine
   readonly commands: ReadonlyArray<Command>
-  /** The row of `Lifecycle.table` this step took. */
-  readonly rule: Lifecycle.Rule
+  /** The row of `Transitions.table` this step took. */
+  readonly rule: Transitions.Rule
 }
 
 /** What a transition needs to know about the toolset besides its machine. */
-export interface Context {
+export interface Settings {
   readonly name: string
   readonly policy: Policy.Policy
   /** The deadline error of a connect, built by the actor (it knows the configured duration). */

@@ -9,7 +9,7 @@
  * typescript-language-server loads a project only when a file is opened, under a progress of its
  * own — is `working`, for a query to wait on (`idle`).
  */
-import { WallClock } from "@toolvisor/core"
+import * as WallClock from "@toolvisor/core/internal/wallClock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type * as Rpc from "vscode-jsonrpc/node"

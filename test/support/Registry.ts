@@ -5,16 +5,15 @@
 import * as NodePath from "node:path"
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
+import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as ToolCatalogs from "../../../test/support/ToolCatalogs.ts"
-import * as LocalRegistry from "../src/LocalRegistry.ts"
-import type * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
+import * as ToolCatalogs from "./ToolCatalogs.ts"
 
-export const fixtureServer = NodePath.resolve(import.meta.dirname, "../../mcp/test/fixtures/fixture-server.mjs")
+export const fixtureServer = NodePath.join(import.meta.dirname, "fixture-server.mjs")
 
 export interface EntryOptions {
   readonly prefix?: string
@@ -94,10 +93,10 @@ export const untilBoard = (
 ) => registry.status.pipe(Stream.filter(p), Stream.runHead, Effect.map(Option.getOrThrow))
 
 /** A registry in its own scope, so a test can close it and check what is left. */
-export const open = (value: AgentConfig.Config, options: LocalRegistry.Options = {}) =>
+export const open = (value: AgentConfig.Config, options: ToolsetRegistry.Options = {}) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
-    const registry = yield* LocalRegistry.make(value, options).pipe(Scope.provide(scope))
+    const registry = yield* ToolsetRegistry.make(value, options).pipe(Scope.provide(scope))
     return { registry, close: Scope.close(scope, Exit.void) }
   })
 

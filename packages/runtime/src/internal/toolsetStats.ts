@@ -10,7 +10,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
-import * as Telemetry from "./Telemetry.ts"
+import * as Telemetry from "../Telemetry.ts"
 
 /** One bucket of one toolset's calls. */
 export interface Point {

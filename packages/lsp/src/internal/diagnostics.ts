@@ -8,7 +8,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Protocol from "vscode-languageserver-protocol"
-import * as Paths from "./Paths.ts"
+import * as Paths from "./paths.ts"
 
 export interface Entry {
   /** The sequence number of the publish that stored this entry. */

@@ -5,8 +5,8 @@
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Paths from "./Paths.ts"
-import * as Workspace from "./Workspace.ts"
+import * as Paths from "./paths.ts"
+import * as Workspace from "./workspace.ts"
 
 export interface Place {
   readonly file: string

@@ -9,18 +9,18 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import * as Protocol from "vscode-languageserver-protocol"
-import * as Capabilities from "./Capabilities.ts"
-import * as DocumentDiagnostics from "./DocumentDiagnostics.ts"
-import type * as Documents from "./Documents.ts"
-import * as Edits from "./Edits.ts"
-import * as FileArgument from "./FileArgument.ts"
-import type * as LspConnector from "./LspConnector.ts"
-import * as LspTools from "./LspTools.ts"
-import * as Paths from "./Paths.ts"
-import * as Render from "./Render.ts"
-import type * as Requests from "./Requests.ts"
-import * as ToolResults from "./ToolResults.ts"
-import * as TypeHierarchy from "./TypeHierarchy.ts"
+import type * as LspConnector from "../LspConnector.ts"
+import * as LspTools from "../LspTools.ts"
+import * as Capabilities from "./capabilities.ts"
+import * as DocumentDiagnostics from "./documentDiagnostics.ts"
+import type * as Documents from "./documents.ts"
+import * as Edits from "./edits.ts"
+import * as FileArgument from "./fileArgument.ts"
+import * as Paths from "./paths.ts"
+import * as Render from "./render.ts"
+import type * as Requests from "./requests.ts"
+import * as ToolResults from "./toolResults.ts"
+import * as TypeHierarchy from "./typeHierarchy.ts"
 
 export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed | Edits.Refused
 
@@ -363,23 +363,26 @@ const inlayHints = bind(LspTools.inlayHints, (session, args) =>
   })
 )
 
+/** A handler for every tool of `LspTools.definitions`, under the same key: the compiler checks that none is missing. */
+const byKey: { readonly [K in keyof typeof LspTools.definitions]: Handler } = {
+  workspace,
+  diagnostics,
+  hover,
+  definition,
+  references,
+  implementations,
+  documentSymbols,
+  workspaceSymbols,
+  codeActions,
+  rename,
+  format,
+  callHierarchy,
+  typeHierarchy,
+  signatureHelp,
+  inlayHints
+}
+
 /** Every handler, by tool name. */
 export const handlers: ReadonlyMap<string, Handler> = new Map(
-  [
-    workspace,
-    diagnostics,
-    hover,
-    definition,
-    references,
-    implementations,
-    documentSymbols,
-    workspaceSymbols,
-    codeActions,
-    rename,
-    format,
-    callHierarchy,
-    typeHierarchy,
-    signatureHelp,
-    inlayHints
-  ].map((handler) => [handler.definition.name, handler])
+  Object.values(byKey).map((handler) => [handler.definition.name, handler])
 )

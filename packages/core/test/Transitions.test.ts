@@ -1,20 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Lifecycle from "../src/Lifecycle.ts"
+import * as Phase from "../src/internal/phase.ts"
+import * as Transitions from "../src/internal/transitions.ts"
 import * as LifecycleError from "../src/LifecycleError.ts"
-import * as Phase from "../src/Phase.ts"
 import type * as State from "../src/State.ts"
 import { auth, crash, policy, refused } from "./fakes.ts"
 
 /**
- * The transition table is `Lifecycle.table`. Two walks: hand-written cases, one or more per row,
+ * The transition table is `Transitions.table`. Two walks: hand-written cases, one or more per row,
  * from a machine in the row's phase, the row's message, to the row's state and the commands that
  * matter; and every phase × message × policy the generator below can build, each step checked
  * against the row it names — so a transition the table does not list fails, and a row no input
  * reaches fails too.
  */
-const context = (overrides: Parameters<typeof policy>[0] = {}): Phase.Context => ({
+const settings = (overrides: Parameters<typeof policy>[0] = {}): Phase.Settings => ({
   name: "t",
   policy: policy(overrides),
   initTimeout: () => new LifecycleError.InitTimeout({ toolset: "t", message: "t: timed out", afterMillis: 5000 })
@@ -31,8 +31,8 @@ const live: Phase.Phase = { _tag: "Live", session: 3, probeFailures: 0 }
 
 interface Row {
   readonly row: string
-  readonly rule: Lifecycle.Rule
-  readonly context?: Phase.Context
+  readonly rule: Transitions.Rule
+  readonly settings?: Phase.Settings
   readonly from: Phase.Machine
   readonly message: Phase.Message
   readonly to: State.State
@@ -138,7 +138,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Live + Ended cleanly, always → Restarting",
     rule: "backoff",
-    context: context({ restart: "always" }),
+    settings: settings({ restart: "always" }),
     from: at(live),
     message: { _tag: "Ended", id: 3, error: undefined },
     to: "Restarting",
@@ -216,7 +216,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Ready + Probed fails → Degraded",
     rule: "probeFailed",
-    context: context({ health: { interval: "1s", failures: 3 } }),
+    settings: settings({ health: { interval: "1s", failures: 3 } }),
     from: at(live),
     message: { _tag: "Probed", id: 3, error: crash("probe") },
     to: "Degraded",
@@ -225,7 +225,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Degraded + Probed ok → Ready",
     rule: "probeRecovered",
-    context: context({ health: { interval: "1s", failures: 3 } }),
+    settings: settings({ health: { interval: "1s", failures: 3 } }),
     from: at({ _tag: "Live", session: 3, probeFailures: 1 }, { error: crash("probe") }),
     message: { _tag: "Probed", id: 3, error: undefined },
     to: "Ready",
@@ -235,7 +235,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Degraded + health.failures probe failures in a row → Restarting, counted",
     rule: "probeRestart",
-    context: context({ health: { interval: "1s", failures: 2 } }),
+    settings: settings({ health: { interval: "1s", failures: 2 } }),
     from: at({ _tag: "Live", session: 3, probeFailures: 1 }),
     message: { _tag: "Probed", id: 3, error: crash("probe") },
     to: "Restarting",
@@ -245,7 +245,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Live + Restart → Restarting at once, bypassing the policy and the crash budget",
     rule: "restartLive",
-    context: context({ restart: "never" }),
+    settings: settings({ restart: "never" }),
     from: at(live, { restarts: 2, attempt: 2 }),
     message: { _tag: "Restart", reply },
     to: "Restarting",
@@ -350,7 +350,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "optional first start with max_restarts: 0 + Connected fails → Failed, error to the caller",
     rule: "giveUp",
-    context: context({ max_restarts: 0 }),
+    settings: settings({ max_restarts: 0 }),
     from: at({ _tag: "Starting", connect: 4, retry: true }, { waiters: [reply] }),
     message: { _tag: "Connected", id: 4, error: refused() },
     to: "Failed",
@@ -359,7 +359,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Live + Ended with an error, budget spent → Failed",
     rule: "giveUp",
-    context: context({ max_restarts: 2 }),
+    settings: settings({ max_restarts: 2 }),
     from: at(live, { attempt: 2 }),
     message: { _tag: "Ended", id: 3, error: crash() },
     to: "Failed",
@@ -368,7 +368,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Live + Ended with an error, restart: never → Failed",
     rule: "never",
-    context: context({ restart: "never" }),
+    settings: settings({ restart: "never" }),
     from: at(live),
     message: { _tag: "Ended", id: 3, error: crash() },
     to: "Failed",
@@ -377,7 +377,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Reconnecting (a forced restart) + Connected fails, restart: never → Failed",
     rule: "never",
-    context: context({ restart: "never" }),
+    settings: settings({ restart: "never" }),
     from: at({ _tag: "Reconnecting", connect: 8 }),
     message: { _tag: "Connected", id: 8, error: refused() },
     to: "Failed",
@@ -386,7 +386,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Ready + Probed fails with health.failures: 1 → Restarting at once, never Degraded",
     rule: "probeRestart",
-    context: context({ health: { interval: "1s", failures: 1 } }),
+    settings: settings({ health: { interval: "1s", failures: 1 } }),
     from: at(live),
     message: { _tag: "Probed", id: 3, error: crash("probe") },
     to: "Restarting",
@@ -396,7 +396,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Degraded + health.failures probe failures, restart: never → Failed",
     rule: "probeGiveUp",
-    context: context({ restart: "never", health: { interval: "1s", failures: 2 } }),
+    settings: settings({ restart: "never", health: { interval: "1s", failures: 2 } }),
     from: at({ _tag: "Live", session: 3, probeFailures: 1 }),
     message: { _tag: "Probed", id: 3, error: crash("probe") },
     to: "Failed",
@@ -405,7 +405,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Degraded + health.failures probe failures, budget spent → Failed",
     rule: "probeGiveUp",
-    context: context({ max_restarts: 1, health: { interval: "1s", failures: 2 } }),
+    settings: settings({ max_restarts: 1, health: { interval: "1s", failures: 2 } }),
     from: at({ _tag: "Live", session: 3, probeFailures: 1 }, { attempt: 1 }),
     message: { _tag: "Probed", id: 3, error: crash("probe") },
     to: "Failed",
@@ -414,7 +414,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Ready + Probed ok → unchanged",
     rule: "probeOk",
-    context: context({ health: { interval: "1s" } }),
+    settings: settings({ health: { interval: "1s" } }),
     from: at(live),
     message: { _tag: "Probed", id: 3, error: undefined },
     to: "Ready",
@@ -448,12 +448,12 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   }
 ]
 
-describe("Lifecycle.transition", () => {
+describe("Transitions.transition", () => {
   it.effect("walks every row of the transition table", () =>
     Effect.gen(function* () {
       const reply = yield* Deferred.make<void, LifecycleError.LifecycleError>()
       for (const row of rows(reply)) {
-        const step = Lifecycle.transition(row.context ?? context(), row.from, row.message)
+        const step = Transitions.transition(row.settings ?? settings(), row.from, row.message)
         assert.strictEqual(step.rule, row.rule, row.row)
         assert.strictEqual(Phase.stateOf(step.machine), row.to, row.row)
         assert.deepStrictEqual(
@@ -517,24 +517,24 @@ const messages = (reply: Phase.Reply): ReadonlyArray<Phase.Message> => {
 
 const listed = (list: ReadonlyArray<string> | "any", item: string) => list === "any" || list.includes(item)
 
-describe("Lifecycle.table", () => {
+describe("Transitions.table", () => {
   it.effect("every transition the function makes is the row it names, and every row is reached", () =>
     Effect.gen(function* () {
       const reply = yield* Deferred.make<void, LifecycleError.LifecycleError>()
       const waiting = yield* Deferred.make<void, LifecycleError.LifecycleError>()
-      const reached = new Set<Lifecycle.Rule>()
+      const reached = new Set<Transitions.Rule>()
       for (const overrides of policies) {
-        const ctx = context(overrides)
+        const ctx = settings(overrides)
         const retry = !ctx.policy.required && ctx.policy.restart !== "never"
         // A first start retries exactly when its policy allows it: no other Starting exists.
         for (const phase of phases.filter((p) => p._tag !== "Starting" || p.retry === retry)) {
           for (const attempt of [0, 2]) {
             const from = at(phase, { attempt, waiters: [waiting] })
             for (const message of messages(reply)) {
-              const step = Lifecycle.transition(ctx, from, message)
-              const row: Lifecycle.Row = Lifecycle.table[step.rule]
-              const before = Lifecycle.viewOf(from)
-              const after = Lifecycle.viewOf(step.machine)
+              const step = Transitions.transition(ctx, from, message)
+              const row: Transitions.Row = Transitions.table[step.rule]
+              const before = Transitions.viewOf(from)
+              const after = Transitions.viewOf(step.machine)
               const where = `${before} + ${message._tag} ${JSON.stringify(overrides)} attempt ${attempt} → ${after} (${step.rule})`
               reached.add(step.rule)
               assert.isTrue(listed(row.from, before), `not from this view: ${where}`)
@@ -557,7 +557,7 @@ describe("Lifecycle.table", () => {
           }
         }
       }
-      assert.deepStrictEqual(Array.from(reached).sort(), Object.keys(Lifecycle.table).sort())
+      assert.deepStrictEqual(Array.from(reached).sort(), Object.keys(Transitions.table).sort())
     })
   )
 })

@@ -6,7 +6,7 @@
  * stops and replaces toolsets, and shuts them all down at once.
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
-import { Redaction, State, type Toolset } from "@toolvisor/core"
+import { LifecycleError, Redaction, State, type Toolset } from "@toolvisor/core"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -15,27 +15,17 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as Catalog from "./Catalog.ts"
-import * as Inspection from "./Inspection.ts"
-import * as McpRoutes from "./McpRoutes.ts"
-import * as Offer from "./Offer.ts"
-import * as Routing from "./Routing.ts"
-import * as Surfaces from "./Surfaces.ts"
-import * as Telemetry from "./Telemetry.ts"
-import * as ToolSearch from "./ToolSearch.ts"
-import * as ToolsetRegistry from "./ToolsetRegistry.ts"
-import * as Toolsets from "./Toolsets.ts"
-import * as Unresolved from "./Unresolved.ts"
-
-export interface Options {
-  /** The agent whose catalog is served by default; the config's first agent when omitted. */
-  readonly agent?: string
-  /**
-   * Builds the toolset of a config entry in the given scope; by default it runs in this process.
-   * A cluster registry builds a client of the toolset's entity instead, and reuses the rest.
-   */
-  readonly build?: (entry: AgentConfig.ToolsetConfig) => Effect.Effect<Toolsets.Built, never, Scope.Scope>
-}
+import * as Catalog from "../Catalog.ts"
+import * as Inspection from "../Inspection.ts"
+import * as Surfaces from "../Surfaces.ts"
+import * as Telemetry from "../Telemetry.ts"
+import * as ToolSearch from "../ToolSearch.ts"
+import * as ToolsetRegistry from "../ToolsetRegistry.ts"
+import * as Toolsets from "../Toolsets.ts"
+import * as Unresolved from "../Unresolved.ts"
+import * as McpRoutes from "./mcpRoutes.ts"
+import * as Offer from "./offer.ts"
+import * as Routing from "./routing.ts"
 
 /** One running toolset and what the registry knows about it. */
 interface Running extends Routing.Entry {
@@ -45,11 +35,18 @@ interface Running extends Routing.Entry {
   streak: number
 }
 
-const permanentTags = new Set(["AuthRequired", "CapabilityMissing"])
+/**
+ * A toolset `reprobe` retries: down (stopped, failed, or waiting out a backoff) on an error a
+ * retry may fix.
+ */
+export const isReprobeable = (s: State.StatusSnapshot): boolean =>
+  (State.isTerminal(s.state) || s.state === "Restarting") &&
+  s.lastError !== undefined &&
+  !LifecycleError.isPermanentTag(s.lastError.tag)
 
 export const make = (
   initial: AgentConfig.Config,
-  options: Options = {}
+  options: ToolsetRegistry.Options = {}
 ): Effect.Effect<ToolsetRegistry.Registry, ToolsetRegistry.UnknownAgent, Scope.Scope> =>
   Effect.gen(function* () {
     const registryScope = yield* Effect.scope
@@ -320,15 +317,7 @@ export const make = (
       })
 
     const reprobe = Effect.gen(function* () {
-      const candidates = yield* Effect.filter(inOrder(), (entry) =>
-        Effect.map(
-          entry.toolset.state,
-          (s) =>
-            (State.isTerminal(s.state) || s.state === "Restarting") &&
-            s.lastError !== undefined &&
-            !permanentTags.has(s.lastError.tag)
-        )
-      )
+      const candidates = yield* Effect.filter(inOrder(), (entry) => Effect.map(entry.toolset.state, isReprobeable))
       const results = yield* Effect.forEach(
         candidates,
         (entry) => Effect.map(Effect.result(entry.toolset.restart), (result) => ({ entry, result })),

@@ -27,8 +27,8 @@ import type {
 } from "@modelcontextprotocol/sdk/shared/auth.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Classify, LifecycleError, Redaction } from "@toolvisor/core"
-import type * as McpSpec from "./McpSpec.ts"
-import type * as TokenStore from "./TokenStore.ts"
+import type * as McpSpec from "../McpSpec.ts"
+import type * as TokenStore from "./tokenStore.ts"
 
 /** A token this close to expiry is refreshed before it is sent (docker-agent uses the same 30 s). */
 const expirySkewMillis = 30_000
