@@ -4,6 +4,8 @@
  * they are a project of their own: CI runs it as a step after the unit projects (`npm run
  * test:soak`), and its files one at a time, so that no soak shares the CPU with another test.
  * A soak is a `*.soak.test.ts` in a package's `test/`; that package's project excludes it.
+ * The `*.alone.test.ts` files run here too, for the same one-at-a-time: they make orphan processes
+ * that any Toolvisor beside them (another test worker's) would sweep before they can.
  */
 import { defineProject } from "vitest/config"
 
@@ -12,7 +14,7 @@ export default defineProject({
   ssr: { resolve: { conditions: ["@toolvisor/source"] } },
   test: {
     name: "soak",
-    include: ["{apps,packages}/*/test/**/*.soak.test.ts"],
+    include: ["{apps,packages}/*/test/**/*.soak.test.ts", "{apps,packages}/*/test/**/*.alone.test.ts"],
     // The CLI's soaks run its bundle, as its own tests do.
     globalSetup: ["apps/cli/test/bundle.setup.ts"],
     testTimeout: 300_000,
