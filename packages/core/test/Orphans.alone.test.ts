@@ -9,8 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import * as Owner from "../src/Owner.ts"
 import * as Procfs from "../src/internal/procfs.ts"
+import * as Owner from "../src/Owner.ts"
 import { awaitMarked, goneOwner, group, stubborn } from "./processes.ts"
 
 const self = Owner.self ?? { pid: process.pid, startTime: 0 }

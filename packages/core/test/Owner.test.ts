@@ -1,8 +1,6 @@
-import * as NodeChildProcess from "node:child_process"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Procfs from "../src/internal/procfs.ts"
 import * as Owner from "../src/Owner.ts"
@@ -10,9 +8,6 @@ import * as ServerProcess from "../src/ServerProcess.ts"
 import { until } from "./processes.ts"
 
 const self = Owner.self ?? { pid: process.pid, startTime: 0 }
-
-/** Whether this machine lets an unprivileged process make a pid namespace (containers often do not). */
-const canUnshare = NodeChildProcess.spawnSync("unshare", ["-Urpf", "true"]).status === 0
 
 describe("owner marks", () => {
   it("encode and decode are inverse; anything else is not a mark", () => {
