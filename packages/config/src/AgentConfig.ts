@@ -1,7 +1,7 @@
 /**
  * docker-agent's agent YAML as Schemas, and the resolved model the runtime builds toolsets from.
  * The input Schemas follow docker-agent's own (so existing files load); the MCP hosts' JSON formats
- * are in `HostConfig.ts`. The JSON Schema for editors is generated from the same definitions, so
+ * are in `internal/hostConfig.ts`. The JSON Schema for editors is generated from the same definitions, so
  * the two can never disagree.
  */
 import { Policy } from "@toolvisor/core"
@@ -9,7 +9,7 @@ import * as Url from "@toolvisor/core/internal/httpUrl"
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
-import * as Interpolation from "./Interpolation.ts"
+import * as Interpolation from "./internal/interpolation.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Durations and the lifecycle block
