@@ -36,15 +36,19 @@ export interface Turn {
   readonly notices: ReadonlyArray<Reprobe.Notice>
 }
 
+/** What one turn may change of the loop's settings. */
 export interface TurnOptions {
   /** Model calls at most in this turn (default 10). */
   readonly maxSteps?: number | undefined
 }
 
+/** The agent whose tools are offered, how the reprobe behaves, and the default `maxSteps` of a turn. */
 export interface Options extends RegistryToolkit.Options, Reprobe.Options {
+  /** Model calls at most in a turn that sets none itself (default 10). */
   readonly maxSteps?: number | undefined
 }
 
+/** An agent loop over a registry: its toolkits, instructions and turns, all kept in step with the catalog. */
 export interface Service {
   /** The toolkit of the loop's default conversation (the one `turn` uses without a chat), as of the last refresh. */
   readonly toolkit: Effect.Effect<RegistryToolkit.SupervisedToolkit>
@@ -71,6 +75,7 @@ export interface Service {
   ) => Effect.Effect<Turn, AiError.AiError, LanguageModel.LanguageModel>
 }
 
+/** The loop as a service, for programs that build it once (`layer`) and run turns wherever they need one. */
 export class AgentLoop extends Context.Service<AgentLoop, Service>()("@toolvisor/ai/AgentLoop") {}
 
 /** A conversation's deferred tools, and its toolkit as last built (kept while nothing it depends on moved). */

@@ -24,6 +24,7 @@ import * as Reprobe from "./Reprobe.ts"
 import * as ToolNames from "./ToolNames.ts"
 import * as ToolOutput from "./ToolOutput.ts"
 
+/** The agent whose tools are offered, how the reprobe behaves, and who hears its notices. */
 export interface Options extends Reprobe.Options {
   /** The agent whose catalog is offered; the registry's default agent when omitted. */
   readonly agent?: string | undefined
@@ -31,6 +32,7 @@ export interface Options extends Reprobe.Options {
   readonly onNotice?: ((notice: Reprobe.Notice) => void) | undefined
 }
 
+/** The registry's tools in the AI SDK's terms: what `generateText` and `streamText` take, kept current. */
 export interface SupervisedTools {
   /**
    * Pass as `tools`: kept up to date in place by `refresh`. When tools are deferred it holds the
@@ -182,6 +184,7 @@ export const make = (
     }
   })
 
+/** Tools over a registry the caller owns: closing them leaves the registry running. */
 export interface Closeable extends SupervisedTools {
   /** Ends a reprobe still in flight; the registry itself is left as it is. */
   readonly close: () => Promise<void>
@@ -199,6 +202,7 @@ export const toolvisorTools = async (registry: ToolsetRegistry.Registry, options
   }
 }
 
+/** Tools over a registry `open` started and owns: closing them stops its toolsets. */
 export interface Opened extends SupervisedTools, AsyncDisposable {
   readonly registry: ToolsetRegistry.Registry
   /**

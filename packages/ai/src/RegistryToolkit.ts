@@ -30,11 +30,13 @@ export type SupervisedTool = Tool.Tool<
   }
 >
 
+/** A supervised toolkit's tools, by the names the model sees (`ToolNames`). */
 export type Tools = Record<string, SupervisedTool>
 
 /** A toolkit with its handlers bound, ready for `LanguageModel.generateText({ toolkit })`. */
 export type SupervisedToolkit = Toolkit.WithHandler<Tools>
 
+/** Which of the registry's agents a toolkit serves. */
 export interface Options {
   /** The agent whose catalog is offered; the registry's default agent when omitted. */
   readonly agent?: string | undefined

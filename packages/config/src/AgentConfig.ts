@@ -1,7 +1,7 @@
 /**
  * docker-agent's agent YAML as Schemas, and the resolved model the runtime builds toolsets from.
  * The input Schemas follow docker-agent's own (so existing files load); the MCP hosts' JSON formats
- * are in `HostConfig.ts`. The JSON Schema for editors is generated from the same definitions, so
+ * are in `internal/hostConfig.ts`. The JSON Schema for editors is generated from the same definitions, so
  * the two can never disagree.
  */
 import { Policy } from "@toolvisor/core"
@@ -9,7 +9,7 @@ import * as Url from "@toolvisor/core/internal/httpUrl"
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
-import * as Interpolation from "./Interpolation.ts"
+import * as Interpolation from "./internal/interpolation.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Durations and the lifecycle block
@@ -71,14 +71,17 @@ const EnvValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pi
   )
 )
 
+/** A server's environment: values are strings to the process, whatever scalar the YAML wrote. */
 export const Env = Schema.Record(Schema.String, EnvValue).annotate({
   description: interpolated("Environment variables for the server process")
 })
 
+/** HTTP headers for a remote server; they often carry credentials, hence never shown. */
 export const Headers = Schema.Record(Schema.String, Schema.String).annotate({
   description: interpolated("HTTP headers sent with every request, never shown in errors or status")
 })
 
+/** A list of strings, as `args`, `file_types` and `tools` are. */
 export const Strings = Schema.Array(Schema.String)
 
 /** Fields docker-agent defines that Toolvisor does not use: accepted so existing files load, then ignored. */
@@ -267,10 +270,12 @@ const mcpFields = {
   allow_outside_workspace: onlyFor("allow_outside_workspace", "'lsp'")
 }
 
+/** A `type: mcp` toolset: exactly one of `command`, `remote` or `ref` says where its server is. */
 export const McpEntry = Schema.Struct({ type: Schema.Literal("mcp"), ...mcpFields })
   .pipe(Schema.check(checkMcpSource))
   .annotate({ identifier: "McpToolset", description: "An MCP server: a command (stdio), a remote URL or a ref" })
 
+/** A `type: lsp` toolset: a language server started over stdio and offered as `lsp_*` tools. */
 export const LspEntry = Schema.Struct({
   type: Schema.Literal("lsp"),
   ...common,
@@ -320,6 +325,10 @@ const skippedEntries = skippedTypes.map((type) =>
   )
 )
 
+/**
+ * One entry of an agent's `toolsets:`, picked by its `type`. The types Toolvisor does not run are
+ * members too, so that a docker-agent file loads and they are reported as skipped, not as errors.
+ */
 export const ToolsetEntry = Schema.Union([McpEntry, LspEntry, ...skippedEntries]).annotate({
   message: `Expected a toolset with type one of: mcp, lsp, ${skippedTypes.join(", ")}`
 })
@@ -380,6 +389,10 @@ const noAgentTools = Schema.makeFilter(
 /** Agent fields of Toolvisor's own, beside docker-agent's. */
 export const toolvisorAgentFields = ["defer_above"] as const
 
+/**
+ * One agent under `agents:`. Only its toolsets and `defer_above` matter to Toolvisor; the rest of
+ * docker-agent's fields (model, instruction…) are accepted and ignored, and unknown ones kept.
+ */
 export const Agent = Schema.StructWithRest(
   Schema.Struct({
     // `toolsets:` with nothing after it is YAML's null, which docker-agent reads as no toolsets.
@@ -443,6 +456,7 @@ export type AgentFile = typeof AgentFile.Type
 // The resolved model
 // ---------------------------------------------------------------------------------------------
 
+/** How to reach a toolset's server: a process over stdio, or a URL over streamable HTTP or SSE. */
 export type Transport =
   | {
       readonly _tag: "stdio"
@@ -528,6 +542,7 @@ export interface Unresolved {
   readonly message: string
 }
 
+/** One agent of the resolved config: which toolsets it uses, and how each is offered to its model. */
 export interface AgentSpec {
   readonly name: string
   /** Identities, in config order. */
@@ -541,6 +556,7 @@ export interface AgentSpec {
   readonly deferAbove?: number | undefined
 }
 
+/** A toolset entry of a type Toolvisor does not run, kept so that status and `validate` can say why it is absent. */
 export interface Skipped {
   readonly path: string
   readonly type: string
@@ -553,6 +569,10 @@ export interface Warning {
   readonly message: string
 }
 
+/**
+ * A loaded config, whatever format it came from: what `ConfigLoader.load` returns and the runtime
+ * builds its toolsets from. Toolsets are listed once and shared by the agents that name them.
+ */
 export interface Config {
   readonly source: string
   /** How the file was read, e.g. `docker-agent YAML` or `VS Code mcp.json`. */

@@ -21,6 +21,7 @@ export const names = (entry: string, prefix: string | undefined, tool: string): 
 export const allows = (allow: ReadonlyArray<string> | undefined, prefix: string | undefined, tool: string): boolean =>
   allow === undefined || allow.some((entry) => names(entry, prefix, tool))
 
+/** A toolset whose allow-list names tools it does not offer: what `check` finds and `message` words. */
 export interface Unmatched {
   readonly toolset: string
   /** Allow-list entries that name no tool the toolset offers, each with the closest name if one is close. */

@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"
 
+/** One problem of a config: where it is (a dotted path, `""` for the whole file) and what to do about it. */
 export const Issue = Schema.Struct({ path: Schema.String, message: Schema.String })
 export type Issue = typeof Issue.Type
 

@@ -16,18 +16,20 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
-import * as ConfigText from "./ConfigText.ts"
-import * as HostConfig from "./HostConfig.ts"
-import * as HostResolver from "./HostResolver.ts"
-import * as Interpolation from "./Interpolation.ts"
-import * as Resolver from "./Resolver.ts"
-import * as Unknowns from "./Unknowns.ts"
+import * as ConfigText from "./internal/configText.ts"
+import * as HostConfig from "./internal/hostConfig.ts"
+import * as HostResolver from "./internal/hostResolver.ts"
+import * as Interpolation from "./internal/interpolation.ts"
+import * as Resolver from "./internal/resolver.ts"
+import * as Unknowns from "./internal/unknowns.ts"
 
 /** The error `load` and `parse` fail with (defined in `ConfigError.ts`). */
 export { ConfigError } from "./ConfigError.ts"
 
+/** The file's syntax: `yaml`, or `json` (which also reads JSONC's comments and trailing commas). */
 export type Format = ConfigText.Syntax
 
+/** What `load` takes besides the path: where variables come from, and which agent to keep. */
 export interface Options {
   /** Variables for `${VAR}`; defaults to `process.env`. */
   readonly env?: Interpolation.Env | undefined
@@ -37,6 +39,7 @@ export interface Options {
   readonly inputs?: Readonly<Record<string, string>> | undefined
 }
 
+/** What `parse` needs besides the text, which a file would otherwise tell: its name, syntax and folder. */
 export interface ParseOptions extends Options {
   /** Shown in errors and kept as `Config.source`: a file path or `<inline>`. Its name can tell the host. */
   readonly source: string

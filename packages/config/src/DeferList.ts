@@ -15,6 +15,7 @@ export interface Offered {
   readonly server: string
 }
 
+/** An agent's `defer:` entries for one toolset that name no tool it offers, each with the closest name. */
 export interface Unmatched {
   readonly agent: string
   readonly toolset: string

@@ -5,10 +5,11 @@
  */
 import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
-import * as HostConfig from "./HostConfig.ts"
+import * as HostConfig from "./internal/hostConfig.ts"
 
 /** The schema names `toolvisor schema --format` takes. */
 export const formats = ["docker-agent", "mcp-servers", "vscode", "vscode-settings", "zed", "plugin"] as const
+/** One of `formats`: the file format a generated JSON Schema describes. */
 export type Format = (typeof formats)[number]
 
 const schemaOf = (format: Format): Schema.Top => {

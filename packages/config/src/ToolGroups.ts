@@ -63,6 +63,7 @@ export const unknownMessage = (config: Pick<AgentConfig.Config, "groups">, group
   }`
 }
 
+/** A group's pattern that matches no tool, so the group silently lacks what it meant to hold. */
 export interface Unmatched {
   readonly group: string
   readonly pattern: string

@@ -67,11 +67,13 @@ export const signature = (toolset: Signed): string =>
     )
     .digest("hex")
 
+/** A toolset kept by identity whose definition changed: a reload stops `before` and starts `after` in its place. */
 export interface Change {
   readonly before: AgentConfig.ToolsetConfig
   readonly after: AgentConfig.ToolsetConfig
 }
 
+/** Every toolset of either config in exactly one bucket: what a reload starts, stops, restarts or keeps. */
 export interface Diff {
   /** In the new config's order. */
   readonly added: ReadonlyArray<AgentConfig.ToolsetConfig>

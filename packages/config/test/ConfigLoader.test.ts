@@ -6,7 +6,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as AgentConfig from "../src/AgentConfig.ts"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
-import * as HostConfig from "../src/HostConfig.ts"
+import * as HostConfig from "../src/internal/hostConfig.ts"
 import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
 
 const fixture = (name: string) => NodePath.join(import.meta.dirname, "fixtures", name)

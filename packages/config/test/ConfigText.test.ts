@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { JsonLimits } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
-import * as ConfigText from "../src/ConfigText.ts"
+import * as ConfigText from "../src/internal/configText.ts"
 
 const tempFile = (name: string, text: string): string => {
   const path = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-text-")), name)

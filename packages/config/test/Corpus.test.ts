@@ -10,9 +10,9 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
-import * as ConfigText from "../src/ConfigText.ts"
-import * as HostConfig from "../src/HostConfig.ts"
-import * as Interpolation from "../src/Interpolation.ts"
+import * as ConfigText from "../src/internal/configText.ts"
+import * as HostConfig from "../src/internal/hostConfig.ts"
+import * as Interpolation from "../src/internal/interpolation.ts"
 import * as JsonSchema from "../src/JsonSchema.ts"
 
 const corpus = NodePath.resolve(import.meta.dirname, "../../../test/corpus")

@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import type * as AgentConfig from "../src/AgentConfig.ts"
 import * as ConfigError from "../src/ConfigError.ts"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
-import * as Interpolation from "../src/Interpolation.ts"
+import * as Interpolation from "../src/internal/interpolation.ts"
 import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
 
 describe("Interpolation.expand", () => {

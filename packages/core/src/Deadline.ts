@@ -11,6 +11,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as LifecycleError from "./LifecycleError.ts"
 
+/** When a call must be done, and the budget it began with, so the timeout can say how long it was given. */
 export interface Deadline {
   /** Wall-clock time (`Date.now()`) by which the call must be done. */
   readonly at: number

@@ -85,6 +85,7 @@ export const LifecycleError = Schema.Union([
 
 export type LifecycleError = typeof LifecycleError.Type
 
+/** The tags of the union: what `Effect.catchTag` takes, and what the permanence record must classify. */
 export type Tag = LifecycleError["_tag"]
 
 /** Tells a lifecycle error from any other value. */

@@ -26,6 +26,7 @@ export interface Owner {
   readonly startTime: number
 }
 
+/** The mark as a server's environment carries it (`envKey`): `<pid>/<start time>`. */
 export const encode = (owner: Owner): string => `${owner.pid}/${owner.startTime}`
 
 /** The owner a mark names; `undefined` for a value that is not a mark. */

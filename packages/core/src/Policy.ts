@@ -31,9 +31,11 @@ export const DurationString = Schema.String.pipe(
   )
 )
 
+/** When a session that ended is reconnected: `never`, `on_failure` (not after a clean exit) or `always`. */
 export const Restart = Schema.Literals(["never", "on_failure", "always"])
 export type Restart = typeof Restart.Type
 
+/** A named set of defaults a `lifecycle` block starts from, so most configs need write only `profile:`. */
 export const Profile = Schema.Literals(["resilient", "strict", "best-effort"])
 export type Profile = typeof Profile.Type
 
@@ -73,6 +75,7 @@ export const Lifecycle = Schema.Struct({
 
 export type Lifecycle = typeof Lifecycle.Type
 
+/** The delays between reconnects: each `multiplier` times the last, from `initial` up to `max`. */
 export interface Backoff {
   readonly initial: Duration.Duration
   readonly max: Duration.Duration
@@ -83,6 +86,7 @@ export interface Backoff {
   readonly resetAfter: Duration.Duration
 }
 
+/** Periodic probes of a live session: a server that hangs without exiting is found and restarted. */
 export interface Health {
   readonly interval: Duration.Duration
   readonly timeout: Duration.Duration

@@ -27,6 +27,7 @@ import * as LifecycleError from "./LifecycleError.ts"
 import * as Owner from "./Owner.ts"
 import * as Redaction from "./Redaction.ts"
 
+/** The server to run: its command line, environment and folder, and how patiently to end it. */
 export interface Spec {
   readonly command: string
   readonly args?: ReadonlyArray<string>
@@ -39,11 +40,16 @@ export interface Spec {
   readonly grace?: { readonly stdin?: Duration.Input; readonly term?: Duration.Input }
 }
 
+/** How a process ended, as Node reports it: an exit code, or the signal that killed it. */
 export interface Exited {
   readonly code: number | null
   readonly signal: NodeJS.Signals | null
 }
 
+/**
+ * A running server and its pipes, owned by the scope `spawn` ran in: closing the scope ends it and
+ * its process group. Its exit is a typed error whose kind depends on whether the handshake was done.
+ */
 export interface ServerProcess {
   readonly pid: number
   readonly stdin: NodeStream.Writable

@@ -4,6 +4,10 @@
  */
 import * as Schema from "effect/Schema"
 
+/**
+ * Where a toolset is in its lifecycle. Ready and Degraded take calls (`isUsable`); Stopped and
+ * Failed stay until something outside starts or restarts it (`isTerminal`).
+ */
 export const State = Schema.Literals(["Stopped", "Starting", "Ready", "Degraded", "Restarting", "Failed"])
 
 export type State = typeof State.Type

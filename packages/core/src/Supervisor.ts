@@ -19,6 +19,7 @@ import type * as Policy from "./Policy.ts"
 import type * as Session from "./Session.ts"
 import type * as State from "./State.ts"
 
+/** What `make` supervises: a named connector, and the policy it restarts by (`Policy.defaults` if absent). */
 export interface Options<A> {
   readonly name: string
   /** Shown in status snapshots: "mcp", "lsp", … */
@@ -36,6 +37,10 @@ export type Lost = Sessions.Lost
 /** A session a request can be sent on at once (`liveNow`). */
 export type Now<A> = Sessions.Now<A>
 
+/**
+ * One toolset's lifecycle: start, stop and restart it, watch its state, and run requests on its
+ * live session. It is the only writer of that state, so every reader sees one consistent story.
+ */
 export interface Supervisor<A> {
   readonly name: string
   readonly policy: Policy.Policy

@@ -11,6 +11,7 @@ import type * as LifecycleError from "./LifecycleError.ts"
 import type * as State from "./State.ts"
 import type * as Supervisor from "./Supervisor.ts"
 
+/** MCP's hints about a tool, as its server declares them: advice, not a guarantee (see `isSafeToRepeat`). */
 export interface ToolAnnotations {
   readonly title?: string | undefined
   readonly readOnlyHint?: boolean | undefined
@@ -19,6 +20,7 @@ export interface ToolAnnotations {
   readonly openWorldHint?: boolean | undefined
 }
 
+/** A tool as MCP describes it, whichever transport offers it: a name, and a JSON Schema for its arguments. */
 export interface Tool {
   readonly name: string
   readonly title?: string | undefined
@@ -75,10 +77,15 @@ export class CallOutcomeUnknown extends Schema.TaggedError<CallOutcomeUnknown>()
   requestId: Schema.String
 }) {}
 
+/** Every way a call can fail that is about the tool rather than the toolset's lifecycle. */
 export const ToolError = Schema.Union([ToolNotFound, ToolCallFailed, CallOutcomeUnknown])
 
 export type ToolError = typeof ToolError.Type
 
+/**
+ * The contract the runtime builds its catalog on: a supervised lifecycle, a listing that says
+ * when it is incomplete, and calls whose failures are typed. MCP and LSP toolsets implement it.
+ */
 export interface Toolset {
   readonly name: string
   readonly kind: string

@@ -8,6 +8,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Tracer from "effect/Tracer"
 
+/** A span's attributes, as a thunk: an untraced call must not pay for building them. */
 export interface Options {
   /** Read only when the span is made. */
   readonly attributes: () => Readonly<Record<string, unknown>>

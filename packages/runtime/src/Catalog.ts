@@ -20,6 +20,7 @@ export interface Source extends Filter {
   readonly lastKnown: ReadonlyArray<Toolset.Tool> | undefined
 }
 
+/** One tool on offer: the name the agent calls, the toolset that serves it, and how it is offered. */
 export interface Entry {
   /** The name the agent calls. */
   readonly name: string
@@ -38,18 +39,25 @@ export interface Entry {
   readonly deferred?: boolean | undefined
 }
 
+/** A toolset whose tools are not (all) in the catalog, with its state and why: what makes a catalog incomplete. */
 export interface Missing {
   readonly toolset: string
   readonly state: State.State
   readonly reason: string
 }
 
+/** A tool not offered because an earlier toolset in config order exposes the same name. */
 export interface Shadowed {
   readonly name: string
   readonly toolset: string
   readonly shadowedBy: string
 }
 
+/**
+ * The tools one agent is offered, and what it is not but should know of: toolsets still missing,
+ * names shadowed, tools offline. A new catalog is made on every change; `version` says whether
+ * the offer itself changed, so a consumer rebuilds its tools only then.
+ */
 export interface Catalog {
   /** True when every toolset is usable and listed: nothing in `tools` is last-known, nothing is missing. */
   readonly complete: boolean
@@ -71,11 +79,13 @@ export interface Catalog {
   readonly instructions?: ReadonlyArray<Instruction> | undefined
 }
 
+/** What a toolset's config and its server tell the agent about its tools, as one text. */
 export interface Instruction {
   readonly toolset: string
   readonly text: string
 }
 
+/** The name the agent calls a tool by: with the toolset's prefix when the config gave one (`AllowList.exposedName`). */
 export const exposedName = AllowList.exposedName
 
 /** How a toolset's tools are filtered and named for an agent: its config's `name`, `tools:` and `deny`. */

@@ -13,6 +13,7 @@ import type * as ToolSearch from "./ToolSearch.ts"
 /** The name the model calls the search by. */
 export const name = "search_tools"
 
+/** What the model reads about the search: that tools are missing until searched, and both ways to ask. */
 export const description =
   "Find tools by what they do. Many of your tools are not listed until you search for them: describe the task " +
   "in a few words (e.g. 'create a GitHub issue', 'read a file'), or load tools by exact name with " +
@@ -33,6 +34,7 @@ export const parameters = {
   additionalProperties: false
 } as const
 
+/** The search's arguments as `argsOf` reads them from what the model sent. */
 export interface Args {
   readonly query: string
   readonly limit: number | undefined

@@ -17,6 +17,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
 import * as BearerAuth from "./internal/bearerAuth.ts"
 
+/** Where the port is bound, and the credentials its protected routes take (a static token, or JWTs). */
 export interface Options extends BearerAuth.Options {
   /** The address the server is bound to: a loopback bind accepts only a loopback `Host`. */
   readonly host: string
@@ -40,6 +41,7 @@ export interface Refusal {
   readonly headers: Readonly<Record<string, string>>
 }
 
+/** What a route asks before it answers, and what tells a client how to authenticate when refused. */
 export interface Gate {
   /** Refuses a request that fails the Host, Origin or credential check; undefined when it may proceed. */
   readonly check: (headers: Headers, access: Access) => Effect.Effect<Refusal | undefined>
@@ -147,6 +149,7 @@ export const make = (options: Options): Effect.Effect<Gate, BearerAuth.JwksError
     return { check, metadata, metadataPaths }
   })
 
+/** The gate as a Layer; fails when the JWT issuer's keys cannot be fetched, so a bad setup stops the app at start. */
 export const layer = (options: Options): Layer.Layer<HttpGate, BearerAuth.JwksError> =>
   Layer.effect(HttpGate, make(options))
 

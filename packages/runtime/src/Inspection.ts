@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Catalog from "./Catalog.ts"
 import * as Toolsets from "./Toolsets.ts"
 
+/** What `GET /toolsets/:name` (and the dashboard's detail view) shows of one toolset beyond its status. */
 export interface Inspection {
   readonly toolset: string
   /** The policy the toolset runs on: its config's, with what its transport adds. */

@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import * as Otlp from "effect/observability/Otlp"
 import type * as OtlpExporter from "effect/observability/OtlpExporter"
 
+/** Where the collector is, and how the runtime names itself there. */
 export interface Options {
   /** The collector's base URL, e.g. `http://127.0.0.1:4318`; `/v1/traces`, `/v1/metrics` and `/v1/logs` are appended. */
   readonly url: string
@@ -18,6 +19,7 @@ export interface Options {
   readonly interval?: Duration.Input
 }
 
+/** Traces, metrics and logs to the collector, over OTLP/HTTP JSON, sent every `interval` (default 5 s). */
 export const layer = (options: Options): Layer.Layer<OtlpExporter.Flusher> => {
   const interval = options.interval ?? Duration.seconds(5)
   return Otlp.layerJson({

@@ -39,8 +39,10 @@ export interface ToolsetRecovered {
   readonly toolset: string
 }
 
+/** What `check` tells an app about its toolsets' health: said once per change, never repeated. */
 export type Notice = ToolsetFailing | ToolsetRecovered
 
+/** One registry's reprobe, shared by every surface that asks, so their restarts and notices never double. */
 export interface Reprobe {
   /**
    * Restarts the toolsets that are down, if any (joining a reprobe in flight; none within the
@@ -69,6 +71,7 @@ export const failedToStart = (s: State.StatusSnapshot): boolean =>
   s.lastError.tag !== "ServerCrashed" &&
   !LifecycleError.isPermanentTag(s.lastError.tag)
 
+/** How long a caller waits, how often a reprobe may start, and which toolsets it retries. */
 export interface Options {
   /** How long a caller waits for the toolsets it restarts (default 5 seconds). */
   readonly wait?: Duration.Input | undefined

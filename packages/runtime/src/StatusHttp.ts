@@ -21,6 +21,7 @@ import * as ToolsetStats from "./internal/toolsetStats.ts"
 import * as StatusJson from "./StatusJson.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 
+/** The event feed's settings, and which toolsets the readiness probe waits for. */
 export interface Options extends StatusFeed.Options {
   /** Whether a toolset must be Ready for `/readyz`; every toolset when omitted. */
   readonly required?: (toolset: string) => boolean

@@ -29,4 +29,5 @@ export const make = (s: State.StatusSnapshot) => ({
   at: new Date(s.since).toISOString()
 })
 
+/** One status line as scripts read it: the shape every status output shares. */
 export type StatusJson = ReturnType<typeof make>

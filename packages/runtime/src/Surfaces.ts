@@ -28,6 +28,7 @@ export interface Clash {
   readonly shadowedBy: string
 }
 
+/** A prompt, resource or template on offer, with the toolset that serves it. */
 export interface Offered<A> {
   readonly toolset: string
   readonly item: A
@@ -35,11 +36,13 @@ export interface Offered<A> {
   readonly lastKnown: boolean
 }
 
+/** A prompt on offer, under the name the agent asks for it by. */
 export interface PromptEntry extends Offered<Prompt> {
   /** The name the agent asks for. */
   readonly name: string
 }
 
+/** An agent's prompts, whole or not, with the clashes and the toolsets that cannot offer any. */
 export interface PromptCatalog {
   readonly complete: boolean
   readonly prompts: ReadonlyArray<PromptEntry>
@@ -49,6 +52,7 @@ export interface PromptCatalog {
   readonly version: number
 }
 
+/** An agent's resources and templates, whole or not, with the clashes and the toolsets that cannot offer any. */
 export interface ResourceCatalog {
   readonly complete: boolean
   readonly resources: ReadonlyArray<Offered<Resource>>
@@ -119,6 +123,7 @@ export interface Memory {
   readonly logged: Set<string>
 }
 
+/** A fresh memory: every catalog starts at version 1, no clash logged yet. */
 export const memory = (): Memory => ({ versions: new Map(), logged: new Set() })
 
 /** Logs each clash once: status and catalogs report it for as long as it lasts. */
@@ -140,6 +145,7 @@ const logClashes = (memory: Memory, kind: string, clashes: ReadonlyArray<Clash>)
 const unsupportedOf = (sources: ReadonlyArray<Source>) =>
   sources.flatMap((source) => (source.surfaces === undefined ? [source.toolset] : []))
 
+/** The agent's prompt catalog from its toolsets' listings; logs a clash the first time it is seen. */
 export const prompts = (memory: Memory, agent: string, sources: ReadonlyArray<Source>): Effect.Effect<PromptCatalog> =>
   Effect.gen(function* () {
     const gathered = yield* gather(sources, (surfaces) => surfaces.prompts)
@@ -164,6 +170,7 @@ export const prompts = (memory: Memory, agent: string, sources: ReadonlyArray<So
     }
   })
 
+/** The agent's resource catalog from its toolsets' listings; logs a clash the first time it is seen. */
 export const resources = (
   memory: Memory,
   agent: string,

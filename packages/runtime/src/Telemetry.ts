@@ -69,6 +69,7 @@ export interface CallRecorder {
   readonly recordUnsafe: (millis: number, failure: string | undefined, context: Context.Context<never>) => void
 }
 
+/** A recorder for one toolset's calls, made once per toolset: its failure counters are tagged on first use. */
 export const callRecorder = (toolset: string): CallRecorder => {
   const latency = Metric.withAttributes(callLatency, { toolset })
   const failures = new Map<string, typeof callFailures>()

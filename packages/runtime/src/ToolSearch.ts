@@ -38,19 +38,24 @@ export interface Unknown {
   readonly near: ReadonlyArray<string>
 }
 
+/** What a search answers: the tools found, best first, and the names `select:` asked for that none has. */
 export interface Result {
   readonly hits: ReadonlyArray<Hit>
   readonly unknown: ReadonlyArray<Unknown>
 }
 
+/** A query as `parse` reads it: exact names to select, or text to rank tools by. */
 export type Query =
   | { readonly _tag: "Select"; readonly names: ReadonlyArray<string> }
   | { readonly _tag: "Rank"; readonly text: string }
 
+/** Hits a search returns when the model names no limit: enough to choose from, few enough to read. */
 export const defaultLimit = 5
+/** The most hits a search returns, whatever limit the model asks for (`clampLimit`). */
 export const maxLimit = 50
 /** A query comes from a model: longer ones are cut, not refused. */
 export const maxQueryLength = 1000
+/** A hit's summary is cut to this many characters: a model reads many hits, each only to choose. */
 export const summaryLength = 160
 
 /** `select:NAME[,NAME]` selects exactly (as Claude Code's ToolSearch); anything else is ranked. */
@@ -167,6 +172,7 @@ const definitionOf = (entry: Catalog.Entry, document: Document): string =>
 const sameDocument = (a: Document, b: Document): boolean =>
   a.title === b.title && a.description === b.description && a.params === b.params
 
+/** The first line of a tool's description (or its title), cut to `summaryLength`. */
 export const summaryOf = (entry: Catalog.Entry): string => {
   const text = (entry.tool.description ?? entry.tool.title ?? "").trim()
   const line = text.split(/\r?\n/, 1)[0] ?? ""
@@ -193,6 +199,7 @@ interface Indexed {
   readonly definition: string
 }
 
+/** One agent's searchable tools, kept in step with its catalog by `update`. */
 export interface Index {
   /**
    * Brings the index to `tools` (a catalog's offer): tools gone are removed, new ones added, and
@@ -211,6 +218,7 @@ export interface Index {
 
 const everything = (): boolean => true
 
+/** An empty index; `update` fills it. */
 export const make = (): Index => {
   const engine = new MiniSearch<Document>({
     fields: ["name", "title", "description", "params"],

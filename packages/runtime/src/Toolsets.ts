@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Secrets from "./internal/secrets.ts"
 
+/** The MCP spec of a config entry's transport: also what `toolvisor auth` logs in against. */
 export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
   switch (transport._tag) {
     case "stdio":

@@ -46,6 +46,7 @@ export const error = (name: string, unresolved: ReadonlyArray<AgentConfig.Unreso
   return new LifecycleError.NotStarted({ toolset: name, message: cause.message, cause })
 }
 
+/** A toolset that stands in for the entry: Failed from its first snapshot, no tools, and `error` from start, restart and every call. */
 export const make = (
   config: AgentConfig.ToolsetConfig,
   unresolved: ReadonlyArray<AgentConfig.Unresolved>

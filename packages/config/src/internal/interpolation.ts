@@ -12,8 +12,8 @@
 
 import { Redaction } from "@toolvisor/core"
 import * as Predicate from "effect/Predicate"
-import type * as AgentConfig from "./AgentConfig.ts"
-import * as ConfigError from "./ConfigError.ts"
+import type * as AgentConfig from "../AgentConfig.ts"
+import * as ConfigError from "../ConfigError.ts"
 
 export type Env = Readonly<Record<string, string | undefined>>
 

@@ -7,9 +7,9 @@
  */
 
 import * as Predicate from "effect/Predicate"
-import * as AgentConfig from "./AgentConfig.ts"
-import * as ConfigError from "./ConfigError.ts"
-import * as Declaration from "./internal/Declaration.ts"
+import * as AgentConfig from "../AgentConfig.ts"
+import * as ConfigError from "../ConfigError.ts"
+import * as Declaration from "./declaration.ts"
 
 export type Context = Declaration.Context
 export type Resolution = Declaration.Resolution

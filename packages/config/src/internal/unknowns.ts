@@ -5,9 +5,9 @@
  */
 
 import * as Predicate from "effect/Predicate"
-import * as AgentConfig from "./AgentConfig.ts"
-import * as ConfigError from "./ConfigError.ts"
-import * as HostConfig from "./HostConfig.ts"
+import * as AgentConfig from "../AgentConfig.ts"
+import * as ConfigError from "../ConfigError.ts"
+import * as HostConfig from "./hostConfig.ts"
 
 export interface Notes {
   readonly warnings: ReadonlyArray<ConfigError.Issue>

@@ -9,7 +9,7 @@ import * as NodePath from "node:path"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as AgentConfig from "./AgentConfig.ts"
+import * as AgentConfig from "../AgentConfig.ts"
 
 /** Every format Toolvisor reads; `name` is what messages call it. */
 export type Format =

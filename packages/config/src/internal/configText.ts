@@ -11,7 +11,7 @@ import { JsonLimits } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Jsonc from "jsonc-parser"
 import * as Yaml from "yaml"
-import * as ConfigError from "./ConfigError.ts"
+import * as ConfigError from "../ConfigError.ts"
 
 export type Syntax = "yaml" | "json"
 

@@ -8,8 +8,8 @@ import { Policy, Redaction } from "@toolvisor/core"
 import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import type * as AgentConfig from "../AgentConfig.ts"
 import type * as ConfigError from "../ConfigError.ts"
-import * as Interpolation from "../Interpolation.ts"
 import * as ToolsetDiff from "../ToolsetDiff.ts"
+import * as Interpolation from "./interpolation.ts"
 
 export interface Context {
   readonly source: string

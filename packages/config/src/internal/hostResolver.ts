@@ -1,15 +1,15 @@
 /**
- * Resolves an MCP host's server map (any of the formats in `HostConfig.ts`) into the resolved
+ * Resolves an MCP host's server map (any of the formats in `hostConfig.ts`) into the resolved
  * model: one agent, `default`, each server named and prefixed by its key. What each host means by
  * its own fields is decided here: Gemini's `url` is SSE, Cline's `timeout` is seconds, a
  * disabled-tools list is a deny list.
  */
 import type { Policy } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
-import * as ConfigError from "./ConfigError.ts"
-import * as HostConfig from "./HostConfig.ts"
-import * as Declaration from "./internal/Declaration.ts"
-import * as Resolver from "./Resolver.ts"
+import * as ConfigError from "../ConfigError.ts"
+import * as Declaration from "./declaration.ts"
+import * as HostConfig from "./hostConfig.ts"
+import * as Resolver from "./resolver.ts"
 
 /** Which transport a host server uses: `type` (or Cline's `transportType`), else Gemini's `httpUrl`. */
 const hostTransport = (server: HostConfig.McpServer, format: HostConfig.Format): "stdio" | "http" | "sse" => {
