@@ -202,6 +202,7 @@ const fromDocument = (
       const decoded = Schema.decodeUnknownResult(AgentConfig.AgentFile)(value, parseOptions)
       return yield* settle(decoded, (file) => Resolver.fromAgentFile(file, base), {
         source,
+        folder: base.baseDir,
         format,
         value,
         into,
@@ -221,6 +222,7 @@ const fromDocument = (
       (file) => HostResolver.fromHostServers(file, located.path, format, base, HostConfig.serverFilter(document)),
       {
         source,
+        folder: base.baseDir,
         format,
         value,
         into,
@@ -231,6 +233,8 @@ const fromDocument = (
 
 interface Pending {
   readonly source: string
+  /** The config's folder (`folderOf`). */
+  readonly folder: string
   readonly format: HostConfig.Format
   readonly value: unknown
   readonly into: Into
@@ -285,7 +289,7 @@ const settle = <A>(
       ],
       secrets
     )
-    return Effect.succeed({ ...resolution.config, format: format.name, warnings })
+    return Effect.succeed({ ...resolution.config, format: format.name, warnings, folder: pending.folder })
   })
 
 /** Parses config text. Pure: no file access; relative paths resolve against `options.baseDir`. */

@@ -7,7 +7,7 @@
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
 import { LifecycleError, Redaction, State, type Toolset } from "@toolvisor/core"
-import type { McpSurfaces } from "@toolvisor/mcp"
+import { ClientFeatures, type McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -61,7 +61,11 @@ export const make = (
     let config = initial
     /** One for every toolset: a secret of one entry is masked in what any server says. */
     const redactor = Redaction.make()
-    const build = options.build ?? ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor))
+    // The app's sampling, elicitation and roots, as provided where the registry is made.
+    const features = yield* ClientFeatures.current
+    const build =
+      options.build ??
+      ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor, { features, folder: config.folder }))
     const agentNames = () => config.agents.map((a) => a.name)
     const defaultAgent = options.agent ?? initial.agents[0]?.name ?? "default"
     if (!initial.agents.some((a) => a.name === defaultAgent)) {
@@ -382,7 +386,8 @@ export const make = (
         ),
       searchTools: (query, { limit, agent = defaultAgent, within } = {}) => searchTools(query, agent, limit, within),
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
-      callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
+      callToolNow: (tool, args, name = defaultAgent, signal, origin) =>
+        routing.callToolNow(tool, args, name, signal, origin),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
       stopToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.stop),
       restartToolset: (name) =>
