@@ -320,6 +320,25 @@ export const make = (
         )
       })
 
+    /** The clashes of one toolset's prompts and resources, in every agent that has it, each once. */
+    const clashesOf = (toolset: string) =>
+      Effect.gen(function* () {
+        const found = new Map<string, Inspection.Inspection["clashes"][number]>()
+        for (const agent of agentNames()) {
+          const prompts = yield* Effect.orElseSucceed(surfaces.prompts(agent), () => ({ clashes: [] }))
+          const resources = yield* Effect.orElseSucceed(surfaces.resources(agent), () => ({ clashes: [] }))
+          const all = [
+            ...prompts.clashes.map((clash) => ({ kind: "prompt" as const, clash })),
+            ...resources.clashes.map((clash) => ({ kind: "resource" as const, clash }))
+          ]
+          for (const one of all) {
+            if (one.clash.toolset !== toolset && one.clash.shadowedBy !== toolset) continue
+            found.set(`${one.kind}\u0000${one.clash.name}\u0000${one.clash.toolset}`, one)
+          }
+        }
+        return [...found.values()]
+      })
+
     const reprobe = Effect.gen(function* () {
       const candidates = yield* Effect.filter(inOrder(), (entry) => Effect.map(entry.toolset.state, isReprobeable))
       const results = yield* Effect.forEach(
@@ -394,7 +413,12 @@ export const make = (
         Effect.flatMap(byName(name), (entry) =>
           Effect.withSpan(entry.toolset.restart, "toolvisor.restart", { attributes: { toolset: name } })
         ),
-      inspect: (name) => Effect.flatMap(byName(name), (entry) => Inspection.make(entry.config, entry.toolset)),
+      inspect: (name) =>
+        Effect.flatMap(byName(name), (entry) =>
+          Effect.flatMap(clashesOf(entry.config.name), (clashes) =>
+            Inspection.make(entry.config, entry.toolset, clashes)
+          )
+        ),
       reprobe,
       reload,
       prompts: (name = defaultAgent) => surfaces.prompts(name),
