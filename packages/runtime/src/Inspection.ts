@@ -24,14 +24,14 @@ export interface Inspection {
   /** The latest server's last lines on stderr, oldest first; undefined for a remote server. */
   readonly stderr: ReadonlyArray<string> | undefined
   /** Prompt names and resource URIs of this toolset another one shadows, or of another that this one shadows. */
-  readonly clashes: ReadonlyArray<{ readonly kind: Surfaces.ClashKind; readonly clash: Surfaces.Clash }>
+  readonly clashes?: ReadonlyArray<{ readonly kind: Surfaces.ClashKind; readonly clash: Surfaces.Clash }> | undefined
 }
 
 /** Inspects one running toolset of the registry. */
 export const make = (
   config: Pick<AgentConfig.ToolsetConfig, "name" | "type" | "transport" | "policy" | "prefix" | "tools" | "deny">,
   toolset: Toolset.Toolset,
-  clashes: Inspection["clashes"] = []
+  clashes: NonNullable<Inspection["clashes"]> = []
 ): Effect.Effect<Inspection> =>
   Effect.gen(function* () {
     const filter = Catalog.filterOf(config)
@@ -83,6 +83,6 @@ export const json = (inspection: Inspection) => {
     },
     tools: inspection.tools,
     stderr: inspection.stderr ?? null,
-    clashes: inspection.clashes.map(({ kind, clash }) => ({ kind, ...clash }))
+    clashes: (inspection.clashes ?? []).map(({ kind, clash }) => ({ kind, ...clash }))
   }
 }

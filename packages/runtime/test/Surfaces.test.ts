@@ -61,7 +61,7 @@ describe("registry: prompts, resources, completions, subscriptions, logs", () =>
       for (const toolset of ["a", "b"]) {
         const inspected = yield* registry.inspect(toolset)
         assert.include(
-          inspected.clashes.map(({ kind, clash }) => Surfaces.clashMessage(kind, clash)),
+          (inspected.clashes ?? []).map(({ kind, clash }) => Surfaces.clashMessage(kind, clash)),
           `resource "${document}" of b is shadowed by a (the first in config order wins)`
         )
       }

@@ -323,7 +323,7 @@ export const make = (
     /** The clashes of one toolset's prompts and resources, in every agent that has it, each once. */
     const clashesOf = (toolset: string) =>
       Effect.gen(function* () {
-        const found = new Map<string, Inspection.Inspection["clashes"][number]>()
+        const found = new Map<string, NonNullable<Inspection.Inspection["clashes"]>[number]>()
         for (const agent of agentNames()) {
           const prompts = yield* Effect.orElseSucceed(surfaces.prompts(agent), () => ({ clashes: [] }))
           const resources = yield* Effect.orElseSucceed(surfaces.resources(agent), () => ({ clashes: [] }))
