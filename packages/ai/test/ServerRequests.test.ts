@@ -3,18 +3,17 @@
  * the app, in both adapters: the effect/ai `AgentLoop` (a scripted `LanguageModel` layer, the
  * model boundary) and the AI SDK (`MockLanguageModelV3`), over server-everything, a real server.
  */
-import * as NodeFs from "node:fs"
-import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import type { Elicitation } from "@toolvisor/mcp"
 import { generateText, stepCountIs } from "ai"
 import * as Chat from "effect/ai/Chat"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { writeConfig } from "../../../test/support/Everything.ts"
 import { config, open } from "../../../test/support/Registry.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiSdk from "../src/AiSdk.ts"
-import { everything, everythingServer, tempDir } from "./helpers.ts"
+import { everything, tempDir } from "./helpers.ts"
 import * as MockModel from "./MockModel.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
 
@@ -64,20 +63,7 @@ describe("server requests answered by the agent", () => {
 
   it.live("AI SDK: open's model answers sampling and onElicit answers elicitation", () =>
     Effect.gen(function* () {
-      const path = NodePath.join(tempDir("requests"), "agent.yaml")
-      NodeFs.writeFileSync(
-        path,
-        [
-          "agents:",
-          "  root:",
-          "    toolsets:",
-          "      - type: mcp",
-          "        name: everything",
-          `        command: ${JSON.stringify(process.execPath)}`,
-          `        args: [${JSON.stringify(everythingServer)}, "stdio"]`,
-          ""
-        ].join("\n")
-      )
+      const path = writeConfig(tempDir("requests"))
       const mock = MockModel.make((step) => {
         if (JSON.stringify(step.prompt).includes(samplingMarker)) return [MockModel.text("sampled by the AI SDK model")]
         const done = MockModel.toolOutputs(step.prompt).length

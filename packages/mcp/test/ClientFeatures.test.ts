@@ -11,28 +11,16 @@ import { CallOrigin } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as Elicitation from "../src/Elicitation.ts"
 import * as McpSpec from "../src/McpSpec.ts"
-import * as McpToolset from "../src/McpToolset.ts"
+import type * as McpToolset from "../src/McpToolset.ts"
 import * as Roots from "../src/Roots.ts"
 import type * as Sampling from "../src/Sampling.ts"
-import { everythingStdio, fastPolicy, textOf, until } from "./helpers.ts"
+import { everythingStdio, openEverything, textOf, until } from "./helpers.ts"
 
-const open = (options: Partial<McpToolset.Options> = {}) =>
-  Effect.gen(function* () {
-    const scope = yield* Scope.make()
-    const toolset = yield* McpToolset.make({
-      name: "everything",
-      spec: everythingStdio(),
-      policy: fastPolicy(),
-      ...options
-    }).pipe(Scope.provide(scope))
-    yield* toolset.start
-    return { toolset, close: Scope.close(scope, Exit.void) }
-  })
+const open = openEverything
 
 const toolNames = (toolset: McpToolset.McpToolset) =>
   Effect.map(toolset.tools, (listing) => listing.items.map((tool) => tool.name))
