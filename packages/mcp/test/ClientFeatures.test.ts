@@ -159,6 +159,13 @@ describe("client features of server-everything", () => {
       assert.include(textOf(url), "completed the URL elicitation")
       const opened = seen[1]?.params
       assert.strictEqual(opened?.mode === "url" ? opened.url : "", "https://example.com/login")
+      // What the server sends is checked before the app sees it: a URL to open must be http(s).
+      const hostile = yield* toolset
+        .callTool("trigger-url-elicitation", { url: "file:///etc/passwd" })
+        .pipe(CallOrigin.attach(alice))
+      assert.isTrue(hostile.isError)
+      assert.include(textOf(hostile), "elicitation/create refused")
+      assert.strictEqual(seen.length, 2)
       yield* close
     })
   )
