@@ -11,7 +11,7 @@
  */
 import { type AgentConfig, AllowList, ConfigLoader, DeferList, JsonSchema, ToolGroups } from "@toolvisor/config"
 import { Redaction, type Toolset } from "@toolvisor/core"
-import { Catalog, OrphanSweep, ToolsetRegistry } from "@toolvisor/runtime"
+import { Catalog, OrphanSweep, Surfaces, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -158,6 +158,7 @@ const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effec
       const registry = yield* Effect.andThen(OrphanSweep.start, ToolsetRegistry.make(trial))
       const failed: Array<string> = []
       const listed = new Map<string, ReadonlyArray<Toolset.Tool>>()
+      const surfaces = new Map<string, Surfaces.Listed>()
       for (const toolset of config.toolsets) {
         const started = yield* Effect.result(registry.startToolset(toolset.name))
         if (started._tag === "Failure") {
@@ -182,9 +183,19 @@ const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effec
         for (const found of DeferList.check(config, toolset, names)) {
           yield* print(Printable.line(`warning ${DeferList.message(found)}`))
         }
+        const prompts = yield* registry.prompts(toolset.identity)
+        const resources = yield* registry.resources(toolset.identity)
+        surfaces.set(toolset.identity, {
+          toolset: toolset.name,
+          prefix: toolset.prefix,
+          prompts: prompts.prompts.map((entry) => entry.item),
+          resources: resources.resources.map((entry) => entry.item),
+          templates: resources.templates.map((entry) => entry.item)
+        })
         yield* registry.stopToolset(toolset.name)
       }
       for (const line of collisionLines(config, listed)) yield* print(Printable.line(`warning ${line}`))
+      for (const line of surfaceClashLines(config, surfaces)) yield* print(Printable.line(`warning ${line}`))
       for (const found of ToolGroups.check(config, exposedNames(config, listed))) {
         yield* print(Printable.line(`warning ${ToolGroups.message(found)}`))
       }
@@ -202,6 +213,20 @@ const exposedNames = (
   config.toolsets.flatMap((toolset) =>
     (listed.get(toolset.identity) ?? []).map((tool) => Catalog.exposedName(toolset.prefix, tool.name))
   )
+
+/** Prompts and resources of one toolset that an earlier toolset of the same agent hides, per agent. */
+const surfaceClashLines = (
+  config: AgentConfig.Config,
+  listed: ReadonlyMap<string, Surfaces.Listed>
+): ReadonlyArray<string> =>
+  config.agents.flatMap((agent) => {
+    const clashes = Surfaces.clashesOf(agent.toolsets.flatMap((identity) => listed.get(identity) ?? []))
+    const named = config.agents.length > 1 ? `agent ${agent.name}: ` : ""
+    return [
+      ...clashes.prompts.map((clash) => `${named}${Surfaces.clashMessage("prompt", clash)}`),
+      ...clashes.resources.map((clash) => `${named}${Surfaces.clashMessage("resource", clash)}`)
+    ]
+  })
 
 /**
  * Tools of one toolset that an earlier toolset of the same agent hides, as the agent's catalog

@@ -192,6 +192,23 @@ describe("toolvisor validate", () => {
     }
   })
 
+  it("--check reports prompts and resources an earlier toolset shadows, as the registry logs them", async () => {
+    const config = writeConfig(
+      JSON.stringify({ mcpServers: { one: everythingServer(), two: everythingServer({ env: { SECOND: "1" } }) } }),
+      "mcp.json"
+    )
+    const result = await runCli(["validate", config, "--check"])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(
+      result.stdout,
+      'warning resource "demo://resource/static/document/architecture.md" of two is shadowed by one (the first in config order wins)'
+    )
+    assert.include(
+      result.stdout,
+      'warning resource "demo://resource/dynamic/text/{resourceId}" of two is shadowed by one'
+    )
+  })
+
   it("--check passes when every toolset starts", async () => {
     const config = writeConfig(JSON.stringify({ everything: everythingServer() }), ".mcp.json")
     const result = await runCli(["validate", config, "--check"])

@@ -6,18 +6,26 @@
  * back as values on each step, for the app to show. When the config defers tools, each chat is
  * offered the eager tools and `search_tools`, and from the next model call on the tools its
  * searches returned (see `Deferral`).
+ *
+ * The agent's own model answers its servers' sampling requests (`sampling`, a Layer to give the
+ * registry), and what the toolsets say about themselves (their `instruction` and their servers'
+ * instructions) joins each chat's system prompt unless `instructions: false`. Elicitation is the
+ * app's: provide `Elicitation.layer` from `@toolvisor/mcp` to the registry.
  */
+import { Sampling } from "@toolvisor/mcp"
 import { type Catalog, Deferral, ToolsetRegistry } from "@toolvisor/runtime"
 import type * as AiError from "effect/ai/AiError"
 import type * as Chat from "effect/ai/Chat"
-import type * as LanguageModel from "effect/ai/LanguageModel"
-import type * as Prompt from "effect/ai/Prompt"
+import * as LanguageModel from "effect/ai/LanguageModel"
+import * as Prompt from "effect/ai/Prompt"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as SamplingPrompt from "./internal/samplingPrompt.ts"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 
@@ -46,6 +54,11 @@ export interface TurnOptions {
 export interface Options extends RegistryToolkit.Options, Reprobe.Options {
   /** Model calls at most in a turn that sets none itself (default 10). */
   readonly maxSteps?: number | undefined
+  /**
+   * Add `instructions` (the toolsets' and their servers') to each chat's system prompt, after the
+   * chat's own, at every turn (default true).
+   */
+  readonly instructions?: boolean | undefined
 }
 
 /** An agent loop over a registry: its toolkits, instructions and turns, all kept in step with the catalog. */
@@ -81,6 +94,8 @@ export class AgentLoop extends Context.Service<AgentLoop, Service>()("@toolvisor
 /** A conversation's deferred tools, and its toolkit as last built (kept while nothing it depends on moved). */
 interface Conversation {
   readonly loaded: Set<string>
+  /** The chat's own system prompt, before the loop added the instructions to it. */
+  system?: string | undefined
   built?: { readonly version: number; readonly loaded: number; readonly toolkit: RegistryToolkit.SupervisedToolkit }
 }
 
@@ -149,10 +164,23 @@ export const make = (
         }))
       )
 
+    /** The chat's system prompt: its own, then what the toolsets say (as of the last refresh). */
+    const instruct = (chat: Chat.Chat) =>
+      Ref.update(chat.history, (history) => {
+        const conversation = conversationOf(chat)
+        conversation.system ??= systemOf(history)
+        const text = [conversation.system, Deferral.instructions(current.catalog)].filter(
+          (t) => t !== undefined && t !== ""
+        )
+        return text.length === 0 ? history : Prompt.setSystem(history, text.join("\n\n"))
+      })
+
     const turn = (chat: Chat.Chat, prompt: Prompt.RawInput, turnOptions: TurnOptions = {}) =>
       Effect.gen(function* () {
         const maxSteps = turnOptions.maxSteps ?? options.maxSteps ?? 10
-        const steps: Array<Step> = [yield* step(chat, prompt, yield* refresh)]
+        const notices = yield* refresh
+        if (options.instructions !== false) yield* instruct(chat)
+        const steps: Array<Step> = [yield* step(chat, prompt, notices)]
         let last = steps[0]
         while (last !== undefined && last.response.toolResults.length > 0 && steps.length < maxSteps) {
           last = yield* step(chat, [], yield* refresh)
@@ -169,6 +197,53 @@ export const make = (
       turn
     }
   })
+
+/** The text of a prompt's system message, if it has one. */
+const systemOf = (prompt: Prompt.Prompt): string | undefined => {
+  const found = prompt.content.find((message) => message.role === "system")
+  return found?.role === "system" ? found.content : undefined
+}
+
+/**
+ * Sampling answered by the `LanguageModel` in context: give it to the registry (`Layer.provide`)
+ * and the agent's own model answers its servers' `sampling/createMessage`. The server's messages
+ * reach the model as text; the app is the only caller, so requests are answered whatever their
+ * origin. `model` names the model in the answer (default `agent`).
+ */
+export const sampling = (
+  options: { readonly model?: string | undefined } = {}
+): Layer.Layer<Sampling.Sampling, never, LanguageModel.LanguageModel> =>
+  Layer.effect(
+    Sampling.Sampling,
+    Effect.gen(function* () {
+      const model = yield* LanguageModel.LanguageModel
+      const name = options.model ?? "agent"
+      return {
+        createMessage: (request) => {
+          const asked = SamplingPrompt.of(request.params)
+          const prompt = Prompt.make([
+            ...(asked.system === undefined ? [] : [{ role: "system" as const, content: asked.system }]),
+            ...asked.turns.map((turn) => ({ role: turn.role, content: [{ type: "text" as const, text: turn.text }] }))
+          ])
+          return model.generateText({ prompt }).pipe(
+            Effect.map((response) =>
+              SamplingPrompt.result(response.text, name, response.finishReason === "length" ? "maxTokens" : "endTurn")
+            ),
+            Effect.mapError(
+              (error) =>
+                new Sampling.Declined({
+                  toolset: request.toolset,
+                  message: `the agent's model failed: ${error.message}`,
+                  cause: error
+                })
+            )
+          )
+        },
+        tools: false,
+        withoutOrigin: "handle" as const
+      }
+    })
+  )
 
 /** The loop over the `ToolsetRegistry` in context. */
 export const layer = (

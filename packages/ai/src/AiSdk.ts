@@ -9,16 +9,23 @@
  *
  * A failed call throws a `ToolOutput.ToolFailure` (an `Error`): the AI SDK turns it into a tool
  * error the model reads, and the program finds the typed error on the step's `tool-error` part.
+ *
+ * `open` can be given the agent's model, which then answers its servers' sampling requests
+ * (`sampling`), and an `onElicit` callback, which answers their elicitation requests; without
+ * them the servers are not offered either. `instructions` is what to add to `system`.
  */
 import type { Toolset } from "@toolvisor/core"
+import { Elicitation, Sampling } from "@toolvisor/mcp"
 import { type Catalog, Deferral, ToolsetRegistry } from "@toolvisor/runtime"
-import { dynamicTool, jsonSchema, type ToolSet } from "ai"
+import { dynamicTool, generateText, jsonSchema, type LanguageModel, type ToolSet } from "ai"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
+import * as SamplingPrompt from "./internal/samplingPrompt.ts"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 import * as ToolNames from "./ToolNames.ts"
@@ -215,11 +222,73 @@ export interface Opened extends SupervisedTools, AsyncDisposable {
 }
 
 /**
+ * Sampling answered by an AI SDK model: each `sampling/createMessage` of a server becomes one
+ * `generateText` call of `model`, its messages as text. The app is the only caller, so requests
+ * are answered whatever their origin.
+ */
+export const sampling = (model: LanguageModel): Sampling.Service => ({
+  createMessage: (request) => {
+    const asked = SamplingPrompt.of(request.params)
+    return Effect.tryPromise({
+      try: (abortSignal) =>
+        generateText({
+          model,
+          ...(asked.system === undefined ? {} : { instructions: asked.system }),
+          messages: asked.turns.map((turn) => ({ role: turn.role, content: turn.text })),
+          maxOutputTokens: asked.maxTokens,
+          abortSignal
+        }),
+      catch: (cause) =>
+        new Sampling.Declined({
+          toolset: request.toolset,
+          message: `the agent's model failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+          cause
+        })
+    }).pipe(
+      Effect.map((result) =>
+        SamplingPrompt.result(
+          result.text,
+          result.response.modelId,
+          result.finishReason === "length" ? "maxTokens" : "endTurn"
+        )
+      )
+    )
+  },
+  tools: false,
+  withoutOrigin: "handle"
+})
+
+/** What `open` offers the servers: the agent's model for sampling, the app's answer to elicitation. */
+export interface Features {
+  /** Answers the servers' sampling requests (`sampling`). */
+  readonly model?: LanguageModel | undefined
+  /** Answers the servers' elicitation requests: a form to fill in or a URL to open, shown to the user. */
+  readonly onElicit?: ((request: Elicitation.Request) => Promise<Elicitation.Result>) | undefined
+}
+
+/** A callback that fails is a user who cancelled: the server is answered either way. */
+const elicitWith = (onElicit: NonNullable<Features["onElicit"]>) =>
+  Elicitation.layer((request) => Effect.promise(() => onElicit(request).catch(() => ({ action: "cancel" as const }))), {
+    withoutOrigin: "handle"
+  })
+
+const featuresLayer = ({ model, onElicit }: Features) =>
+  Layer.mergeAll(
+    model === undefined ? Layer.empty : Layer.succeed(Sampling.Sampling, sampling(model)),
+    onElicit === undefined ? Layer.empty : elicitWith(onElicit)
+  )
+
+/**
  * Starts the toolsets of a config file (docker-agent YAML or `mcpServers` JSON) and returns their
  * tools for the AI SDK. `await using` (or `close`) stops them all.
  */
-export const open = async (path: string, options: Options & ToolsetRegistry.FileOptions = {}): Promise<Opened> => {
-  const runtime = ManagedRuntime.make(ToolsetRegistry.layerFile(path, options))
+export const open = async (
+  path: string,
+  options: Options & ToolsetRegistry.FileOptions & Features = {}
+): Promise<Opened> => {
+  const runtime = ManagedRuntime.make(
+    ToolsetRegistry.layerFile(path, options).pipe(Layer.provide(featuresLayer(options)))
+  )
   try {
     const registry = await runtime.runPromise(
       Effect.gen(function* () {

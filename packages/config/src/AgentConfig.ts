@@ -113,6 +113,16 @@ const EnvFilePath = Schema.Union([
   description: "A dotenv file (relative to this file's folder) whose variables the server starts with; env wins over it"
 })
 
+/** The MCP log levels (RFC 5424's), least severe first. */
+export const logLevels = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const
+export type LogLevel = (typeof logLevels)[number]
+
+/** Toolvisor's `log_level`: the least severe server log message to receive, asked on every (re)connect. */
+export const LogLevel = Schema.Literals(logLevels).annotate({
+  description:
+    "The least severe log message the MCP server should send (logging/setLevel, asked on every connect); messages arrive as the toolset's log events"
+})
+
 const common = {
   name: Schema.optionalKey(
     Schema.NonEmptyString.annotate({ description: "Display name; MCP tools are exposed as <name>_<tool>" })
@@ -135,7 +145,8 @@ const common = {
   defer: Schema.optionalKey(Defer),
   version: ignored,
   sandbox: ignored,
-  env_file: Schema.optionalKey(EnvFilePath)
+  env_file: Schema.optionalKey(EnvFilePath),
+  log_level: Schema.optionalKey(LogLevel)
 }
 
 /** A server's command: a program on PATH (`npx`), or a path (`./bin/server`) found in the folder the server runs in. */
@@ -513,6 +524,8 @@ export interface ToolsetConfig {
   /** Profile plus overrides. For remote MCP the MCP package still applies its remote defaults. */
   readonly policy: Policy.Policy
   readonly lazy: boolean
+  /** MCP only: the level asked of the server with `logging/setLevel` on every connect. */
+  readonly logLevel?: LogLevel | undefined
   /** Every value that came from the environment: redact these wherever the toolset is shown. */
   readonly secrets: ReadonlyArray<string>
   /**
@@ -584,4 +597,6 @@ export interface Config {
   readonly warnings?: ReadonlyArray<Warning> | undefined
   /** Named groups of tools, by group name: the patterns (`*` globs) of the exposed names each holds. */
   readonly groups?: Readonly<Record<string, ReadonlyArray<string>>> | undefined
+  /** The config's folder (relative paths resolve against it); a root offered to its MCP servers. */
+  readonly folder?: string | undefined
 }

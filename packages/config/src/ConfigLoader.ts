@@ -205,6 +205,7 @@ const fromDocument = (
       const decoded = Schema.decodeUnknownResult(AgentConfig.AgentFile)(value, parseOptions)
       return yield* settle(decoded, (file) => Resolver.fromAgentFile(file, base), {
         source,
+        folder: base.baseDir,
         format,
         value,
         into,
@@ -224,6 +225,7 @@ const fromDocument = (
       (file) => HostResolver.fromHostServers(file, located.path, format, base, HostConfig.serverFilter(document)),
       {
         source,
+        folder: base.baseDir,
         format,
         value,
         into,
@@ -234,6 +236,8 @@ const fromDocument = (
 
 interface Pending {
   readonly source: string
+  /** The config's folder (`folderOf`). */
+  readonly folder: string
   readonly format: HostConfig.Format
   readonly value: unknown
   readonly into: Into
@@ -288,7 +292,7 @@ const settle = <A>(
       ],
       secrets
     )
-    return Effect.succeed({ ...resolution.config, format: format.name, warnings })
+    return Effect.succeed({ ...resolution.config, format: format.name, warnings, folder: pending.folder })
   })
 
 /** Parses config text. Pure: no file access; relative paths resolve against `options.baseDir`. */

@@ -32,7 +32,16 @@ export const identity = (declared: Declared): string => {
 /** What a signature covers: everything that changes how the toolset runs, not where it was declared. */
 export type Signed = Pick<
   AgentConfig.ToolsetConfig,
-  "type" | "prefix" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "tools" | "deny" | "lifecycle" | "lazy"
+  | "type"
+  | "prefix"
+  | "transport"
+  | "fileTypes"
+  | "allowOutsideWorkspace"
+  | "tools"
+  | "deny"
+  | "lifecycle"
+  | "lazy"
+  | "logLevel"
 >
 
 const encodeLifecycle = Schema.encodeSync(Policy.Lifecycle)
@@ -62,7 +71,8 @@ export const signature = (toolset: Signed): string =>
         tools: toolset.tools,
         deny: toolset.deny,
         lifecycle: encodeLifecycle(toolset.lifecycle),
-        lazy: toolset.lazy
+        lazy: toolset.lazy,
+        logLevel: toolset.logLevel
       })
     )
     .digest("hex")

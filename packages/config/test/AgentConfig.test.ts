@@ -4,7 +4,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as AgentConfig from "../src/AgentConfig.ts"
-import { agentYaml, issuesOf, parse } from "./helpers.ts"
+import * as JsonSchema from "../src/JsonSchema.ts"
+import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
 
 /** The resolved policy of a single `type: mcp` toolset with this lifecycle block (YAML flow map). */
 const policyOf = (lifecycle: string | undefined) =>
@@ -177,6 +178,27 @@ describe("AgentConfig: allow_outside_workspace on an lsp toolset", () => {
         ["agents.root.toolsets[0].allow_outside_workspace", "agents.root.toolsets[1].allow_outside_workspace"]
       )
       assert.strictEqual(issues[0]?.message, "allow_outside_workspace can only be used with type 'lsp'")
+    })
+  )
+})
+
+describe("log_level", () => {
+  it.effect("is kept per toolset, part of its signature, and a level MCP does not know is refused", () =>
+    Effect.gen(function* () {
+      const yaml = (level: string) =>
+        agentYaml(`      - type: mcp\n        name: files\n        command: srv\n        log_level: ${level}\n`)
+      const config = yield* parse(yaml("warning"))
+      const files = toolset(config, "mcp/files")
+      assert.strictEqual(files.logLevel, "warning")
+      assert.strictEqual(config.folder, "/project")
+      const other = toolset(yield* parse(yaml("debug")), "mcp/files")
+      assert.notStrictEqual(other.signature, files.signature)
+      const issues = yield* issuesOf(yaml("verbose"))
+      assert.isTrue(
+        issues.some((issue) => issue.path.endsWith("log_level")),
+        JSON.stringify(issues)
+      )
+      assert.include(JSON.stringify(JsonSchema.make()), '"log_level"')
     })
   )
 })

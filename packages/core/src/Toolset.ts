@@ -7,6 +7,7 @@ import type * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
+import type * as CallOrigin from "./CallOrigin.ts"
 import type * as LifecycleError from "./LifecycleError.ts"
 import type * as State from "./State.ts"
 import type * as Supervisor from "./Supervisor.ts"
@@ -111,12 +112,14 @@ export interface Toolset {
    * without entering the Effect runtime while nothing has to wait: the toolset is usable (it ends
    * with the session, as in `Supervisor.use`). `undefined` when the call must go through `callTool`. A
    * failure is recovered exactly as `callTool` recovers it (in the runtime, since it is rare), and
-   * the promise never rejects: it resolves with the call's `Exit`. `signal` cancels the call.
+   * the promise never rejects: it resolves with the call's `Exit`. `signal` cancels the call;
+   * `origin` is the caller's, as `CallOrigin.Current` is for `callTool`.
    */
   readonly callToolNow?: (
     name: string,
     args: { readonly [key: string]: unknown },
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    origin?: CallOrigin.CallOrigin
   ) => Promise<Exit.Exit<ToolResult, ToolError | LifecycleError.LifecycleError>> | undefined
 }
 

@@ -6,6 +6,7 @@
  * as `@toolvisor/core/internal/<module>`, as Effect's packages use `effect/internal/*`: they may
  * change in any release.
  */
+export * as CallOrigin from "./CallOrigin.ts"
 export * as Classify from "./Classify.ts"
 export * as Deadline from "./Deadline.ts"
 export * as JsonLimits from "./JsonLimits.ts"

@@ -8,6 +8,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { type LoggingLevel, McpError } from "@modelcontextprotocol/sdk/types.js"
 import {
+  CallOrigin,
   Classify,
   Deadline,
   JsonLimits,
@@ -23,10 +24,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
+import * as ClientFeatures from "./ClientFeatures.ts"
+import * as ClientRequests from "./internal/clientFeatures.ts"
+import * as Origins from "./internal/origins.ts"
 import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 import * as McpSurfaces from "./McpSurfaces.ts"
+import * as Roots from "./Roots.ts"
 
 /** What an MCP toolset is built from. */
 export interface Options {
@@ -37,6 +42,13 @@ export interface Options {
   readonly listChangedDebounce?: Duration.Input
   /** The level of the server's log messages asked for on every session (`logging/setLevel`). */
   readonly logLevel?: LoggingLevel | undefined
+  /**
+   * What the client offers the server (sampling, elicitation, roots); by default the services
+   * of `ClientFeatures` provided where the toolset is made. Only these are declared.
+   */
+  readonly features?: ClientFeatures.Features | undefined
+  /** The folders `Roots.layer` answers with; by default the folder the server runs in. */
+  readonly roots?: ReadonlyArray<string> | undefined
 }
 
 /** An MCP server as a toolset: its tools, and its prompts, resources and logs. */
@@ -117,11 +129,25 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     const { name, spec } = options
     const policy = effectivePolicy(spec, options.policy ?? Policy.defaults)
     const remote = McpSpec.isRemote(spec)
+    const features = options.features ?? (yield* ClientFeatures.current)
+    const origins = Origins.make()
+    const attributed = ClientFeatures.needsOrigin(features)
+    const runExitIn = Effect.runPromiseExitWith(yield* Effect.context<never>())
+    let client: Client | undefined
+    const provides = ClientRequests.provides(
+      { name, features, roots: rootsOf(spec, options.roots), attribution: origins.now },
+      (effect, signal) => runExitIn(effect, { signal })
+    )
+    yield* ClientRequests.followRoots(features, () => client)
     const surfaces = yield* McpSurfaces.make({
       name,
       logLevel: options.logLevel,
       remote,
-      failure: (subject, cause, deadline) => callFailure(subject, cause, deadline)
+      failure: (subject, cause, deadline) => callFailure(subject, cause, deadline),
+      provides: (next) => {
+        client = next
+        return provides(next)
+      }
     })
     const supervisor = yield* Supervisor.make({
       name,
@@ -363,13 +389,33 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       const refused = tooDeep(tool, args)
       if (refused !== undefined) return Effect.fail(refused)
       const call = callOf(tool, args, undefined, options)
-      return Effect.catch(attempt(call), (error) => recover(call, error))
+      const run = Effect.catch(attempt(call), (error) => recover(call, error))
+      // Counted only when a server request may need to know whose call it is.
+      return attributed
+        ? Effect.withFiber((fiber) => {
+            const leave = origins.enter(fiber.getRef(CallOrigin.Current))
+            return Effect.ensuring(run, Effect.sync(leave))
+          })
+        : run
     }
 
     /** What runs a failed fast call's recovery: the context the toolset was made in (its logger, its clock). */
     const runExit = Effect.runPromiseExitWith(yield* Effect.context<never>())
 
-    const callToolNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
+    const callToolNow = (
+      tool: string,
+      args: { readonly [key: string]: unknown },
+      signal?: AbortSignal,
+      origin?: CallOrigin.CallOrigin
+    ) => {
+      if (!attributed) return sendNow(tool, args, signal)
+      const leave = origins.enter(origin)
+      const sent = sendNow(tool, args, signal)
+      if (sent === undefined) leave()
+      return sent?.finally(leave)
+    }
+
+    const sendNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
       const refused = tooDeep(tool, args)
       if (refused !== undefined) return Promise.resolve(Exit.fail(refused))
       const now = supervisor.liveNow()
@@ -415,6 +461,10 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       ...surfaces.surfaces
     } satisfies McpToolset
   })
+
+/** The default roots: the folders given, or the one the server runs in (this process's for a remote one). */
+const rootsOf = (spec: McpSpec.McpSpec, folders: ReadonlyArray<string> | undefined) =>
+  [...new Set(folders ?? [spec._tag === "stdio" ? (spec.cwd ?? process.cwd()) : process.cwd()])].map(Roots.ofFolder)
 
 /** The SDK's options of one request. */
 interface SdkOptions {

@@ -4,29 +4,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as McpSurfaces from "../src/McpSurfaces.ts"
-import * as McpToolset from "../src/McpToolset.ts"
-import { everythingStdio, fastPolicy, fixture, textOf, until } from "./helpers.ts"
+import type * as McpToolset from "../src/McpToolset.ts"
+import { fastPolicy, fixture, openEverything, textOf, until } from "./helpers.ts"
 
 const document = "demo://resource/static/document/architecture.md"
 
-const open = (options: Partial<McpToolset.Options> = {}) =>
-  Effect.gen(function* () {
-    const scope = yield* Scope.make()
-    const toolset = yield* McpToolset.make({
-      name: "everything",
-      spec: everythingStdio(),
-      policy: fastPolicy(),
-      ...options
-    }).pipe(Scope.provide(scope))
-    yield* toolset.start
-    return { toolset, close: Scope.close(scope, Exit.void) }
-  })
+const open = openEverything
 
 /** Kills the server and waits until the toolset has noticed. */
 const kill = (toolset: McpToolset.McpToolset) =>

@@ -7,10 +7,13 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { Policy, type State, type Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Net from "../../../test/support/Net.ts"
 import * as McpSpec from "../src/McpSpec.ts"
+import * as McpToolset from "../src/McpToolset.ts"
 
 const root = NodePath.resolve(import.meta.dirname, "../../..")
 
@@ -52,3 +55,17 @@ export const textOf = (result: Toolset.ToolResult): string => {
   const first = result.content[0]
   return first !== undefined && typeof first.text === "string" ? first.text : ""
 }
+
+/** A started toolset over server-everything (unless `options` say otherwise), and how to close it. */
+export const openEverything = (options: Partial<McpToolset.Options> = {}) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const toolset = yield* McpToolset.make({
+      name: "everything",
+      spec: everythingStdio(),
+      policy: fastPolicy(),
+      ...options
+    }).pipe(Scope.provide(scope))
+    yield* toolset.start
+    return { toolset, close: Scope.close(scope, Exit.void) }
+  })

@@ -1,13 +1,15 @@
 /**
  * One toolset as an operator's detail view shows it, beyond its status: the policy it runs on,
  * the tools it offers the agent, and what its server last wrote to stderr — masked like all the
- * registry's toolsets say (`Secrets`), and bounded as `ServerProcess` keeps it (short lines, few).
+ * registry's toolsets say (`Secrets`), and bounded as `ServerProcess` keeps it (short lines, few) —
+ * and the prompts and resources it shares with another toolset of an agent, where one shadows the other.
  */
 import type { AgentConfig } from "@toolvisor/config"
 import type { Policy, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Catalog from "./Catalog.ts"
+import type * as Surfaces from "./Surfaces.ts"
 import * as Toolsets from "./Toolsets.ts"
 
 /** What `GET /toolsets/:name` (and the dashboard's detail view) shows of one toolset beyond its status. */
@@ -22,12 +24,15 @@ export interface Inspection {
   readonly tools: { readonly complete: boolean; readonly names: ReadonlyArray<string> }
   /** The latest server's last lines on stderr, oldest first; undefined for a remote server. */
   readonly stderr: ReadonlyArray<string> | undefined
+  /** Prompt names and resource URIs of this toolset another one shadows, or of another that this one shadows. */
+  readonly clashes?: ReadonlyArray<{ readonly kind: Surfaces.ClashKind; readonly clash: Surfaces.Clash }> | undefined
 }
 
 /** Inspects one running toolset of the registry. */
 export const make = (
   config: Pick<AgentConfig.ToolsetConfig, "name" | "type" | "transport" | "policy" | "prefix" | "tools" | "deny">,
-  toolset: Toolset.Toolset
+  toolset: Toolset.Toolset,
+  clashes: NonNullable<Inspection["clashes"]> = []
 ): Effect.Effect<Inspection> =>
   Effect.gen(function* () {
     const filter = Catalog.filterOf(config)
@@ -42,7 +47,8 @@ export const make = (
           Catalog.offers(filter, tool.name) ? [Catalog.exposedName(config.prefix, tool.name)] : []
         )
       },
-      stderr
+      stderr,
+      clashes
     }
   })
 
@@ -77,6 +83,7 @@ export const json = (inspection: Inspection) => {
             }
     },
     tools: inspection.tools,
-    stderr: inspection.stderr ?? null
+    stderr: inspection.stderr ?? null,
+    clashes: (inspection.clashes ?? []).map(({ kind, clash }) => ({ kind, ...clash }))
   }
 }

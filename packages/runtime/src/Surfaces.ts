@@ -28,6 +28,13 @@ export interface Clash {
   readonly shadowedBy: string
 }
 
+/** What a clash is about: a prompt's name, or a resource's URI or template. */
+export type ClashKind = "prompt" | "resource"
+
+/** A clash as the log, `inspect` and `validate --check` say it. */
+export const clashMessage = (kind: ClashKind, clash: Clash): string =>
+  `${kind} "${clash.name}" of ${clash.toolset} is shadowed by ${clash.shadowedBy} (the first in config order wins)`
+
 /** A prompt, resource or template on offer, with the toolset that serves it. */
 export interface Offered<A> {
   readonly toolset: string
@@ -65,6 +72,42 @@ export interface ResourceCatalog {
 interface Gathered<A> {
   readonly complete: boolean
   readonly items: ReadonlyArray<Offered<A> & { readonly prefix: string | undefined }>
+}
+
+/** One toolset's listings, in full (a dry run's), for `clashesOf`. */
+export interface Listed {
+  readonly toolset: string
+  readonly prefix: string | undefined
+  readonly prompts: ReadonlyArray<Prompt>
+  readonly resources: ReadonlyArray<Resource>
+  readonly templates: ReadonlyArray<ResourceTemplate>
+}
+
+/** The clashes an agent of these toolsets (in config order) would have: what its catalogs report. */
+export const clashesOf = (
+  listed: ReadonlyArray<Listed>
+): { readonly prompts: ReadonlyArray<Clash>; readonly resources: ReadonlyArray<Clash> } => {
+  const each = <A>(items: (listed: Listed) => ReadonlyArray<A>, key: (listed: Listed, item: A) => string) =>
+    firstByKey(
+      listed.flatMap((l) => items(l).map((item) => ({ toolset: l.toolset, key: key(l, item) }))),
+      (entry) => entry.key
+    ).clashes
+  return {
+    prompts: each(
+      (l) => l.prompts,
+      (l, prompt) => Catalog.exposedName(l.prefix, prompt.name)
+    ),
+    resources: [
+      ...each(
+        (l) => l.resources,
+        (_, resource) => resource.uri
+      ),
+      ...each(
+        (l) => l.templates,
+        (_, template) => template.uriTemplate
+      )
+    ]
+  }
 }
 
 /** Every source's listing of one kind, in config order. */
@@ -127,7 +170,7 @@ export interface Memory {
 export const memory = (): Memory => ({ versions: new Map(), logged: new Set() })
 
 /** Logs each clash once: status and catalogs report it for as long as it lasts. */
-const logClashes = (memory: Memory, kind: string, clashes: ReadonlyArray<Clash>) =>
+const logClashes = (memory: Memory, kind: ClashKind, clashes: ReadonlyArray<Clash>) =>
   Effect.forEach(
     clashes.filter((clash) => {
       const key = `${kind}\u0000${clash.name}\u0000${clash.toolset}`
@@ -135,10 +178,7 @@ const logClashes = (memory: Memory, kind: string, clashes: ReadonlyArray<Clash>)
       memory.logged.add(key)
       return true
     }),
-    (clash) =>
-      Effect.logWarning(
-        `${kind} "${clash.name}" of ${clash.toolset} is shadowed by ${clash.shadowedBy} (the first in config order wins)`
-      ),
+    (clash) => Effect.logWarning(clashMessage(kind, clash)),
     { discard: true }
   )
 

@@ -9,7 +9,7 @@
 
 import type { GetPromptResult, ReadResourceResult } from "@modelcontextprotocol/sdk/types.js"
 import { type AgentConfig, ConfigLoader, type ToolsetDiff } from "@toolvisor/config"
-import type { LifecycleError, State, Toolset } from "@toolvisor/core"
+import type { CallOrigin, LifecycleError, State, Toolset } from "@toolvisor/core"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -145,13 +145,15 @@ export interface Registry {
    * `callTool` for hosts that live in Promises (an MCP server's handler), when the call can be
    * sent at once: its route is known and its toolset usable (`Toolset.callToolNow`). It then runs
    * without entering the Effect runtime unless it fails, and resolves with the call's `Exit`;
-   * `undefined` means the call must go through `callTool`. `signal` cancels it.
+   * `undefined` means the call must go through `callTool`. `signal` cancels it. `origin` names
+   * the caller, as `CallOrigin.Current` does for `callTool` (see `ClientFeatures`).
    */
   readonly callToolNow: (
     tool: string,
     args: { readonly [key: string]: unknown },
     agent?: string,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    origin?: CallOrigin.CallOrigin
   ) => Promise<Exit.Exit<Toolset.ToolResult, CallError>> | undefined
   readonly startToolset: (name: string) => Effect.Effect<void, UnknownToolset | LifecycleError.LifecycleError>
   readonly stopToolset: (name: string) => Effect.Effect<void, UnknownToolset>

@@ -6,7 +6,7 @@
 import type { AgentConfig } from "@toolvisor/config"
 import { type Policy, Redaction, ServerProcess, type Toolset } from "@toolvisor/core"
 import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
-import { McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
+import { type ClientFeatures, McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Secrets from "./internal/secrets.ts"
@@ -59,8 +59,16 @@ export interface Built {
 /** The fields of a config entry that building its toolset reads. */
 export type Buildable = Pick<
   AgentConfig.ToolsetConfig,
-  "name" | "type" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "policy" | "secrets"
+  "name" | "type" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "policy" | "secrets" | "logLevel"
 >
+
+/** What a registry gives every toolset it builds besides its entry. */
+export interface Shared {
+  /** The app's sampling, elicitation and roots (MCP toolsets declare what is here). */
+  readonly features?: ClientFeatures.Features | undefined
+  /** The config's folder: a default root, after the folder the server runs in. */
+  readonly folder?: string | undefined
+}
 
 /**
  * Builds the toolset of one config entry in the current scope (closing it stops the toolset),
@@ -72,12 +80,13 @@ export type Buildable = Pick<
  */
 export const make = (
   config: Buildable,
-  redactor: Redaction.Redactor = Redaction.make()
+  redactor: Redaction.Redactor = Redaction.make(),
+  shared: Shared = {}
 ): Effect.Effect<Built, never, Scope.Scope> => {
   redactor.add(config.secrets)
   let latest: () => ReadonlyArray<string> = () => []
   const stderr = config.transport._tag === "stdio" ? { stderr: Effect.sync(() => latest()) } : {}
-  const built = transportOf(config).pipe(
+  const built = transportOf(config, shared).pipe(
     Effect.provideService(Redaction.Current, redactor),
     Effect.provideService(ServerProcess.StderrWatch, (tail) => {
       latest = tail
@@ -96,10 +105,19 @@ export const make = (
   })
 }
 
-const transportOf = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
+const transportOf = (config: Buildable, shared: Shared): Effect.Effect<Built, never, Scope.Scope> => {
   if (config.type === "mcp") {
+    const spec = mcpSpec(config.transport)
+    const folders = [spec._tag === "stdio" ? spec.cwd : undefined, shared.folder].filter((f) => f !== undefined)
     return Effect.map(
-      McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy }),
+      McpToolset.make({
+        name: config.name,
+        spec,
+        policy: config.policy,
+        logLevel: config.logLevel,
+        ...(shared.features === undefined ? {} : { features: shared.features }),
+        ...(folders.length === 0 ? {} : { roots: folders })
+      }),
       (toolset) => ({ toolset, lsp: undefined, mcp: toolset })
     )
   }

@@ -57,6 +57,14 @@ describe("registry: prompts, resources, completions, subscriptions, logs", () =>
         resources.clashes.map((c) => `${c.name} ${c.toolset} ${c.shadowedBy}`),
         `${document} b a`
       )
+      // Inspecting either toolset shows the clash, as the log and `validate --check` say it.
+      for (const toolset of ["a", "b"]) {
+        const inspected = yield* registry.inspect(toolset)
+        assert.include(
+          (inspected.clashes ?? []).map(({ kind, clash }) => Surfaces.clashMessage(kind, clash)),
+          `resource "${document}" of b is shadowed by a (the first in config order wins)`
+        )
+      }
       const read = yield* registry.readResource("demo://resource/dynamic/text/3")
       assert.strictEqual(read.contents.length, 1)
       const missing = yield* Effect.flip(registry.readResource("nowhere://x"))

@@ -142,6 +142,7 @@ export interface Declare {
   readonly deny?: ReadonlyArray<string> | undefined
   readonly lifecycle: Policy.Lifecycle | undefined
   readonly lazy: boolean | undefined
+  readonly logLevel?: AgentConfig.LogLevel | undefined
   readonly secrets: ReadonlyArray<string>
   readonly unresolved: ReadonlyArray<AgentConfig.Unresolved>
 }
@@ -194,7 +195,8 @@ export const declare = (input: Declare, context: Context): Outcome => {
     tools: allowList(input.tools),
     ...(input.deny === undefined || input.deny.length === 0 ? {} : { deny: input.deny }),
     lifecycle: input.lifecycle ?? {},
-    lazy: input.lazy ?? false
+    lazy: input.lazy ?? false,
+    ...(input.logLevel === undefined ? {} : { logLevel: input.logLevel })
   }
   const declaration: Declaration = {
     ...signed,

@@ -108,6 +108,7 @@ const declareMcpSource = (
       tools: fields.tools,
       lifecycle: fields.lifecycle,
       lazy: fields.lazy,
+      logLevel: fields.log_level,
       envFile: envFileOf(fields.env_file),
       secrets: secretsAt(context, path, sourcePath),
       unresolved: unresolvedAt(context, path, sourcePath)

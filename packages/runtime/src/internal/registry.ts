@@ -7,7 +7,7 @@
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
 import { LifecycleError, Redaction, State, type Toolset } from "@toolvisor/core"
-import type { McpSurfaces } from "@toolvisor/mcp"
+import { ClientFeatures, type McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -61,7 +61,11 @@ export const make = (
     let config = initial
     /** One for every toolset: a secret of one entry is masked in what any server says. */
     const redactor = Redaction.make()
-    const build = options.build ?? ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor))
+    // The app's sampling, elicitation and roots, as provided where the registry is made.
+    const features = yield* ClientFeatures.current
+    const build =
+      options.build ??
+      ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor, { features, folder: config.folder }))
     const agentNames = () => config.agents.map((a) => a.name)
     const defaultAgent = options.agent ?? initial.agents[0]?.name ?? "default"
     if (!initial.agents.some((a) => a.name === defaultAgent)) {
@@ -316,6 +320,25 @@ export const make = (
         )
       })
 
+    /** The clashes of one toolset's prompts and resources, in every agent that has it, each once. */
+    const clashesOf = (toolset: string) =>
+      Effect.gen(function* () {
+        const found = new Map<string, NonNullable<Inspection.Inspection["clashes"]>[number]>()
+        for (const agent of agentNames()) {
+          const prompts = yield* Effect.orElseSucceed(surfaces.prompts(agent), () => ({ clashes: [] }))
+          const resources = yield* Effect.orElseSucceed(surfaces.resources(agent), () => ({ clashes: [] }))
+          const all = [
+            ...prompts.clashes.map((clash) => ({ kind: "prompt" as const, clash })),
+            ...resources.clashes.map((clash) => ({ kind: "resource" as const, clash }))
+          ]
+          for (const one of all) {
+            if (one.clash.toolset !== toolset && one.clash.shadowedBy !== toolset) continue
+            found.set(`${one.kind}\u0000${one.clash.name}\u0000${one.clash.toolset}`, one)
+          }
+        }
+        return [...found.values()]
+      })
+
     const reprobe = Effect.gen(function* () {
       const candidates = yield* Effect.filter(inOrder(), (entry) => Effect.map(entry.toolset.state, isReprobeable))
       const results = yield* Effect.forEach(
@@ -382,14 +405,20 @@ export const make = (
         ),
       searchTools: (query, { limit, agent = defaultAgent, within } = {}) => searchTools(query, agent, limit, within),
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
-      callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
+      callToolNow: (tool, args, name = defaultAgent, signal, origin) =>
+        routing.callToolNow(tool, args, name, signal, origin),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
       stopToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.stop),
       restartToolset: (name) =>
         Effect.flatMap(byName(name), (entry) =>
           Effect.withSpan(entry.toolset.restart, "toolvisor.restart", { attributes: { toolset: name } })
         ),
-      inspect: (name) => Effect.flatMap(byName(name), (entry) => Inspection.make(entry.config, entry.toolset)),
+      inspect: (name) =>
+        Effect.flatMap(byName(name), (entry) =>
+          Effect.flatMap(clashesOf(entry.config.name), (clashes) =>
+            Inspection.make(entry.config, entry.toolset, clashes)
+          )
+        ),
       reprobe,
       reload,
       prompts: (name = defaultAgent) => surfaces.prompts(name),

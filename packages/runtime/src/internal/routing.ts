@@ -9,7 +9,7 @@
  * tools changed, which is what `changes` reports.
  */
 import type { AgentConfig } from "@toolvisor/config"
-import { LifecycleError, State, type Toolset, Tracing } from "@toolvisor/core"
+import { type CallOrigin, LifecycleError, State, type Toolset, Tracing } from "@toolvisor/core"
 import { LspRouter } from "@toolvisor/lsp"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -57,7 +57,8 @@ export interface Routing {
     tool: string,
     args: { readonly [key: string]: unknown },
     agent: string,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    origin?: CallOrigin.CallOrigin
   ) => Promise<Exit.Exit<Toolset.ToolResult, ToolsetRegistry.CallError>> | undefined
 }
 
@@ -326,13 +327,14 @@ export const make = (options: Options): Routing => {
     tool: string,
     args: { readonly [key: string]: unknown },
     agent: string,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    origin?: CallOrigin.CallOrigin
   ) => {
     if (traced) return undefined
     const route = keptRoute(agent, tool)
     if (route === undefined) return undefined
     const started = Date.now()
-    return route.owner.toolset.callToolNow?.(route.tool, args, signal)?.then((exit) => {
+    return route.owner.toolset.callToolNow?.(route.tool, args, signal, origin)?.then((exit) => {
       const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
       route.recorder.recordUnsafe(Date.now() - started, failure, options.context)
       return exit

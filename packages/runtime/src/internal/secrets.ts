@@ -5,7 +5,7 @@
  * registry, the gateway, the status routes and the cluster see only the masked toolset, so no
  * output path can forget to mask. Results cost nothing while no secret is known.
  */
-import { Redaction, type State, type Toolset } from "@toolvisor/core"
+import { type CallOrigin, Redaction, type State, type Toolset } from "@toolvisor/core"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -81,8 +81,13 @@ export const guard = <T extends Toolset.Toolset>(toolset: T, redactor: Redaction
     ...(now === undefined
       ? {}
       : {
-          callToolNow: (name: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
-            const sent = now(name, args, signal)
+          callToolNow: (
+            name: string,
+            args: { readonly [key: string]: unknown },
+            signal?: AbortSignal,
+            origin?: CallOrigin.CallOrigin
+          ) => {
+            const sent = now(name, args, signal, origin)
             return sent === undefined || redactor.isEmpty() ? sent : sent.then((e) => exit(e, redactor))
           }
         })
