@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 
+/** A root as MCP says it: a `file://` URI and an optional name. */
 export type { Root }
 
 /** One `roots/list` request of a server. */
