@@ -55,6 +55,7 @@ export interface Request {
 /** The user's answer: `accept` (with `content` for a form), `decline` or `cancel`. */
 export type Result = ElicitResult
 
+/** What the app gives: the handler, and what it can show, which is all the client declares. */
 export interface Service {
   readonly elicit: (request: Request) => Effect.Effect<Result>
   /** The modes the app can show; only these are declared. */
@@ -66,6 +67,7 @@ export interface Service {
 /** The app's elicitation: provide it to a toolset or a registry to let servers ask the user. */
 export class Elicitation extends Context.Service<Elicitation, Service>()("@toolvisor/mcp/Elicitation") {}
 
+/** How `layer` declares the handler: its modes and what it does with a request of no known origin. */
 export interface Options {
   /** Default: both. */
   readonly modes?: { readonly form: boolean; readonly url: boolean } | undefined

@@ -25,6 +25,7 @@ export interface Request {
   readonly origin?: CallOrigin.CallOrigin | undefined
 }
 
+/** What the app gives: the roots per toolset, and when they change. */
 export interface Service {
   readonly list: (request: Request) => Effect.Effect<ReadonlyArray<Root>>
   /** Emits when the roots changed: servers are told (`notifications/roots/list_changed`). */

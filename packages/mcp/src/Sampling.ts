@@ -37,6 +37,7 @@ export class Declined extends Schema.TaggedError<Declined>()("SamplingDeclined",
 /** What answers requests whose call has no known origin: the handler anyway, or a refusal (the default). */
 export type WithoutOrigin = "decline" | "handle"
 
+/** What the app gives: the handler, and what the client declares for it. */
 export interface Service {
   readonly createMessage: (request: Request) => Effect.Effect<Result, Declined>
   /** Declares `sampling.tools`: the handler can answer requests that offer tools (2025-11-25). */
@@ -47,6 +48,7 @@ export interface Service {
 /** The app's sampling: provide it to a toolset or a registry to let servers sample. */
 export class Sampling extends Context.Service<Sampling, Service>()("@toolvisor/mcp/Sampling") {}
 
+/** How `layer` declares the handler: with tools or not (default not), and without an origin (default decline). */
 export interface Options {
   readonly tools?: boolean | undefined
   readonly withoutOrigin?: WithoutOrigin | undefined
