@@ -7,7 +7,7 @@
  * are answered whether or not the request's origin is known.
  */
 import * as NodeUrl from "node:url"
-import type { Root } from "@modelcontextprotocol/sdk/types.js"
+import type { Root as McpRoot } from "@modelcontextprotocol/sdk/types.js"
 import type { CallOrigin } from "@toolvisor/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -15,7 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 
 /** A root as MCP says it: a `file://` URI and an optional name. */
-export type { Root }
+export type Root = McpRoot
 
 /** One `roots/list` request of a server. */
 export interface Request {
