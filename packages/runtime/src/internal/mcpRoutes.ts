@@ -63,9 +63,12 @@ export const make = (options: Options) => {
       const toolset = Surfaces.routeUri(catalog, uri)
       const surfaces = toolset === undefined ? undefined : yield* surfacesOf(agent, toolset)
       if (surfaces === undefined) {
+        // URIs share long prefixes: only a few edits away is near.
         const near = Catalog.nearNames(
           uri,
-          catalog.resources.map((r) => r.item.uri)
+          catalog.resources.map((r) => r.item.uri),
+          5,
+          Math.max(2, Math.floor(uri.length / 10))
         )
         return yield* new ToolsetRegistry.UnknownResource({
           uri,
