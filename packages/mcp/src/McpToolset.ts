@@ -24,6 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { NotDelivered } from "./internal/pipeTransport.ts"
+import * as TaskCall from "./internal/taskCall.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 import * as McpSurfaces from "./McpSurfaces.ts"
@@ -93,6 +94,8 @@ interface Call {
   readonly with?: CallOptions | undefined
   session: McpConnector.McpSession | undefined
   safeToResend: boolean
+  /** The tool must run as an MCP task (`TaskCall`); set from the session's listing. */
+  task: boolean
   deadline: Deadline.Deadline | undefined
 }
 
@@ -226,10 +229,23 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         ...(signal === undefined ? {} : { signal }),
         timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
       }
-      const sent =
-        call.with === undefined ? plain(session, call, options) : withOptions(session, call, call.with, options)
+      const sent = call.task
+        ? TaskCall.call(session.client, { name: call.tool, arguments: call.args }, taskOptions(call, deadline, signal))
+        : call.with === undefined
+          ? plain(session, call, options)
+          : withOptions(session, call, call.with, options)
       return remote ? sent.then(withinDepth) : sent
     }
+
+    const taskOptions = (
+      call: Call,
+      deadline: Deadline.Deadline | undefined,
+      signal: AbortSignal | undefined
+    ): TaskCall.Options => ({
+      signal,
+      until: deadline === undefined ? undefined : Date.now() + Deadline.remaining(deadline),
+      _meta: call.with?._meta
+    })
 
     const plain = (session: McpConnector.McpSession, call: Call, options: SdkOptions) =>
       session.client.callTool({ name: call.tool, arguments: call.args }, undefined, options)
@@ -261,6 +277,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       const found = known === undefined ? undefined : toolNamed(known, call.tool)
       if (known !== undefined && found === undefined) return toolNotFound(known, call.tool)
       call.safeToResend = Toolset.isSafeToRepeat(found)
+      call.task = TaskCall.required(found)
       return undefined
     }
 
@@ -347,6 +364,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       with: options,
       session: undefined,
       safeToResend: false,
+      task: false,
       deadline
     })
 
