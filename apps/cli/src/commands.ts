@@ -14,6 +14,15 @@ const lazy = <M, A, E, R>(load: () => Promise<M>, f: (module: M) => Effect.Effec
 
 const target = { config: Flags.config, input: Flags.input, agent: Flags.agent, cluster: Flags.cluster }
 
+/** What the commands that act on one thing (`describe`, `call`, `prompt`, `read`) take besides their operands. */
+const request = {
+  input: Flags.input,
+  agent: Flags.agent,
+  cluster: Flags.cluster,
+  json: Flags.json,
+  timeout: Flags.timeout
+}
+
 const run = Command.make(
   "run",
   {
@@ -69,11 +78,7 @@ const describe = Command.make(
   "describe",
   {
     operands: Flags.operands("[CONFIG] NAME (a tool's name as `tools` lists it, or a prompt's as `prompts` does)", 2),
-    input: Flags.input,
-    agent: Flags.agent,
-    cluster: Flags.cluster,
-    json: Flags.json,
-    timeout: Flags.timeout
+    ...request
   },
   (options) =>
     lazy(
@@ -91,11 +96,7 @@ const call = Command.make(
   "call",
   {
     operands: Flags.operands("[CONFIG] TOOL [ARGS_JSON]", 3),
-    input: Flags.input,
-    agent: Flags.agent,
-    cluster: Flags.cluster,
-    json: Flags.json,
-    timeout: Flags.timeout
+    ...request
   },
   (options) =>
     lazy(
@@ -124,11 +125,7 @@ const prompt = Command.make(
   "prompt",
   {
     operands: Flags.operands("[CONFIG] NAME [ARGS…] (key=value words, or one JSON object of strings)", 66),
-    input: Flags.input,
-    agent: Flags.agent,
-    cluster: Flags.cluster,
-    json: Flags.json,
-    timeout: Flags.timeout
+    ...request
   },
   (options) =>
     lazy(
@@ -154,11 +151,7 @@ const read = Command.make(
   "read",
   {
     operands: Flags.operands("[CONFIG] URI (a resource's URI, as `resources` lists it or a template fits)", 2),
-    input: Flags.input,
-    agent: Flags.agent,
-    cluster: Flags.cluster,
-    json: Flags.json,
-    timeout: Flags.timeout,
+    ...request,
     out: Flag.String("out").pipe(
       Flag.withDescription("Write the contents (a blob's bytes, decoded) to this file instead of stdout"),
       Flag.optional
