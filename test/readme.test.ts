@@ -207,13 +207,17 @@ describe("README", () => {
       collector.close()
     }
   })
-  it("the tour's describe, call and validate lines run as written on the files it names", async () => {
-    const lines = tour(["describe", "call", "validate"])
+  it("the tour's describe, call, prompts, resources and validate lines run as written on the files it names", async () => {
+    const lines = tour(["describe", "call", "prompts", "prompt", "resources", "read", "validate"])
     assert.sameMembers(
       lines.map(({ words }) => words.slice(0, 2).join(" ")),
       [
         "describe examples/agent.yaml",
         "call examples/agent.yaml",
+        "prompts examples/agent.yaml",
+        "prompt examples/agent.yaml",
+        "resources examples/agent.yaml",
+        "read examples/agent.yaml",
         "validate examples/.vscode/mcp.json",
         "validate examples/.mcp.json"
       ]

@@ -1,11 +1,13 @@
 /**
  * `toolvisor call [CONFIG] TOOL [ARGS_JSON]`: call one tool and print its result. Exit 1 when
  * the call fails or the tool reports an error; with `--json` a failure is still JSON on stdout
- * (`{"error":{"tag","message"}}`), so a script can branch on its tag.
+ * (`{"error":{"tag","message"}}`), so a script can branch on its tag. While the tool runs, the
+ * servers' log lines go to stderr, and on a terminal a progress bar (`CallProgress`).
  */
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import * as CallProgress from "./CallProgress.ts"
 import { Failure, UsageError } from "./CliError.ts"
 import * as DurationFlag from "./DurationFlag.ts"
 import * as Open from "./Open.ts"
@@ -37,15 +39,11 @@ export const run = Effect.fn("toolvisor.call")(function* (options: Options) {
   const timeout = yield* DurationFlag.parse(options.timeout)
   const { registry } = yield* Open.open({ ...options, config })
   yield* Settle.settle(registry, timeout)
-  const result = yield* registry
-    .callTool(tool, args)
-    .pipe(
-      Effect.tapError((error) =>
-        options.json
-          ? Console.log(Printable.json({ error: { tag: error._tag, message: error.message, tool } }))
-          : Effect.void
-      )
-    )
+  const shown = yield* CallProgress.show(registry, tool)
+  const result = yield* registry.callTool(tool, args, undefined, shown.options).pipe(
+    Effect.ensuring(shown.done),
+    Effect.tapError((error) => (options.json ? Console.log(Output.failureJson(error, { tool })) : Effect.void))
+  )
   yield* Console.log(options.json ? Printable.json(result) : Output.resultText(result))
   if (result.isError === true) return yield* new Failure({ message: `${tool} reported an error` })
 })

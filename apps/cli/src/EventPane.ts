@@ -1,17 +1,19 @@
 /**
  * The live view's event log: the recent transitions of every toolset (time, states, error,
- * restart count) and the log lines of the run, newest last. A crash stays readable here after
+ * restart count), the log lines of the run and the servers' own log messages, newest last. A crash stays readable here after
  * the table has moved on, and log lines land in the pane instead of over the prompt. While a
  * toolset waits to reconnect, its latest line counts the backoff down.
  */
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
+import type { McpSurfaces } from "@toolvisor/mcp"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Duration from "effect/Duration"
 import * as Logger from "effect/Logger"
 import * as Log from "./Log.ts"
 import * as Output from "./Output.ts"
 import * as Printable from "./Printable.ts"
+import * as ServerLog from "./ServerLog.ts"
 
 /** How many lines the pane keeps; the screen shows the newest that fit. */
 const limit = 500
@@ -72,6 +74,10 @@ export const transition = (pane: Pane, event: ToolsetRegistry.ToolsetEvent, conf
         })
   })
 }
+
+/** Records a server's log message (`notifications/message`), named by its toolset. */
+export const serverLog = (pane: Pane, event: McpSurfaces.LogEvent) =>
+  push(pane, { head: ServerLog.line(event), tail: "" })
 
 /** Breaks a line into pieces of `width`, continuation lines indented under the text. */
 const wrap = (text: string, width: number): ReadonlyArray<string> => {

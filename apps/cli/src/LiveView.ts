@@ -1,6 +1,6 @@
 /**
  * `run` on a terminal: the status table redrawn in place, an event pane that keeps the recent
- * transitions and log lines (a crash stays readable after the table has moved on), and a prompt
+ * transitions, log lines and the servers' log messages (a crash stays readable after the table has moved on), and a prompt
  * for `tools`, `status`, `restart NAME`, `call TOOL {json}`, `help` and `quit`. Long answers are
  * paged in the pane, so the table never scrolls away. Everything it shows comes from the registry.
  */
@@ -156,6 +156,15 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
       Stream.runForEach((event) =>
         Effect.sync(() => {
           EventPane.transition(pane, event, config)
+          draw()
+        })
+      ),
+      Effect.forkScoped({ startImmediately: true })
+    )
+    yield* registry.logs.pipe(
+      Stream.runForEach((event) =>
+        Effect.sync(() => {
+          EventPane.serverLog(pane, event)
           draw()
         })
       ),

@@ -11,7 +11,10 @@ import * as Option from "effect/Option"
 import { UsageError } from "./CliError.ts"
 import * as Shell from "./Shell.ts"
 
-/** A command's operands after CONFIG, e.g. `["TOOL", "[ARGS_JSON]"]` (bracketed: optional). */
+/**
+ * A command's operands after CONFIG, e.g. `["TOOL", "[ARGS_JSON]"]` (bracketed: optional; a last
+ * name ending in `…]`, as `[ARGS…]`, takes any number).
+ */
 export interface Shape {
   readonly command: string
   readonly names: ReadonlyArray<string>
@@ -34,9 +37,18 @@ const isFile = (path: string): boolean => {
   }
 }
 
-/** An operand only a config file name would be: a config's extension or a path (JSON arguments aside). */
+/**
+ * An operand only a config file name would be: a config's extension or a path — not JSON
+ * arguments, a `key=value` argument or a URI (`read`'s `demo://…`), which hold slashes too.
+ */
 const meantAsConfig = (operand: string): boolean =>
-  !operand.trimStart().startsWith("{") && (/\.(ya?ml|jsonc?)$/i.test(operand) || /[/\\]/.test(operand))
+  !operand.trimStart().startsWith("{") &&
+  !/^[\w.-]+=/.test(operand) &&
+  !/^[a-z][a-z0-9+.-]*:\/\//i.test(operand) &&
+  (/\.(ya?ml|jsonc?)$/i.test(operand) || /[/\\]/.test(operand))
+
+/** How many operands may follow CONFIG. */
+const most = (shape: Shape): number => (shape.names.at(-1)?.endsWith("…]") === true ? Infinity : shape.names.length)
 
 const counted = (shape: Shape, config: Option.Option<string>, rest: ReadonlyArray<string>) => {
   const required = shape.names.filter((name) => !name.startsWith("[")).length
@@ -45,7 +57,7 @@ const counted = (shape: Shape, config: Option.Option<string>, rest: ReadonlyArra
       new UsageError({ message: `${shape.command}: missing ${shape.names[rest.length]} (${usage(shape)})` })
     )
   }
-  if (rest.length > shape.names.length) {
+  if (rest.length > most(shape)) {
     return Effect.fail(new UsageError({ message: `${shape.command}: too many operands (${usage(shape)})` }))
   }
   const split: Split = { config, rest }
@@ -71,7 +83,7 @@ export const split = (shape: Shape, operands: ReadonlyArray<string>): Effect.Eff
         counted(shape, Option.some(config), rest)
       )
     }
-    const missing = operands.find(meantAsConfig) ?? (operands.length > shape.names.length ? operands[0] : undefined)
+    const missing = operands.find(meantAsConfig) ?? (operands.length > most(shape) ? operands[0] : undefined)
     if (missing !== undefined) {
       return Effect.fail(new UsageError({ message: `${shape.command}: config file not found: ${missing}` }))
     }

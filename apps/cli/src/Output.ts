@@ -6,6 +6,7 @@
  */
 import type { State, Toolset } from "@toolvisor/core"
 import { type Catalog, StatusJson, type ToolsetRegistry } from "@toolvisor/runtime"
+import * as Content from "./Content.ts"
 import * as Printable from "./Printable.ts"
 import * as Shell from "./Shell.ts"
 
@@ -186,10 +187,11 @@ export const catalogText = (catalog: Catalog.Catalog, width = 120): string => {
   return [...lines, ...missing].join("\n")
 }
 
-/** A tool result for people: its text items (line breaks kept), and a note for other content kinds. */
-export const resultText = (result: Toolset.ToolResult): string =>
-  result.content
-    .map((item) =>
-      typeof item.text === "string" ? Printable.lines(item.text) : `[${Printable.line(item.type)} content]`
-    )
-    .join("\n")
+/** A failed request for scripts (`--json`): its tag and message, and what it asked for. */
+export const failureJson = (
+  error: { readonly _tag: string; readonly message: string },
+  subject: { readonly [key: string]: string }
+) => Printable.json({ error: { tag: error._tag, message: error.message, ...subject } })
+
+/** A tool result for people: its text items (line breaks kept), and a line for each image, audio or resource. */
+export const resultText = (result: Toolset.ToolResult): string => result.content.map(Content.text).join("\n")

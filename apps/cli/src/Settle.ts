@@ -12,6 +12,8 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import * as DurationFlag from "./DurationFlag.ts"
+import * as Open from "./Open.ts"
 import * as Output from "./Output.ts"
 import * as Printable from "./Printable.ts"
 
@@ -74,6 +76,15 @@ export const settle = (registry: ToolsetRegistry.Registry, timeout: Duration.Dur
     yield* Effect.timeoutOption(settled, timeout)
     yield* Fiber.interrupt(shown)
     return yield* registry.snapshot
+  })
+
+/** The registry of a command's config, its toolsets started and settled (or `timeout` passed). */
+export const opened = (target: Open.Target, timeout: string) =>
+  Effect.gen(function* () {
+    const within = yield* DurationFlag.parse(timeout)
+    const { registry } = yield* Open.open(target)
+    yield* settle(registry, within)
+    return registry
   })
 
 const usable = (s: State.StatusSnapshot) => s.state === "Ready" || s.state === "Degraded"

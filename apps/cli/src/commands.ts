@@ -14,6 +14,15 @@ const lazy = <M, A, E, R>(load: () => Promise<M>, f: (module: M) => Effect.Effec
 
 const target = { config: Flags.config, input: Flags.input, agent: Flags.agent, cluster: Flags.cluster }
 
+/** What the commands that act on one thing (`describe`, `call`, `prompt`, `read`) take besides their operands. */
+const request = {
+  input: Flags.input,
+  agent: Flags.agent,
+  cluster: Flags.cluster,
+  json: Flags.json,
+  timeout: Flags.timeout
+}
+
 const run = Command.make(
   "run",
   {
@@ -68,12 +77,8 @@ const tools = Command.make("tools", { ...target, json: Flags.json, timeout: Flag
 const describe = Command.make(
   "describe",
   {
-    operands: Flags.operands("[CONFIG] TOOL (the tool's name, as `tools` lists it)", 2),
-    input: Flags.input,
-    agent: Flags.agent,
-    cluster: Flags.cluster,
-    json: Flags.json,
-    timeout: Flags.timeout
+    operands: Flags.operands("[CONFIG] NAME (a tool's name as `tools` lists it, or a prompt's as `prompts` does)", 2),
+    ...request
   },
   (options) =>
     lazy(
@@ -81,7 +86,9 @@ const describe = Command.make(
       (Tools) => Tools.describe(options)
     )
 ).pipe(
-  Command.withDescription("Show one tool: its description, its arguments and how to call it"),
+  Command.withDescription(
+    "Show one tool (or, when no tool has the name, one prompt): its description, its arguments and how to call it"
+  ),
   Command.withExamples([{ command: "toolvisor describe agent.yaml everything_echo", description: "" }])
 )
 
@@ -89,11 +96,7 @@ const call = Command.make(
   "call",
   {
     operands: Flags.operands("[CONFIG] TOOL [ARGS_JSON]", 3),
-    input: Flags.input,
-    agent: Flags.agent,
-    cluster: Flags.cluster,
-    json: Flags.json,
-    timeout: Flags.timeout
+    ...request
   },
   (options) =>
     lazy(
@@ -102,9 +105,71 @@ const call = Command.make(
     )
 ).pipe(
   Command.withDescription(
-    "Call one tool and print its result; exit 1 if the call fails or the tool reports an error (--json: the error as JSON)"
+    "Call one tool and print its result; exit 1 if the call fails or the tool reports an error (--json: the error as JSON). The servers' log lines go to stderr, and on a terminal a progress bar while the tool reports progress"
   ),
   Command.withExamples([{ command: `toolvisor call agent.yaml everything_echo '{"message":"hi"}'`, description: "" }])
+)
+
+const prompts = Command.make("prompts", { ...target, json: Flags.json, timeout: Flags.timeout }, (options) =>
+  lazy(
+    () => import("./Prompts.ts"),
+    (Prompts) => Prompts.list(options)
+  )
+).pipe(
+  Command.withDescription(
+    "List the agent's MCP prompts, named like its tools (--json: with their arguments, as an MCP client sees them)"
+  )
+)
+
+const prompt = Command.make(
+  "prompt",
+  {
+    operands: Flags.operands("[CONFIG] NAME [ARGS…] (key=value words, or one JSON object of strings)", 66),
+    ...request
+  },
+  (options) =>
+    lazy(
+      () => import("./Prompts.ts"),
+      (Prompts) => Prompts.get(options)
+    )
+).pipe(
+  Command.withDescription("Get one prompt with its arguments and print its messages (--json: the result as JSON)"),
+  Command.withExamples([
+    { command: "toolvisor prompt agent.yaml args-prompt city=Lyon", description: "" },
+    { command: `toolvisor prompt agent.yaml args-prompt '{"city":"Lyon"}'`, description: "" }
+  ])
+)
+
+const resources = Command.make("resources", { ...target, json: Flags.json, timeout: Flags.timeout }, (options) =>
+  lazy(
+    () => import("./Resources.ts"),
+    (Resources) => Resources.list(options)
+  )
+).pipe(Command.withDescription("List the agent's MCP resources and resource templates, with the toolset of each"))
+
+const read = Command.make(
+  "read",
+  {
+    operands: Flags.operands("[CONFIG] URI (a resource's URI, as `resources` lists it or a template fits)", 2),
+    ...request,
+    out: Flag.String("out").pipe(
+      Flag.withDescription("Write the contents (a blob's bytes, decoded) to this file instead of stdout"),
+      Flag.optional
+    )
+  },
+  (options) =>
+    lazy(
+      () => import("./Resources.ts"),
+      (Resources) => Resources.read(options)
+    )
+).pipe(
+  Command.withDescription(
+    "Read one resource: its text to stdout; a blob is named by MIME type and size, its bytes written only with --out FILE"
+  ),
+  Command.withExamples([
+    { command: "toolvisor read agent.yaml demo://resource/static/document/architecture.md", description: "" },
+    { command: "toolvisor read agent.yaml demo://resource/dynamic/blob/1 --out blob.bin", description: "" }
+  ])
 )
 
 const validate = Command.make(
@@ -276,5 +341,20 @@ const runner = Command.make(
 
 export const toolvisor = Command.make("toolvisor").pipe(
   Command.withDescription("Supervise an AI agent's MCP and LSP toolsets"),
-  Command.withSubcommands([run, status, tools, describe, call, validate, schema, serve, auth, runner])
+  Command.withSubcommands([
+    run,
+    status,
+    tools,
+    describe,
+    call,
+    prompts,
+    prompt,
+    resources,
+    read,
+    validate,
+    schema,
+    serve,
+    auth,
+    runner
+  ])
 )

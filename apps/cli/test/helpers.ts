@@ -141,3 +141,51 @@ export const until = async (p: () => Promise<boolean> | boolean, within = 30_000
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
+
+const tmux = (args: ReadonlyArray<string>) => NodeChildProcess.execFileSync("tmux", args, { encoding: "utf8" })
+
+/** A word the shell tmux runs the command with reads back as `word`. */
+const shellWord = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
+
+/** A tmux session of its own (a real terminal), running `command` at `width`×`height`. */
+export const terminal = (name: string, command: ReadonlyArray<string>, width: number, height: number) => {
+  tmux([
+    "new-session",
+    "-d",
+    "-s",
+    name,
+    "-x",
+    String(width),
+    "-y",
+    String(height),
+    "-c",
+    root,
+    command.map(shellWord).join(" ")
+  ])
+  return {
+    screen: () => tmux(["capture-pane", "-p", "-t", name]).replace(/\n$/, "").split("\n"),
+    type: (text: string) => tmux(["send-keys", "-t", name, text, "Enter"]),
+    close: () => {
+      try {
+        tmux(["kill-session", "-t", name])
+      } catch {
+        // The session ends by itself when the CLI exits.
+      }
+    }
+  }
+}
+
+/** Polls the screen until `p` holds, or fails with the last screen. */
+export const waitForScreen = async (
+  screen: () => ReadonlyArray<string>,
+  p: (text: string) => boolean,
+  within = 60_000
+) => {
+  const deadline = Date.now() + within
+  for (;;) {
+    const text = screen().join("\n")
+    if (p(text)) return text
+    if (Date.now() > deadline) throw new Error(`screen never matched:\n${text}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}

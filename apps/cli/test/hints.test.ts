@@ -85,7 +85,7 @@ describe("hints that name a command", () => {
 
     const reversed = await runCli(["describe", "fx_echo", config])
     assert.strictEqual(reversed.code, 0, reversed.stderr)
-    assert.include(reversed.stderr, `the config comes first (toolvisor describe [CONFIG] TOOL)`)
+    assert.include(reversed.stderr, `the config comes first (toolvisor describe [CONFIG] NAME)`)
     assert.include(reversed.stderr, `toolvisor describe ${config} fx_echo`)
     const callReversed = await runCli(["call", "fx_echo", config, '{"message":"hi"}'])
     assert.strictEqual(callReversed.code, 0, callReversed.stderr)

@@ -1,7 +1,8 @@
 /**
  * What a terminal shows cannot be hijacked: a real stdio MCP server that writes ESC[2J, an OSC
  * title, a C1 CSI, a bidi override and line breaks into its stderr, tool names, descriptions,
- * argument names and results, run through `tools`, `describe`, `call` and `status`. No output
+ * argument names, results, prompts, resources and log messages, run through `tools`, `describe`,
+ * `call`, `status`, `prompts`, `prompt`, `resources` and `read`. No output
  * carries them raw: human output shows them escaped, and JSON output (which writes the C1 and
  * bidi characters `JSON.stringify` leaves raw as `\u` escapes) parses back to the original text; a toolset named with a newline keeps the table one row per toolset; and
  * `describe`'s call line is quoted so a shell runs exactly the tool it names, and nothing else.
@@ -104,6 +105,27 @@ describe("a server that writes escape sequences", () => {
     assert.strictEqual(call, `call it: toolvisor call ${config} $'h_clear\\x1b[2Jscreen' '{}'`)
     const named = NodeChildProcess.execFileSync("bash", ["-c", `printf '%s' ${call?.split(" ")[5]}`])
     assert.strictEqual(named.toString("utf8"), `h_clear${esc}[2Jscreen`, "the $'…' word is the name itself")
+  }, 120_000)
+
+  it("prompts, resources, read and call's server log lines are escaped; --json keeps the text", async () => {
+    const prompts = await cli(["prompts", config, "--timeout", "30s"])
+    assert.include(prompts.stdout, "h_pr\\x1b[2Jompt")
+    assert.include(prompts.stdout, "Prompts \\x1b[2J\\x1b]0;pwned-title\\x07")
+    const got = await cli(["prompt", config, `h_pr${esc}[2Jompt`, "--timeout", "30s"])
+    assert.strictEqual(got.code, 0, got.stderr)
+    assert.include(got.stdout, "message \\x1b[2J\\x1b]0;pwned-title\\x07\\x9b31m\\u202eevil\\rover\nnext")
+    const gotJson = await cli(["prompt", config, `h_pr${esc}[2Jompt`, "--json", "--timeout", "30s"])
+    assert.include(JSON.parse(gotJson.stdout).messages[0].content.text, `message ${esc}[2J`)
+
+    const resources = await cli(["resources", config, "--timeout", "30s"])
+    assert.include(resources.stdout, "hostile://doc")
+    assert.include(resources.stdout, "res\\x1b[2J")
+    const read = await cli(["read", config, "hostile://doc", "--timeout", "30s"])
+    assert.include(read.stdout, "contents \\x1b[2J\\x1b]0;pwned-title\\x07")
+
+    const logged = await cli(["call", config, "h_logs", "--timeout", "30s"])
+    assert.strictEqual(logged.code, 0, logged.stderr)
+    assert.include(logged.stderr, "WARNING [h/lg\\x1b[2J] logged \\x1b[2J\\x1b]0;pwned-title\\x07")
   }, 120_000)
 
   it("status keeps one row per toolset, a name with a newline and an escaping stderr included", async () => {

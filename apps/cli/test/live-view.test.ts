@@ -4,42 +4,11 @@
  * recovery, and stays readable after the table has moved on; log lines land in the pane, never
  * over the prompt; nothing wraps or scrolls away.
  */
-import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { cliArgs, isAlive, mcpEntry, root, writeConfig, yaml } from "./helpers.ts"
-
-const tmux = (args: ReadonlyArray<string>) => NodeChildProcess.execFileSync("tmux", args, { encoding: "utf8" })
-
-/** A tmux session of its own, running the CLI at `width`×`height`. */
-const terminal = (name: string, command: ReadonlyArray<string>, width: number, height: number) => {
-  const line = command.map((a) => `'${a}'`).join(" ")
-  tmux(["new-session", "-d", "-s", name, "-x", String(width), "-y", String(height), "-c", root, line])
-  return {
-    screen: () => tmux(["capture-pane", "-p", "-t", name]).replace(/\n$/, "").split("\n"),
-    type: (text: string) => tmux(["send-keys", "-t", name, text, "Enter"]),
-    close: () => {
-      try {
-        tmux(["kill-session", "-t", name])
-      } catch {
-        // The session ends by itself when the CLI exits.
-      }
-    }
-  }
-}
-
-/** Polls the screen until `p` holds, or fails with the last screen. */
-const waitForScreen = async (screen: () => ReadonlyArray<string>, p: (text: string) => boolean, within = 60_000) => {
-  const deadline = Date.now() + within
-  for (;;) {
-    const text = screen().join("\n")
-    if (p(text)) return text
-    if (Date.now() > deadline) throw new Error(`screen never matched:\n${text}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+import { cliArgs, isAlive, mcpEntry, terminal, waitForScreen, writeConfig, yaml } from "./helpers.ts"
 
 describe("toolvisor run on an 80×24 terminal", () => {
   it("shows a SIGKILL in the event pane with the countdown and the recovery; tools pages, the table stays", async () => {

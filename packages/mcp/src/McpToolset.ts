@@ -28,6 +28,7 @@ import * as ClientFeatures from "./ClientFeatures.ts"
 import * as ClientRequests from "./internal/clientFeatures.ts"
 import * as Origins from "./internal/origins.ts"
 import { NotDelivered } from "./internal/pipeTransport.ts"
+import * as TaskCall from "./internal/taskCall.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
 import * as McpSurfaces from "./McpSurfaces.ts"
@@ -105,23 +106,16 @@ interface Call {
   readonly with?: CallOptions | undefined
   session: McpConnector.McpSession | undefined
   safeToResend: boolean
+  /** The tool must run as an MCP task (`TaskCall`); set from the session's listing. */
+  task: boolean
   deadline: Deadline.Deadline | undefined
 }
 
 /** A progress notification of the server for one call (`notifications/progress`). */
-export interface Progress {
-  readonly progress: number
-  readonly total?: number | undefined
-  readonly message?: string | undefined
-}
+export type Progress = Toolset.Progress
 
-/** What a call can carry besides its arguments. */
-export interface CallOptions {
-  /** Called with each progress notification of the call, in the order the server sent them. */
-  readonly onProgress?: ((progress: Progress) => void) | undefined
-  /** Passed to the server as the request's `_meta`, as is. */
-  readonly _meta?: { readonly [key: string]: unknown } | undefined
-}
+/** What a call can carry besides its arguments: a progress listener, `_meta`. */
+export type CallOptions = Toolset.CallOptions
 
 /** A supervised MCP toolset, in the current scope (closing it stops the server); nothing starts until `start`. */
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
@@ -261,10 +255,23 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         ...(signal === undefined ? {} : { signal }),
         timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
       }
-      const sent =
-        call.with === undefined ? plain(session, call, options) : withOptions(session, call, call.with, options)
+      const sent = call.task
+        ? TaskCall.call(session.client, { name: call.tool, arguments: call.args }, taskOptions(call, deadline, signal))
+        : call.with === undefined
+          ? plain(session, call, options)
+          : withOptions(session, call, call.with, options)
       return remote ? sent.then(withinDepth) : sent
     }
+
+    const taskOptions = (
+      call: Call,
+      deadline: Deadline.Deadline | undefined,
+      signal: AbortSignal | undefined
+    ): TaskCall.Options => ({
+      signal,
+      until: deadline === undefined ? undefined : Date.now() + Deadline.remaining(deadline),
+      _meta: call.with?._meta
+    })
 
     const plain = (session: McpConnector.McpSession, call: Call, options: SdkOptions) =>
       session.client.callTool({ name: call.tool, arguments: call.args }, undefined, options)
@@ -296,6 +303,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       const found = known === undefined ? undefined : toolNamed(known, call.tool)
       if (known !== undefined && found === undefined) return toolNotFound(known, call.tool)
       call.safeToResend = Toolset.isSafeToRepeat(found)
+      call.task = TaskCall.required(found)
       return undefined
     }
 
@@ -382,6 +390,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       with: options,
       session: undefined,
       safeToResend: false,
+      task: false,
       deadline
     })
 

@@ -209,7 +209,12 @@ export const collisionMessage = (collision: Collision): string =>
   `${collision.toolset}: ${collision.names.length} tool(s) hidden by ${collision.hiddenBy}, which offers the same name(s): ${collision.names.join(", ")}; to offer both, give ${collision.toolset} a name of its own (its tools are then exposed as <name>_<tool>)`
 
 /** Up to `limit` names close to `name`: the same suffix after a prefix, a shared stem, or a small edit distance. */
-export const nearNames = (name: string, names: ReadonlyArray<string>, limit = 5): ReadonlyArray<string> => {
+export const nearNames = (
+  name: string,
+  names: ReadonlyArray<string>,
+  limit = 5,
+  within = Math.max(2, Math.floor(name.length / 3))
+): ReadonlyArray<string> => {
   const lower = name.toLowerCase()
   const scored = names
     .map((candidate) => {
@@ -217,7 +222,7 @@ export const nearNames = (name: string, names: ReadonlyArray<string>, limit = 5)
       const contains = other.endsWith(`_${lower}`) || other.includes(lower) || lower.includes(other)
       return { candidate, score: contains ? 0 : Levenshtein.distance(lower, other) }
     })
-    .filter(({ score }) => score <= Math.max(2, Math.floor(name.length / 3)))
+    .filter(({ score }) => score <= within)
     .sort((a, b) => a.score - b.score || a.candidate.localeCompare(b.candidate))
   return scored.slice(0, limit).map(({ candidate }) => candidate)
 }
