@@ -167,14 +167,18 @@ export const toolJson = (entry: Catalog.Entry) => ({
   description: entry.tool.description ?? null,
   inputSchema: entry.tool.inputSchema,
   ...(entry.tool.outputSchema === undefined ? {} : { outputSchema: entry.tool.outputSchema }),
-  ...(entry.tool.annotations === undefined ? {} : { annotations: entry.tool.annotations })
+  ...(entry.tool.annotations === undefined ? {} : { annotations: entry.tool.annotations }),
+  ...(entry.deferred === true ? { deferred: true } : {})
 })
 
-/** The catalog as text: one tool per line with its toolset and the first line of its description. */
+/**
+ * The catalog as text: one tool per line with its toolset and the first line of its description;
+ * a deferred tool's toolset says so, since a model is offered it only once a search finds it.
+ */
 export const catalogText = (catalog: Catalog.Catalog, width = 120): string => {
   const rows = catalog.tools.map((t) => ({
     name: Printable.line(t.name),
-    toolset: Printable.line(t.toolset),
+    toolset: Printable.line(t.deferred === true ? `${t.toolset} (deferred)` : t.toolset),
     description: Printable.line((t.tool.description ?? "").split("\n")[0] ?? "")
   }))
   const nameWidth = Math.max(4, ...rows.map((t) => t.name.length))

@@ -132,6 +132,19 @@ describe("toolvisor one-shot commands", () => {
     assert.include(unknown.stderr, "fx_echo")
   })
 
+  it("tools marks what the model is offered only through a search (defer), in text and --json", async () => {
+    const config = writeConfig(yaml([mcpEntry("fx", ["        defer: [echo]"])]))
+    const text = await runCli(["tools", config])
+    assert.strictEqual(text.code, 0, text.stderr)
+    const line = (name: string) => text.stdout.split("\n").find((l) => l.startsWith(`${name} `)) ?? ""
+    assert.match(line("fx_echo"), /\bfx \(deferred\)/)
+    assert.notInclude(line("fx_fail"), "deferred")
+    const json = await runCli(["tools", config, "--json"])
+    const tools: ReadonlyArray<{ readonly name: string; readonly deferred?: boolean }> = JSON.parse(json.stdout).tools
+    assert.isTrue(tools.find((t) => t.name === "fx_echo")?.deferred)
+    assert.isUndefined(tools.find((t) => t.name === "fx_fail")?.deferred)
+  })
+
   it("validate: exit 0 for a good config, exit 2 with every problem as path: message for a broken one", async () => {
     const ok = await runCli(["validate", good()])
     assert.strictEqual(ok.code, 0, ok.stderr)
