@@ -16,21 +16,9 @@ import * as LspToolset from "../src/LspToolset.ts"
 
 const bin = (name: string) => NodePath.resolve(import.meta.dirname, "../../../node_modules/.bin", name)
 
-export const fixtures = NodePath.join(import.meta.dirname, "fixtures")
+import { fixtures } from "../../../test/support/LspProjects.ts"
 
-/**
- * A file with a type error (line 3: number assigned to string). It is written into the copy
- * only, because the fixtures are type-checked with the repository's own sources.
- */
-export const brokenSource = 'import { add } from "./math.ts"\n\nexport const wrong: string = add(1, 2)\n'
-
-/** A fresh copy of a fixture project, so tests that edit files do not touch the originals. */
-export const project = (name: "ts-project" | "py-project" | "cpp-project"): string => {
-  const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), `toolvisor-lsp-${name}-`))
-  NodeFs.cpSync(NodePath.join(fixtures, name), dir, { recursive: true })
-  if (name === "ts-project") NodeFs.writeFileSync(NodePath.join(dir, "src/broken.ts"), brokenSource)
-  return dir
-}
+export { brokenSource, fixtures, project } from "../../../test/support/LspProjects.ts"
 
 export const typescript = (cwd: string, settings?: { readonly [section: string]: unknown }) =>
   LspSpec.make({

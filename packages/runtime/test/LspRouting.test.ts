@@ -3,8 +3,8 @@ import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
+import { project } from "../../../test/support/LspProjects.ts"
 import { config, open } from "../../../test/support/Registry.ts"
-import { project } from "../../lsp/test/helpers.ts"
 import * as Toolsets from "../src/Toolsets.ts"
 
 const bin = (name: string) => NodePath.resolve(import.meta.dirname, "../../../node_modules/.bin", name)
