@@ -5,17 +5,21 @@
  * otherwise retry silently until the new owner answers), and status arrives on a watch that is
  * re-opened whenever it ends, as it does when the toolset moves.
  */
+import * as NodeCrypto from "node:crypto"
 import type { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, State, type Toolset } from "@toolvisor/core"
 import { Toolsets } from "@toolvisor/runtime"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import type * as ClusterError from "effect/cluster/ClusterError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as CallOutcome from "./CallOutcome.ts"
 import * as Sealing from "./Sealing.ts"
 import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./ToolsetEntity.ts"
 
@@ -115,7 +119,9 @@ export const make = (
     /** Cluster failures and missed deadlines, as the lifecycle error a local toolset would give. */
     const deadline =
       (what: string, limit: Duration.Duration | undefined) =>
-      <A, E>(request: Effect.Effect<A, E | Undelivered>): Effect.Effect<A, E | LifecycleError.TransportError> => {
+      <A, E>(
+        request: Effect.Effect<A, E | CallOutcome.Undelivered>
+      ): Effect.Effect<A, E | LifecycleError.TransportError> => {
         const bounded =
           limit === undefined
             ? request
@@ -160,6 +166,34 @@ export const make = (
         .pipe(deadline("start", within(config.policy.startupTimeout)), Effect.andThen(refresh))
     })
 
+    const callLimit = within(config.policy.callTimeout) ?? requestTimeout
+
+    /**
+     * One call, with its failures classified as `CallOutcome` says: the runner has already made
+     * its own true; here the cluster's own failures are, and so is a call whose answer never came
+     * (a deadline, a defect, or an interruption the caller did not ask for): it may have run.
+     */
+    const callTool = (call: CallOutcome.Call, args: { readonly [key: string]: unknown }) =>
+      entity.CallTool({ tool: call.tool, args, callId: call.callId }).pipe(
+        Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error))),
+        Effect.timeoutOrElse({
+          duration: callLimit,
+          orElse: () =>
+            Effect.fail(
+              CallOutcome.unknown(
+                call,
+                `no answer from the cluster within ${Duration.format(callLimit)} (is a runner up, or is the toolset moving?)`
+              )
+            )
+        }),
+        Effect.catchCause((cause) => {
+          const failure = Cause.findErrorOption(cause)
+          return Option.isSome(failure)
+            ? Effect.fail(failure.value)
+            : Effect.fail(CallOutcome.unknown(call, `the call ended without an answer: ${Cause.pretty(cause)}`, cause))
+        })
+      )
+
     const toolset: Toolset.Toolset = {
       name,
       kind,
@@ -177,17 +211,10 @@ export const make = (
       events: Stream.fromPubSub(transitions),
       tools: entity.ListTools().pipe(deadline("list tools", requestTimeout)),
       callTool: (tool, args) =>
-        entity.CallTool({ tool, args }).pipe(deadline(`call "${tool}"`, within(config.policy.callTimeout)))
+        Effect.suspend(() => callTool({ toolset: name, tool, callId: NodeCrypto.randomUUID() }, args))
     }
     return { toolset, lsp: config.type === "lsp" ? { ...toolset, spec: Toolsets.lspSpec(config) } : undefined }
   })
-
-/** What the cluster client fails with when it could not hand a message to the entity. */
-type Undelivered =
-  | ClusterError.MailboxFull
-  | ClusterError.AlreadyProcessingMessage
-  | ClusterError.PersistenceError
-  | ClusterError.EntityNotAssignedToRunner
 
 const undeliveredTags: ReadonlySet<unknown> = new Set([
   "MailboxFull",
@@ -196,5 +223,5 @@ const undeliveredTags: ReadonlySet<unknown> = new Set([
   "EntityNotAssignedToRunner"
 ])
 
-const isUndelivered = (error: unknown): error is Undelivered =>
-  typeof error === "object" && error !== null && undeliveredTags.has((error as { readonly _tag?: unknown })._tag)
+const isUndelivered = (error: unknown): error is CallOutcome.Undelivered =>
+  Predicate.hasProperty(error, "_tag") && undeliveredTags.has(error._tag)

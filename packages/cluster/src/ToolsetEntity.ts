@@ -203,8 +203,13 @@ export const ListTools = Rpc.make("ListTools", { success: Listing, error: Lifecy
 
 export const CallError = Schema.Union([Toolset.ToolError, LifecycleError.LifecycleError])
 
+/**
+ * A tool call. `callId` is the caller's id for it, the same on every delivery (the cluster
+ * re-delivers a call whose runner died): the call ledger's key, and what a `CallOutcomeUnknown`
+ * names. Failures are classified as `CallOutcome` says.
+ */
 export const CallTool = Rpc.make("CallTool", {
-  payload: { tool: Schema.String, args: Json },
+  payload: { tool: Schema.String, args: Json, callId: Schema.String },
   success: ToolResult,
   error: CallError
 })

@@ -20,6 +20,7 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallLedger from "./CallLedger.ts"
+import * as CallOutcome from "./CallOutcome.ts"
 import * as Orphans from "./Orphans.ts"
 import type * as Sealing from "./Sealing.ts"
 import { buildable, heartbeat, type Opened, open, type Spec, ToolsetEntity } from "./ToolsetEntity.ts"
@@ -125,13 +126,23 @@ export const layer = (options: Options = {}) =>
           Effect.ignore
         )
 
-      const call = (tool: string, args: { readonly [key: string]: unknown }, requestId: string) =>
+      /**
+       * Runs a call, keeping `CallOutcome`'s table true: everything up to the hand-off to the
+       * server fails as not run; what fails after it may have run, so it says so.
+       */
+      const call = (tool: string, args: { readonly [key: string]: unknown }, callId: string) =>
         Effect.gen(function* () {
           const h = yield* current
+          const named = { toolset: h.spec.name, tool, callId }
           yield* settled(h.toolset)
+          const now = yield* h.toolset.state
+          if (!State.isUsable(now.state)) {
+            const why = now.lastError === undefined ? "" : `: ${h.mask(now.lastError.message)}`
+            return yield* LifecycleError.notStarted(h.spec.name, `is ${now.state} on runner ${runner}${why}`)
+          }
           const listing = yield* h.toolset.tools
           if (!Toolset.isSafeToRepeat(listing.items.find((t) => t.name === tool))) {
-            const first = yield* ledger.begin({ requestId, toolset: h.spec.name, tool, runner }).pipe(
+            const first = yield* ledger.begin({ requestId: callId, toolset: h.spec.name, tool, runner }).pipe(
               Effect.mapError(
                 (cause) =>
                   new LifecycleError.TransportError({
@@ -142,15 +153,15 @@ export const layer = (options: Options = {}) =>
               )
             )
             if (first !== undefined) {
-              return yield* new Toolset.CallOutcomeUnknown({
-                toolset: h.spec.name,
-                tool,
-                requestId,
-                message: `${h.spec.name}: "${tool}" was already started on runner ${first.runner} at ${first.startedAt.toISOString()}, which stopped before answering; it may or may not have run, so it is not run again`
-              })
+              return yield* CallOutcome.unknown(
+                named,
+                `it was already started on runner ${first.runner} at ${first.startedAt.toISOString()}, which stopped before answering, so it is not run again`
+              )
             }
           }
-          return yield* h.toolset.callTool(tool, args)
+          return yield* h.toolset
+            .callTool(tool, args)
+            .pipe(Effect.mapError((error) => CallOutcome.afterHandOff(named, error)))
         })
 
       return ToolsetEntity.of({
@@ -182,7 +193,7 @@ export const layer = (options: Options = {}) =>
             Stream.tick(heartbeat).pipe(Stream.mapEffect(() => SubscriptionRef.get(observed)))
           ),
         ListTools: () => Effect.flatMap(current, (h) => h.toolset.tools),
-        CallTool: ({ payload, requestId }) => call(payload.tool, payload.args, String(requestId))
+        CallTool: ({ payload }) => call(payload.tool, payload.args, payload.callId)
       })
     }),
     { concurrency: "unbounded", maxIdleTime: Duration.infinity }
