@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as ShardLock from "./internal/shardLock.ts"
 import * as Timers from "./Timers.ts"
 
 export interface Options {
@@ -28,9 +29,10 @@ export class ClusterUnavailable extends Schema.TaggedError<ClusterUnavailable>()
 
 /**
  * The cluster's PostgreSQL client, checked with one query when built: the cluster's own layers
- * treat a database they cannot reach as a defect, which would surface as a stack trace.
+ * treat a database they cannot reach as a defect, which would surface as a stack trace. Its
+ * sessions are named for `member`, which is how a runner finds out who holds a shard.
  */
-export const database = (url: string) =>
+export const database = (url: string, member = "client") =>
   Layer.effectDiscard(
     Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`).pipe(
       Effect.mapError(
@@ -41,7 +43,9 @@ export const database = (url: string) =>
           })
       )
     )
-  ).pipe(Layer.provideMerge(PgClient.layer({ url: Redacted.make(url), applicationName: "toolvisor" })))
+  ).pipe(
+    Layer.provideMerge(PgClient.layer({ url: Redacted.make(url), applicationName: ShardLock.applicationName(member) }))
+  )
 
 export const layer = (options: Options) =>
   NodeClusterSocket.layer({

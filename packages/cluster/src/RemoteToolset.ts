@@ -173,8 +173,8 @@ export const make = (
      * its own true; here the cluster's own failures are, and so is a call whose answer never came
      * (a deadline, a defect, or an interruption the caller did not ask for): it may have run.
      */
-    const callTool = (call: CallOutcome.Call, args: { readonly [key: string]: unknown }) =>
-      entity.CallTool({ tool: call.tool, args, callId: call.callId }).pipe(
+    const callTool = (call: CallOutcome.Call, args: { readonly [key: string]: unknown }, sentAt: number) =>
+      entity.CallTool({ tool: call.tool, args, callId: call.callId, sentAt }).pipe(
         Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error))),
         Effect.timeoutOrElse({
           duration: callLimit,
@@ -211,7 +211,9 @@ export const make = (
       events: Stream.fromPubSub(transitions),
       tools: entity.ListTools().pipe(deadline("list tools", requestTimeout)),
       callTool: (tool, args) =>
-        Effect.suspend(() => callTool({ toolset: name, tool, callId: NodeCrypto.randomUUID() }, args))
+        Effect.flatMap(Clock.currentTimeMillis, (sentAt) =>
+          callTool({ toolset: name, tool, callId: NodeCrypto.randomUUID() }, args, sentAt)
+        )
     }
     return { toolset, lsp: config.type === "lsp" ? { ...toolset, spec: Toolsets.lspSpec(config) } : undefined }
   })

@@ -1,7 +1,10 @@
 /** Toolvisor on effect/cluster: toolsets as entities on runners, reached through the same registry. */
 export * as CallLedger from "./CallLedger.ts"
+export * as CallOutcome from "./CallOutcome.ts"
 export * as ClusterClient from "./ClusterClient.ts"
 export * as ClusterRegistry from "./ClusterRegistry.ts"
+export * as Fence from "./Fence.ts"
+export * as Lease from "./Lease.ts"
 export * as Orphans from "./Orphans.ts"
 export * as RemoteToolset from "./RemoteToolset.ts"
 export * as Runner from "./Runner.ts"

@@ -14,7 +14,18 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 
-export class Postgres extends Context.Service<Postgres, { readonly url: string }>()("test/Postgres") {}
+export interface Server {
+  readonly url: string
+  /**
+   * Takes the server down: `fast` is PostgreSQL's fast shutdown (clients disconnected, not waited
+   * for); `kill` SIGKILLs every process of it, as a crash would. Resolves once it is gone.
+   */
+  readonly down: (how: "fast" | "kill") => Effect.Effect<void>
+  /** Starts it again on the same port and data, after `down`; resolves once it accepts connections. */
+  readonly up: Effect.Effect<void>
+}
+
+export class Postgres extends Context.Service<Postgres, Server>()("test/Postgres") {}
 
 /** The newest installed server's bin directory, e.g. /usr/lib/postgresql/15/bin. */
 const binDir = (): string => {
@@ -55,6 +66,50 @@ const owner = (): { readonly uid: number; readonly gid: number } | undefined => 
   return { uid: Number(uid), gid: Number(gid) }
 }
 
+interface Instance {
+  readonly bin: string
+  readonly dir: string
+  readonly data: string
+  readonly port: number
+  readonly user: { readonly uid: number; readonly gid: number } | undefined
+  child: ChildProcess.ChildProcess
+}
+
+const spawn = (instance: Omit<Instance, "child">) =>
+  ChildProcess.spawn(
+    NodePath.join(instance.bin, "postgres"),
+    [
+      "-D",
+      instance.data,
+      "-k",
+      instance.dir,
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(instance.port),
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+      "-c",
+      "max_connections=200"
+    ],
+    { detached: true, stdio: "ignore", cwd: instance.dir, ...instance.user }
+  )
+
+const ready = (instance: Omit<Instance, "child">) =>
+  Effect.try(() =>
+    ChildProcess.execFileSync(
+      NodePath.join(instance.bin, "pg_isready"),
+      ["-h", "127.0.0.1", "-p", String(instance.port)],
+      {
+        stdio: "ignore"
+      }
+    )
+  ).pipe(Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 300 }), Effect.orDie)
+
 const start = Effect.gen(function* () {
   const bin = binDir()
   const user = owner()
@@ -67,49 +122,40 @@ const start = Effect.gen(function* () {
     ...user
   })
   const port = yield* freePort()
-  const child = ChildProcess.spawn(
-    NodePath.join(bin, "postgres"),
-    [
-      "-D",
-      data,
-      "-k",
-      dir,
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(port),
-      "-c",
-      "fsync=off",
-      "-c",
-      "synchronous_commit=off",
-      "-c",
-      "full_page_writes=off",
-      "-c",
-      "max_connections=200"
-    ],
-    { detached: true, stdio: "ignore", cwd: dir, ...user }
-  )
-  yield* Effect.try(() =>
-    ChildProcess.execFileSync(NodePath.join(bin, "pg_isready"), ["-h", "127.0.0.1", "-p", String(port)], {
-      stdio: "ignore"
-    })
-  ).pipe(Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 300 }))
-  return { url: `postgres://toolvisor@127.0.0.1:${port}/postgres`, child, dir }
+  const settings = { bin, dir, data, port, user }
+  const instance: Instance = { ...settings, child: spawn(settings) }
+  yield* ready(settings)
+  return instance
 })
 
-const stop = (server: { readonly child: ChildProcess.ChildProcess; readonly dir: string }) =>
+const exited = (child: ChildProcess.ChildProcess) =>
   Effect.callback<void>((resume) => {
-    const done = () => {
-      NodeFs.rmSync(server.dir, { recursive: true, force: true })
-      resume(Effect.void)
-    }
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return done()
-    server.child.once("exit", done)
-    // SIGINT is PostgreSQL's fast shutdown: clients are disconnected, not waited for.
-    process.kill(-(server.child.pid ?? 0), "SIGINT")
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    child.once("exit", () => resume(Effect.void))
   })
+
+/** Takes the server down and waits until every process of it is gone. */
+const down = (instance: Instance, how: "fast" | "kill") =>
+  Effect.suspend(() => {
+    // SIGINT is PostgreSQL's fast shutdown: clients are disconnected, not waited for.
+    process.kill(-(instance.child.pid ?? 0), how === "fast" ? "SIGINT" : "SIGKILL")
+    return exited(instance.child)
+  })
+
+const stop = (instance: Instance) =>
+  Effect.andThen(
+    instance.child.exitCode === null && instance.child.signalCode === null ? down(instance, "fast") : Effect.void,
+    Effect.sync(() => NodeFs.rmSync(instance.dir, { recursive: true, force: true }))
+  )
 
 export const layer: Layer.Layer<Postgres> = Layer.effect(
   Postgres,
-  Effect.map(Effect.acquireRelease(Effect.orDie(start), stop), ({ url }) => ({ url }))
+  Effect.map(Effect.acquireRelease(Effect.orDie(start), stop), (instance) => ({
+    url: `postgres://toolvisor@127.0.0.1:${instance.port}/postgres`,
+    down: (how) => down(instance, how),
+    up: Effect.suspend(() => {
+      instance.child = spawn(instance)
+      return ready(instance)
+    })
+  }))
 )

@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import * as CallLedger from "../src/CallLedger.ts"
 import * as CallOutcome from "../src/CallOutcome.ts"
 import * as ClusterRegistry from "../src/ClusterRegistry.ts"
+import * as Fence from "../src/Fence.ts"
 import * as Orphans from "../src/Orphans.ts"
 import * as Sealing from "../src/Sealing.ts"
 import * as ToolsetEntity from "../src/ToolsetEntity.ts"
@@ -20,13 +21,15 @@ import * as ToolsetHost from "../src/ToolsetHost.ts"
 import { config, journalEntry, tsEntry } from "./helpers.ts"
 
 /** A ledger that has seen every request already, as after a runner crash. */
+const first = { runner: "10.0.0.9:34431", startedAt: new Date(0) }
 const replayedLedger = Layer.succeed(CallLedger.CallLedger, {
-  begin: () => Effect.succeed({ runner: "10.0.0.9:34431", startedAt: new Date(0) })
+  begin: () => Effect.succeed({ _tag: "Repeated", ...first }),
+  lookup: () => Effect.succeed(first)
 })
 
 const cluster = (ledger: Layer.Layer<CallLedger.CallLedger>, key?: Sealing.Key) =>
   ToolsetHost.layer({ activationWait: "5 seconds", ...(key === undefined ? {} : { key }) }).pipe(
-    Layer.provide(ledger),
+    Layer.provide([ledger, Fence.layerAlone]),
     Layer.provideMerge(TestRunner.layer)
   )
 
