@@ -11,9 +11,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { UsageError } from "./CliError.ts"
+import * as ClusterFlags from "./ClusterFlags.ts"
 
-/** What every registry command takes. */
-export interface Target {
+/** What every registry command takes; the cluster's timers only matter with `--cluster`. */
+export interface Target extends ClusterFlags.Member {
   readonly config: Option.Option<string>
   readonly agent: Option.Option<string>
   readonly cluster: Option.Option<string>
@@ -67,18 +68,24 @@ export const open = (target: Target) =>
     for (const warning of config.warnings ?? []) yield* Effect.logWarning(`${warning.path}: ${warning.message}`)
     const registry = yield* Option.match(target.cluster, {
       onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(config, options)),
-      onSome: (postgres) => joinCluster(postgres, config, options)
+      onSome: (postgres) => joinCluster(postgres, config, options, target)
     })
     const opened: Opened = { path, config, registry }
     return opened
   })
 
 /** A registry whose toolsets run on the cluster's runners; this process joins as a client. */
-const joinCluster = (postgres: string, config: AgentConfig.Config, options: { readonly agent?: string }) =>
+const joinCluster = (
+  postgres: string,
+  config: AgentConfig.Config,
+  options: { readonly agent?: string },
+  target: ClusterFlags.Member
+) =>
   Effect.gen(function* () {
     const { ClusterClient, ClusterRegistry, Sealing } = yield* Effect.promise(() => import("@toolvisor/cluster"))
     const key = Sealing.fromEnv()
-    const context = yield* Layer.build(ClusterClient.layer({ postgres }))
+    const { file, timers } = yield* ClusterFlags.given(target)
+    const context = yield* Layer.build(ClusterClient.layer({ postgres, timers, settingsFile: file }))
     return yield* ClusterRegistry.make(config, { ...options, ...(key === undefined ? {} : { key }) }).pipe(
       Effect.provideContext(context)
     )

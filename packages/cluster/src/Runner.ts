@@ -31,6 +31,7 @@ import { bounded } from "./internal/bounded.ts"
 import * as ShardLock from "./internal/shardLock.ts"
 import * as Lease from "./Lease.ts"
 import * as Orphans from "./Orphans.ts"
+import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
 import * as ToolsetHost from "./ToolsetHost.ts"
 
@@ -41,7 +42,10 @@ export interface Options extends ToolsetHost.Options {
   readonly port: number
   /** The address to bind, when it differs from `host` (e.g. 0.0.0.0 in a container). */
   readonly listenHost?: string
+  /** Timers over those of the settings file, over the defaults (see `Settings`). */
   readonly timers?: Partial<Timers.Timers>
+  /** A settings file with a `cluster:` section. */
+  readonly settingsFile?: string | undefined
 }
 
 /** How long past the shutdown grace a runner's shutdown may take before it stops what is left. */
@@ -55,11 +59,21 @@ const socketRunner = SocketRunner.layer.pipe(
   Layer.provide(RpcSerialization.layerSchemaBinary())
 )
 
-export const layer = (options: Options) => {
+/**
+ * The runner. Its timers (`options.timers` over the defaults) are checked, and must agree with
+ * those of the runners that are up (`Settings`); they are then recorded for later members.
+ */
+export const layer = (options: Options) =>
+  Layer.unwrap(
+    Effect.map(Settings.resolve({ given: options.timers, file: options.settingsFile }), (timers) =>
+      assemble(options, timers)
+    )
+  )
+
+const assemble = (options: Options, timers: Settings.Resolved) => {
   const address = RunnerAddress.make(options.host, options.port)
   const id = Orphans.runnerId(address)
-  const timers = { ...Timers.defaults, ...options.timers }
-  const limit = Duration.sum(Duration.fromInputUnsafe(timers.shutdownGrace), shutdownMargin)
+  const limit = Duration.sum(timers.shutdownGrace, shutdownMargin)
   const config = ShardingConfig.layer({
     ...Timers.shardingConfig(timers),
     runnerAddress: Option.some(address),
@@ -77,6 +91,7 @@ export const layer = (options: Options) => {
         fence.stopAll
       )
     )
+  const agreement = Layer.effectDiscard(Effect.andThen(Settings.agree(timers, id), Settings.publish(timers, id)))
   return ToolsetHost.layer(options).pipe(
     Layer.provide(CallLedger.layerSql),
     // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
@@ -84,6 +99,8 @@ export const layer = (options: Options) => {
     Layer.provideMerge(Fence.layer()),
     Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`))),
     Layer.provide(config),
+    // Before anything joins: a runner whose timers differ from the others' must not take shards.
+    Layer.provide(agreement),
     Layer.provide(ClusterClient.database(options.postgres, `runner ${id}`)),
     Layer.provide(Orphans.layer(id))
   )

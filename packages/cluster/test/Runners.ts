@@ -3,6 +3,7 @@
  * TypeScript sources, with short timers (a 4 s lease) that the test clients share.
  */
 import * as ChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 
@@ -20,7 +21,9 @@ export const timerFlags = [
   "--message-poll",
   "1s",
   "--shutdown-grace",
-  "5s"
+  "5s",
+  "--rebalance-cooldown",
+  "1s"
 ]
 export const timers = {
   lease: `${leaseSeconds} seconds`,
@@ -28,8 +31,27 @@ export const timers = {
   healthCheck: "2 seconds",
   assignmentsRefresh: "500 millis",
   messagePoll: "1 second",
-  shutdownGrace: "5 seconds"
+  shutdownGrace: "5 seconds",
+  rebalanceCooldown: "1 second"
 } as const
+
+/** The same timers as a settings file, for CLI clients (`--cluster-settings`). */
+export const settingsFile = (dir: string): string => {
+  const file = NodePath.join(dir, "cluster.yaml")
+  NodeFs.writeFileSync(
+    file,
+    [
+      "cluster:",
+      `  lease: ${leaseSeconds}s`,
+      "  lease_refresh: 1s",
+      "  health_check: 2s",
+      "  assignments_refresh: 500ms",
+      "  message_poll: 1s",
+      "  rebalance_cooldown: 1s"
+    ].join("\n")
+  )
+  return file
+}
 
 export interface RunnerProcess {
   readonly id: string
