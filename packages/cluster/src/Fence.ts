@@ -6,11 +6,10 @@
  *   fresh, otherwise by asking the store who holds the shard's lock;
  * - every `interval`, and at once after a pause, the toolsets whose shards another runner holds
  *   are stopped, before anything is served from them;
- * - `stopAll` stops every hosted toolset, for a shutdown that could not finish in time.
+ * - `stopAll` stops every hosted toolset at once, for a shutdown that could not finish in time.
  * Calls to tools that are not safe to repeat are fenced once more by the call ledger, whose
  * insert takes effect only while this runner's session holds the shard's lock.
  */
-import type { Toolset } from "@toolvisor/core"
 import * as Context from "effect/Context"
 import type * as ShardId from "effect/cluster/ShardId"
 import * as Duration from "effect/Duration"
@@ -36,9 +35,11 @@ export type Verdict =
 /** A toolset hosted on this runner, as the fence sees it. */
 export interface Hosted {
   readonly shard: ShardId.ShardId
-  readonly toolset: Pick<Toolset.Toolset, "name" | "stop">
+  readonly name: string
   /** Told (to stop the toolset) when another runner holds its shard. */
   readonly onLost: (holder: string) => Effect.Effect<void>
+  /** Stops the toolset at once, its server killed: for a shutdown that ran out of time. */
+  readonly halt: Effect.Effect<void>
 }
 
 export interface Service {
@@ -108,10 +109,7 @@ export const make = (options: Options = {}) =>
     }
 
     const stop = (h: Hosted, holder: string) =>
-      Effect.andThen(
-        Effect.logWarning(`${h.toolset.name}: ${holder} holds its shard now; stopping it here`),
-        h.onLost(holder)
-      )
+      Effect.andThen(Effect.logWarning(`${h.name}: ${holder} holds its shard now; stopping it here`), h.onLost(holder))
 
     /** Stops the hosted toolsets whose shards another runner holds. */
     const sweep = Effect.suspend(() => {
@@ -146,7 +144,7 @@ export const make = (options: Options = {}) =>
           () => Effect.sync(() => hosted.delete(h))
         ),
       stopAll: Effect.suspend(() =>
-        Effect.forEach([...hosted], (h) => h.toolset.stop, { concurrency: "unbounded", discard: true })
+        Effect.forEach([...hosted], (h) => h.halt, { concurrency: "unbounded", discard: true })
       )
     }
     return service

@@ -61,6 +61,12 @@ export const sweepOwn = (id: string) =>
   )
 
 /**
+ * Kills the process group a server leads at once (SIGKILL), for a toolset this runner must stop
+ * serving now: its shard belongs to another runner, which runs its own copy.
+ */
+export const killServer = (pgid: number, why: string) => Owner.sweep(why, (m) => m.pgid === pgid)
+
+/**
  * Sweeps when built, every `interval` while up, and once more when released — after everything
  * built on top of it (the runner and its toolsets) has closed.
  */

@@ -92,10 +92,9 @@ const assemble = (options: Options, timers: Settings.Resolved) => {
       )
     )
   const agreement = Layer.effectDiscard(Effect.andThen(Settings.agree(timers, id), Settings.publish(timers, id)))
-  return ToolsetHost.layer(options).pipe(
-    Layer.provide(CallLedger.layerSql),
-    // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
-    Layer.provideMerge(bounded(socketRunner, limit, stopLeftovers)),
+  // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
+  const hosting = ToolsetHost.layer(options).pipe(Layer.provide(CallLedger.layerSql), Layer.provideMerge(socketRunner))
+  return bounded(hosting, limit, stopLeftovers).pipe(
     Layer.provideMerge(Fence.layer()),
     Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`))),
     Layer.provide(config),

@@ -90,10 +90,12 @@ export const layer = (options: Options = {}) =>
                 Effect.forkIn(scope, { startImmediately: true })
               )
               installed = { spec, toolset, mask }
+              const h = installed
               yield* fence.host({
                 shard,
-                toolset,
-                onLost: (holder) => calls.lose(installed ?? { spec, toolset, mask }, holder)
+                name: spec.name,
+                onLost: (holder) => calls.lose(h, holder),
+                halt: HostedCalls.halt(h, "as its runner's shutdown ran out of time")
               })
               yield* Deferred.succeed(hosted, installed)
               return installed

@@ -16,9 +16,11 @@ import * as Clock from "effect/Clock"
 import type * as ShardId from "effect/cluster/ShardId"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import type * as CallLedger from "../CallLedger.ts"
 import * as CallOutcome from "../CallOutcome.ts"
 import type * as Fence from "../Fence.ts"
+import * as Orphans from "../Orphans.ts"
 import type { Opened } from "../ToolsetEntity.ts"
 
 export interface Hosted {
@@ -26,6 +28,19 @@ export interface Hosted {
   readonly toolset: Toolset.Toolset
   readonly mask: (text: string) => string
 }
+
+/**
+ * Stops a toolset with its server killed at once rather than asked to finish: for a toolset that
+ * must not act a moment longer (another runner holds it, or a shutdown ran out of time).
+ */
+export const halt = (h: Hosted, why: string) =>
+  Effect.gen(function* () {
+    const server = (yield* h.toolset.state).pid
+    // Stopping first, so the Supervisor does not take the killed server for a crash to restart.
+    const stopping = yield* Effect.forkChild(h.toolset.stop, { startImmediately: true })
+    if (server !== undefined) yield* Orphans.killServer(server, `of ${h.spec.name}, ${why}`)
+    yield* Fiber.join(stopping)
+  })
 
 export interface Options {
   readonly runner: string
@@ -70,12 +85,12 @@ export const make = (options: Options) => {
     }
   }
 
-  /** Stops a toolset whose shard another runner holds; calls are refused until it comes back. */
+  /** Stops a toolset whose shard another runner holds (`halt`); calls are refused until it comes back. */
   const lose = (h: Hosted, holder: string) =>
     Effect.suspend(() => {
       if (lostTo !== undefined) return Effect.void
       lostTo = holder
-      return h.toolset.stop
+      return halt(h, `held by ${holder} now`)
     })
 
   /**
