@@ -45,6 +45,11 @@ export interface Hosted {
 export interface Service {
   readonly verdict: (shard: ShardId.ShardId) => Effect.Effect<Verdict>
   /**
+   * Whether this runner's lock on `shard` was taken from it (it did not give it up): its toolset
+   * lives on another runner already, so stopping it here must not wait for the server to finish.
+   */
+  readonly lost: (shard: ShardId.ShardId) => boolean
+  /**
    * How long after the ledger recorded a call (proving this runner held the shard) the call may
    * still be sent: the lock outlives the runner's last refresh by a lease, less the time between
    * refreshes, halved for safety.
@@ -64,6 +69,7 @@ const unowned: Verdict = { _tag: "Unowned" }
 /** A fence for a runner alone in its cluster (the in-process test runner): it owns every shard. */
 export const alone: Service = {
   verdict: () => Effect.succeed(owner),
+  lost: () => false,
   sendWithin: Duration.infinity,
   host: () => Effect.void,
   stopAll: Effect.void
@@ -137,6 +143,7 @@ export const make = (options: Options = {}) =>
 
     const service: Service = {
       verdict,
+      lost: lease.lost,
       sendWithin: lease.sendWithin,
       host: (h) =>
         Effect.acquireRelease(

@@ -9,7 +9,9 @@
  * - when the store is back (or restarted between two refreshes), locks its lost session held are
  *   taken again if no one else has them, so nothing moves and nothing restarts.
  * A lock another runner took in between is not taken back: the refresh reports it lost, and
- * the cluster hands the toolset over as it would after any lost lease.
+ * the cluster hands the toolset over as it would after any lost lease. A runner that was away
+ * past its lease (paused) is fenced: it takes no shard for the rebalance cooldown, so toolsets
+ * are not moved back to it while its view of the cluster is stale.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -22,6 +24,7 @@ import * as ShardingConfig from "effect/cluster/ShardingConfig"
 import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -39,6 +42,8 @@ export interface Service {
   readonly fresh: (shard: ShardId.ShardId) => boolean
   /** Whether the store was unreachable within the last lease. */
   readonly outage: () => boolean
+  /** Whether the lock of `shard` was found taken from this runner (not released by it). */
+  readonly lost: (shard: ShardId.ShardId) => boolean
   /** How long a lock proven held stays surely held: (lease − time between refreshes) / 2. */
   readonly sendWithin: Duration.Duration
 }
@@ -65,10 +70,34 @@ export const make = (name: string) =>
     /** When the store was last found unreachable, and when the outage that includes it began. */
     let unreachableAt: number | undefined
     let outageSince: number | undefined
+    /**
+     * A runner that was away past its lease (paused, its event loop stuck) has been fenced: its
+     * shards went elsewhere, and its own view of who owns what is stale until the cluster has
+     * seen it back for a cooldown. Until then it takes no shard.
+     */
+    const cooldown = Duration.toMillis(Duration.fromInputUnsafe(config.runnerJoinDebounce))
+    let fencedUntil = 0
+    /** The healthy runners, as the cluster last read them. */
+    let healthy: ReadonlyArray<RunnerAddress.RunnerAddress> = []
+    let lastRefresh: number | undefined
+    const fenced = (at: number, why: string) => {
+      const first = at >= fencedUntil
+      fencedUntil = at + cooldown
+      return first
+        ? Effect.logWarning(
+            `${why}: this runner takes no shard for the next ${Duration.format(Duration.millis(cooldown))}`
+          )
+        : Effect.void
+    }
 
     const now = () => clock.currentTimeMillisUnsafe()
+    /** Shards whose lock was found taken from this runner (not released by it). */
+    const lostShards = new Set<string>()
     const confirm = (shards: Array<ShardId.ShardId>, at: number) => {
-      for (const shard of shards) confirmed.set(shard.toString(), at)
+      for (const shard of shards) {
+        confirmed.set(shard.toString(), at)
+        lostShards.delete(shard.toString())
+      }
       return shards
     }
 
@@ -80,6 +109,7 @@ export const make = (name: string) =>
         return at !== undefined && now() - at < leaseMillis / 2
       },
       outage: () => unreachableAt !== undefined && now() - unreachableAt < leaseMillis,
+      lost: (shard) => lostShards.has(shard.toString()),
       sendWithin: Duration.millis((leaseMillis - every) / 2)
     }
 
@@ -127,12 +157,16 @@ export const make = (name: string) =>
     ) => {
       const kept = new Set(held.map(String))
       const since = (outageSince ?? now()) - leaseMillis
-      const missing = requested.filter(
-        (shard) => !kept.has(shard.toString()) && (confirmed.get(shard.toString()) ?? 0) > since
+      // Shards being released are refreshed too, and have no confirmation any more: not lost.
+      const lost = requested.filter((shard) => !kept.has(shard.toString()) && confirmed.has(shard.toString()))
+      const missing = lost.filter((shard) => (confirmed.get(shard.toString()) ?? 0) > since)
+      const expired = missing.length < lost.length ? fenced(now(), "this runner's lease ran out") : Effect.void
+      return Effect.andThen(
+        expired,
+        missing.length === 0
+          ? Effect.succeed([...held])
+          : Effect.map(inner.acquire(address, missing), (again) => [...held, ...again])
       )
-      return missing.length === 0
-        ? Effect.succeed([...held])
-        : Effect.map(inner.acquire(address, missing), (again) => [...held, ...again])
     }
 
     const refresh: RunnerStorage.RunnerStorage["Service"]["refresh"] = (address, shardIds) => {
@@ -140,11 +174,19 @@ export const make = (name: string) =>
       // An empty refresh is the cluster's own probe of an unhealthy store: left as it is.
       if (requested.length === 0) return inner.refresh(address, requested)
       const asked = now()
+      const away = lastRefresh !== undefined && asked - lastRefresh > leaseMillis
+      lastRefresh = asked
       return inner.refresh(address, requested).pipe(
+        Effect.tap(() => (away ? fenced(asked, "this runner was away longer than its lease") : Effect.void)),
         Effect.flatMap((held) => retake(address, held, requested)),
         Effect.timeout(every * 0.7),
         Effect.flatMap((held) => {
-          for (const shard of requested) confirmed.delete(shard.toString())
+          const kept = new Set(held.map(String))
+          for (const shard of requested) {
+            const key = shard.toString()
+            if (!kept.has(key) && confirmed.has(key)) lostShards.add(key)
+            confirmed.delete(key)
+          }
           return Effect.as(leaveOutage, confirm(held, asked))
         }),
         Effect.catchCause((cause) =>
@@ -165,14 +207,24 @@ export const make = (name: string) =>
       lease,
       storage: RunnerStorage.RunnerStorage.of({
         ...inner,
+        getRunners: Effect.tap(inner.getRunners, (runners) =>
+          Effect.sync(() => {
+            healthy = runners.filter(([, up]) => up).map(([runner]) => runner.address)
+          })
+        ),
         acquire: (address, shardIds) => {
           const asked = now()
+          // Fenced, it waits for the cooldown — unless it is the only runner there is.
+          if (asked < fencedUntil && healthy.some((other) => !Equal.equals(other, address))) return Effect.succeed([])
           return Effect.map(inner.acquire(address, shardIds), (held) => confirm(held, asked))
         },
         refresh,
         release: (address, shard) =>
           Effect.andThen(
-            Effect.sync(() => confirmed.delete(shard.toString())),
+            Effect.sync(() => {
+              confirmed.delete(shard.toString())
+              lostShards.delete(shard.toString())
+            }),
             inner.release(address, shard)
           ),
         releaseAll: (address) =>

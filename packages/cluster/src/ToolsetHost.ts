@@ -91,6 +91,10 @@ export const layer = (options: Options = {}) =>
               )
               installed = { spec, toolset, mask }
               const h = installed
+              // Runs before the toolset's own finalizers: a lost shard's server is killed, not asked.
+              yield* Effect.addFinalizer(() =>
+                fence.lost(shard) ? HostedCalls.halt(h, "as its shard went to another runner") : Effect.void
+              )
               yield* fence.host({
                 shard,
                 name: spec.name,

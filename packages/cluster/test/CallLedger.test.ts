@@ -24,6 +24,7 @@ const ledger = Layer.unwrap(
           groups,
           fresh: () => true,
           outage: () => false,
+          lost: () => false,
           sendWithin: Duration.seconds(1)
         })
       ),

@@ -39,7 +39,7 @@ export const profiles: Readonly<Record<"default" | "fast", Profile>> = {
   },
   fast: {
     leaseMs: 4_000,
-    cooldownMs: 8_000,
+    cooldownMs: 5_000,
     shutdownGraceMs: 5_000,
     settings: {
       lease: "4s",
@@ -48,7 +48,7 @@ export const profiles: Readonly<Record<"default" | "fast", Profile>> = {
       assignments_refresh: "500ms",
       message_poll: "1s",
       shutdown_grace: "5s",
-      rebalance_cooldown: "8s"
+      rebalance_cooldown: "5s"
     }
   }
 }

@@ -7,6 +7,8 @@
  * time. Then it holds the run to its checks (`checks.ts`), prints a summary and exits 1 if one
  * failed. Everything it starts is stopped at the end, on failure and on Ctrl-C.
  *
+ * `--duration` is how long faults are injected, once the cluster is up and the client calling.
+ *
  *   node --conditions=@toolvisor/source test/chaos/cluster/soak.ts [--duration 600] [--seed N]
  *     [--timers default|fast] [--failover-margin 2] [--base-port 26401] [--report FILE] [--keep]
  */
@@ -248,15 +250,16 @@ const sample = (n: number) => {
 // Faults
 // ---------------------------------------------------------------------------------------------
 
+/** Every kind, in the order a short run meets them first: cheap ones between the runner faults. */
 const kinds = [
-  "runner-sigkill",
-  "runner-pause",
   "pg-restart",
+  "runner-sigkill",
   "server-sigkill",
-  "runner-sigterm",
-  "pg-sigkill",
   "client-sigkill",
-  "gateway-sigkill"
+  "runner-pause",
+  "gateway-sigkill",
+  "runner-sigterm",
+  "pg-sigkill"
 ] as const
 type Kind = (typeof kinds)[number]
 
@@ -323,6 +326,8 @@ const inject = (kind: Kind, registry: ToolsetRegistry.Registry, pg: Postgres.Ser
           yield* Effect.sleep("2 seconds")
           Procs.signal(child.pid, "SIGCONT")
           const resumed = Date.now()
+          // Back after a pause, it rejoins the cluster as a restarted runner does.
+          runnerStarts.set(port, resumed)
           const stale = moved.flatMap((m) => (m.pid === undefined ? [] : [m.pid]))
           yield* Effect.promise(() => Procs.until(() => stale.every((pid) => !Procs.isAlive(pid)), 10_000))
           fault.note = `resumed runner stopped its copies ${Date.now() - resumed} ms after SIGCONT`
@@ -355,7 +360,7 @@ const inject = (kind: Kind, registry: ToolsetRegistry.Registry, pg: Postgres.Ser
         Object.assign(fault, { target: "PostgreSQL" })
         // A runner that came back recently gets toolsets after the cooldown: let that happen first,
         // so a move it causes is not taken for the outage's doing.
-        const quietAt = Math.max(...[...runnerStarts.values()]) + profile.cooldownMs + 2 * profile.leaseMs
+        const quietAt = Math.max(...[...runnerStarts.values()]) + profile.cooldownMs + profile.leaseMs
         if (Date.now() < quietAt) yield* Effect.sleep(`${quietAt - Date.now()} millis`)
         Object.assign(fault, { at: Date.now() })
         const before = yield* snapshot(registry)
@@ -374,7 +379,12 @@ const inject = (kind: Kind, registry: ToolsetRegistry.Registry, pg: Postgres.Ser
         fault.note =
           restarted.length === 0
             ? `no server restarted${moved.length === 0 ? "" : ` (${moved.length} moved by a rebalance)`}`
-            : `servers restarted where they ran: ${restarted.map((s) => s.name).join(", ")}`
+            : `servers restarted where they ran: ${restarted
+                .map(
+                  (s) =>
+                    `${s.name} on ${runnerOf(s.pid)} (pid ${before.find((b) => b.name === s.name)?.pid} -> ${s.pid})`
+                )
+                .join(", ")}`
         break
       }
       case "client-sigkill": {
@@ -399,10 +409,7 @@ const inject = (kind: Kind, registry: ToolsetRegistry.Registry, pg: Postgres.Ser
     return fault
   })
 
-/**
- * The faults of a run: every kind once, those a short run must not miss first (a runner's crash,
- * its pause, the store's restart), then in seeded random order while time remains.
- */
+/** The faults of a run: every kind once, then in seeded random order while time remains. */
 const schedule = (): Array<Kind> => [
   ...kinds,
   ...Array.from({ length: 200 }, () => kinds[Math.floor(random() * kinds.length)] ?? "runner-sigkill")
@@ -440,8 +447,9 @@ const soak = Effect.gen(function* () {
   )
 
   const faults: Array<Checks.Fault> = []
+  const faultsFrom = Date.now()
   for (const kind of schedule()) {
-    if (Date.now() - t0 > durationMs) break
+    if (Date.now() - faultsFrom > durationMs) break
     yield* Effect.sleep(`${1000 + Math.floor(random() * 2000)} millis`)
     // A client that left on its own (it must not) is counted, and replaced.
     if (client?.exitedAt !== undefined) {
