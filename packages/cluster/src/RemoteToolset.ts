@@ -90,17 +90,29 @@ export const make = (
             )
       )
 
-    let seen = { incarnation: "", seq: -1 }
+    /**
+     * The last reading seen. A reading from another runner than the last one is a move, shown as
+     * `Relocating` from one runner to the other before the new owner's own readings.
+     */
+    let seen = { runner: "", incarnation: "", seq: -1 }
     const observe = (o: Observed) => {
       if (o.incarnation === seen.incarnation && o.seq <= seen.seq) return Effect.void
-      seen = { incarnation: o.incarnation, seq: o.seq }
+      const from = seen.runner
+      seen = { runner: o.runner, incarnation: o.incarnation, seq: o.seq }
+      const moved = from !== "" && from !== o.runner
+      const move = moved ? relocating(`moving from runner ${from} to runner ${o.runner}`) : Effect.void
       const snapshot = o.snapshot
-      if (snapshot === undefined) return relocating(`waiting for runner ${o.runner} to take it over`)
-      return Effect.flatMap(SubscriptionRef.get(latest), (shown) =>
-        // A new owner builds the toolset (Stopped) and starts it at once: not worth showing.
-        shown.lastError?.tag === "Relocating" && snapshot.state === "Stopped" && snapshot.lastError === undefined
-          ? Effect.void
-          : publish({ ...snapshot, name })
+      if (snapshot === undefined) {
+        return moved ? move : relocating(`waiting for runner ${o.runner} to take it over`)
+      }
+      return Effect.andThen(
+        move,
+        Effect.flatMap(SubscriptionRef.get(latest), (shown) =>
+          // A new owner builds the toolset (Stopped) and starts it at once: not worth showing.
+          shown.lastError?.tag === "Relocating" && snapshot.state === "Stopped" && snapshot.lastError === undefined
+            ? Effect.void
+            : publish({ ...snapshot, name })
+        )
       )
     }
 
@@ -109,7 +121,11 @@ export const make = (
       Stream.timeout(Duration.times(heartbeat, 3)),
       Stream.runForEach(observe),
       Effect.catchCause((cause) => Effect.logDebug("status watch broke", cause)),
-      Effect.andThen(relocating("its runner stopped answering (the toolset is moving)")),
+      Effect.andThen(
+        Effect.suspend(() =>
+          relocating(`moving from runner ${seen.runner || "unknown"}, which stopped answering or let it go`)
+        )
+      ),
       Effect.andThen(Effect.sleep(rewatchDelay)),
       Effect.forever,
       Effect.annotateLogs({ toolset: name }),

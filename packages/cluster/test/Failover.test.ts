@@ -214,11 +214,14 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
         yield* Fiber.interrupt(watch)
         const last = boards.at(-1) ?? []
         assert.isTrue(allReadyOn([comeback.id])(last))
-        // The watch saw the move as it happened, not only its end.
-        const seen = new Set(
-          boards.flatMap((b) => b.filter((s) => moving.some((m) => m.name === s.name)).map((s) => s.state))
+        // The watch saw the move as it happened, from one runner to the other, not only its end.
+        const seen = boards.flatMap((b) => b.filter((s) => moving.some((m) => m.name === s.name)))
+        assert.isTrue(seen.some((s) => s.state === "Restarting" || s.state === "Starting"))
+        const relocations = seen.flatMap((s) => (s.lastError?.tag === "Relocating" ? [s.lastError.message] : []))
+        assert.isTrue(
+          relocations.some((m) => m.includes(`moving from runner ${leaving?.id} to runner ${comeback.id}`)),
+          relocations.join("; ")
         )
-        assert.isTrue(seen.has("Restarting") || seen.has("Starting"))
       })
     )
 

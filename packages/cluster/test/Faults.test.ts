@@ -33,6 +33,10 @@ import { leaseSeconds, type RunnerProcess, startRunner, stopRunner, timers } fro
 const ports = [24491, 24492, 24493] as const
 const toolsets = 6
 const shutdownGraceSeconds = 5
+/** Long enough to see that a runner back from a pause gets nothing back during it. */
+const cooldownSeconds = 8
+const cooldown = ["--rebalance-cooldown", `${cooldownSeconds}s`]
+const clientTimers = { ...timers, rebalanceCooldown: Duration.seconds(cooldownSeconds) }
 
 class Scenario extends Context.Service<
   Scenario,
@@ -52,18 +56,20 @@ const scenario = Layer.effect(
       Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
     )
     for (const port of ports) {
-      const runner = yield* startRunner(url, port)
+      const runner = yield* startRunner(url, port, cooldown)
       runners.set(runner.id, runner)
     }
     const journals = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-faults-"))
     const entries = Array.from({ length: toolsets }, (_, i) =>
       journalEntry(`t${i}`, { env: { JOURNAL_FILE: NodePath.join(journals, `t${i}`) } })
     )
-    const context = yield* Layer.build(ClusterClient.layer({ postgres: url, timers }))
+    const context = yield* Layer.build(ClusterClient.layer({ postgres: url, timers: clientTimers }))
     const registry = yield* ClusterRegistry.make(config(entries), { requestTimeout: "15 seconds" }).pipe(
       Effect.provideContext(context)
     )
     yield* registry.start
+    // Runners that joined the first one get toolsets once the cooldown is over: let that happen.
+    yield* Effect.sleep(`${cooldownSeconds + leaseSeconds + 1} seconds`)
     yield* registry.snapshot.pipe(
       Effect.repeat({
         schedule: Schedule.spaced("100 millis"),
@@ -215,6 +221,20 @@ describe("a cluster under faults", () => {
             Effect.timeout("5 seconds")
           )
           yield* Effect.log(`the resumed runner stopped its copy ${Date.now() - resumed} ms after SIGCONT`)
+
+          // Placement does not churn: the resumed runner was fenced, so it gets nothing back during
+          // the cooldown; what moved stays where it is healthy.
+          const movedTo = (yield* registry.snapshot).find((s) => s.name === name)
+          const cooldownEnds = resumed + cooldownSeconds * 1000 - 1000
+          while (Date.now() < cooldownEnds) {
+            const now = yield* registry.snapshot
+            assert.isFalse(
+              now.some((s) => runnerOf(s.pid) === victimId),
+              `runner ${victimId} got a toolset back ${Date.now() - resumed} ms after it was resumed`
+            )
+            assert.strictEqual(now.find((s) => s.name === name)?.pid, movedTo?.pid, `${name} moved again`)
+            yield* Effect.sleep("250 millis")
+          }
 
           const exit = yield* Fiber.join(call)
           yield* Effect.log(

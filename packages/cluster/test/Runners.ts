@@ -59,16 +59,36 @@ export interface RunnerProcess {
   readonly exited: Promise<number | null>
 }
 
+/** `base` flag/value pairs with those in `overrides` replaced (a flag may be given once). */
+const overridden = (base: ReadonlyArray<string>, overrides: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const given = new Set(overrides.filter((_, i) => i % 2 === 0))
+  return [
+    ...base
+      .filter((_, i) => i % 2 === 0 && !given.has(base[i] ?? ""))
+      .flatMap((flag) => [flag, base[base.indexOf(flag) + 1] ?? ""]),
+    ...overrides
+  ]
+}
+
 /**
- * Starts `toolvisor runner` and waits for its "is up" line. Tests give fixed ports (a runner's id
+ * Starts `toolvisor runner` and waits for its "is up" line; `flags` override the test timers. Tests give fixed ports (a runner's id
  * is its address) below Linux's ephemeral range (32768–60999): a port in it can be held at any
  * moment as the local end of some outgoing connection, and the runner then fails to listen.
  */
-export const startRunner = (postgres: string, port: number) =>
+export const startRunner = (postgres: string, port: number, flags: ReadonlyArray<string> = []) =>
   Effect.callback<RunnerProcess, Error>((resume) => {
     const child = ChildProcess.spawn(
       process.execPath,
-      ["--conditions=@toolvisor/source", cli, "runner", "--postgres", postgres, "--port", String(port), ...timerFlags],
+      [
+        "--conditions=@toolvisor/source",
+        cli,
+        "runner",
+        "--postgres",
+        postgres,
+        "--port",
+        String(port),
+        ...overridden(timerFlags, flags)
+      ],
       { stdio: ["ignore", "pipe", "pipe"] }
     )
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
