@@ -17,7 +17,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { parseArgs } from "node:util"
 import { ConfigLoader } from "@toolvisor/config"
-import type { State } from "@toolvisor/core"
+import { Owner, Procfs, type State } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -63,8 +63,6 @@ const sampleMs = 250
 // ---------------------------------------------------------------------------------------------
 
 const runners = new Map<number, Procs.Child>()
-/** When each runner last started: it gets toolsets once the rebalance cooldown has passed. */
-const runnerStarts = new Map<number, number>()
 let gateway: Procs.Child | undefined
 let client: Procs.Child | undefined
 let clientGeneration = 0
@@ -113,7 +111,6 @@ const startRunner = (postgres: string, port: number) =>
     )
     runners.set(port, child)
     yield* awaitLog(child, path, "is up", 90_000)
-    runnerStarts.set(port, Date.now())
   })
 
 const startGateway = (postgres: string) =>
@@ -177,21 +174,28 @@ interface Server {
   readonly pid: number
   readonly toolset: string
   readonly runner: string | undefined
+  /** The pid of the runner process that started it (its owner mark), which may be gone. */
+  readonly owner: number | undefined
 }
 
 const servers = (): ReadonlyArray<Server> =>
   Procs.tagged(`${run}:j`).map((p) => ({
     pid: p.pid,
     toolset: p.tag.slice(`${run}:`.length),
-    runner: Orphans.markOf(p.pid)?.runner
+    runner: Orphans.markOf(p.pid)?.runner,
+    owner: Owner.decode(Procfs.environ(p.pid)?.get(Owner.envKey) ?? "")?.pid
   }))
 
-/** A runner that can serve: its process exists and is not stopped. */
+/** A runner process that can serve: it exists and is not stopped. */
+const serving = (pid: number | undefined): boolean => {
+  const state = pid === undefined ? undefined : Procs.tagged(`${run}:runner:`).find((p) => p.pid === pid)?.state
+  return state !== undefined && state !== "T"
+}
+
+/** The runner with this id can serve now. */
 const liveRunner = (id: string | undefined): boolean => {
   const child = [...runners].find(([port]) => runnerId(port) === id)?.[1]
-  if (child === undefined || child.exitedAt !== undefined) return false
-  const state = Procs.tagged(`${run}:runner:`).find((p) => p.pid === child.pid)?.state
-  return state !== undefined && state !== "T"
+  return child !== undefined && child.exitedAt === undefined && serving(child.pid)
 }
 
 const overlaps = new Map<string, { since: number; longest: number }>()
@@ -205,14 +209,12 @@ const sample = (n: number) => {
   const byToolset = new Map<string, Set<string>>()
   const seen = new Set<number>()
   for (const s of servers()) {
-    if (liveRunner(s.runner)) {
+    // Judged by the process that started it: a runner restarted at the same address is not it.
+    if (serving(s.owner)) {
       const owners = byToolset.get(s.toolset) ?? new Set<string>()
       owners.add(s.runner ?? "?")
       byToolset.set(s.toolset, owners)
-    } else if (
-      s.runner === undefined ||
-      ![...runners].some(([port, c]) => runnerId(port) === s.runner && c.exitedAt === undefined)
-    ) {
+    } else if (s.owner === undefined || !Procs.isAlive(s.owner)) {
       seen.add(s.pid)
       if (!orphans.has(s.pid)) orphans.set(s.pid, { since: now, toolset: s.toolset })
     }
@@ -282,6 +284,23 @@ const until = (
     return undefined
   })
 
+/** Waits until every toolset is Ready where it was for `forMs`, at most `within` ms. */
+const stable = (registry: ToolsetRegistry.Registry, forMs: number, within: number) =>
+  Effect.gen(function* () {
+    const start = Date.now()
+    let shown = ""
+    let since = Date.now()
+    while (Date.now() - start < within) {
+      const board = yield* snapshot(registry)
+      const now = board.map((s) => `${s.name}:${s.state}:${s.pid}`).join(" ")
+      if (now !== shown || !allReady(board)) {
+        shown = now
+        since = Date.now()
+      } else if (Date.now() - since >= forMs) return
+      yield* Effect.sleep("250 millis")
+    }
+  })
+
 const allReady = (board: ReadonlyArray<State.StatusSnapshot>) =>
   board.length === Setup.toolsets.length && board.every((s) => s.state === "Ready")
 
@@ -326,8 +345,6 @@ const inject = (kind: Kind, registry: ToolsetRegistry.Registry, pg: Postgres.Ser
           yield* Effect.sleep("2 seconds")
           Procs.signal(child.pid, "SIGCONT")
           const resumed = Date.now()
-          // Back after a pause, it rejoins the cluster as a restarted runner does.
-          runnerStarts.set(port, resumed)
           const stale = moved.flatMap((m) => (m.pid === undefined ? [] : [m.pid]))
           yield* Effect.promise(() => Procs.until(() => stale.every((pid) => !Procs.isAlive(pid)), 10_000))
           fault.note = `resumed runner stopped its copies ${Date.now() - resumed} ms after SIGCONT`
@@ -358,32 +375,27 @@ const inject = (kind: Kind, registry: ToolsetRegistry.Registry, pg: Postgres.Ser
       case "pg-restart":
       case "pg-sigkill": {
         Object.assign(fault, { target: "PostgreSQL" })
-        // A runner that came back recently gets toolsets after the cooldown: let that happen first,
-        // so a move it causes is not taken for the outage's doing.
-        const quietAt = Math.max(...[...runnerStarts.values()]) + profile.cooldownMs + profile.leaseMs
-        if (Date.now() < quietAt) yield* Effect.sleep(`${quietAt - Date.now()} millis`)
+        // A runner that came back recently gets toolsets after the cooldown, and moves take a
+        // while: wait for a placement that has not changed for a cooldown and a lease, so that a
+        // move is not taken for the outage's doing.
+        yield* stable(registry, profile.cooldownMs + profile.leaseMs, 90_000)
         Object.assign(fault, { at: Date.now() })
-        const before = yield* snapshot(registry)
+        const before = (yield* snapshot(registry)).map((s) => ({ name: s.name, pid: s.pid, runner: runnerOf(s.pid) }))
         yield* pg.down(kind === "pg-restart" ? "fast" : "kill")
         yield* Effect.sleep(`${1000 + Math.floor(random() * 3000)} millis`)
         yield* pg.up
         fault.recoveredMs = Date.now() - fault.at
         yield* Effect.sleep(`${profile.leaseMs + 2000} millis`)
-        const after = yield* snapshot(registry)
-        // Restarted where it was is the outage's doing; moved elsewhere, a rebalance's.
-        const restarted = after.filter((s) => {
-          const was = before.find((b) => b.name === s.name)
-          return was !== undefined && was.pid !== s.pid && runnerOf(was.pid) === runnerOf(s.pid)
-        })
-        const moved = after.filter((s) => runnerOf(before.find((b) => b.name === s.name)?.pid) !== runnerOf(s.pid))
+        yield* until(registry, profile.leaseMs + 30_000, allReady)
+        const after = (yield* snapshot(registry)).map((s) => ({ name: s.name, pid: s.pid, runner: runnerOf(s.pid) }))
+        // Restarted where it ran is the outage's doing; moved elsewhere, a rebalance's.
+        const changed = after.filter((s) => before.find((b) => b.name === s.name)?.pid !== s.pid)
+        const restarted = changed.filter((s) => s.runner === before.find((b) => b.name === s.name)?.runner)
         fault.note =
           restarted.length === 0
-            ? `no server restarted${moved.length === 0 ? "" : ` (${moved.length} moved by a rebalance)`}`
+            ? `no server restarted${changed.length === 0 ? "" : ` (${changed.length} moved by a rebalance)`}`
             : `servers restarted where they ran: ${restarted
-                .map(
-                  (s) =>
-                    `${s.name} on ${runnerOf(s.pid)} (pid ${before.find((b) => b.name === s.name)?.pid} -> ${s.pid})`
-                )
+                .map((s) => `${s.name} on ${s.runner} (pid ${before.find((b) => b.name === s.name)?.pid} -> ${s.pid})`)
                 .join(", ")}`
         break
       }
