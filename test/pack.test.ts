@@ -1,14 +1,18 @@
 /**
- * The packages as a user installs them: `npm pack` every workspace, install the tarballs into an
- * empty folder (with `effect` and `@effect/platform-node`, the libraries' peers), then run
- * `npx toolvisor status` and the README's Effect program against them — no workspace links, no
- * source condition, only what the tarballs hold.
+ * The packages as a user installs them before they are on the registry: `scripts/pack.mjs` (what
+ * `npm run pack` runs) packs every workspace, reproducibly; the tarballs go into an empty folder
+ * (with `effect` and `@effect/platform-node`, the libraries' peers), where `npx toolvisor status`
+ * and the README's Effect program run, and the CLI's tarball is installed globally and started the
+ * way the README's host snippets start it — no workspace links, no source condition, only what the
+ * tarballs hold.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import * as Everything from "./support/Everything.ts"
 
 const root = NodePath.resolve(import.meta.dirname, "..")
@@ -20,8 +24,20 @@ const sh = (command: string, args: ReadonlyArray<string>, cwd: string) =>
 
 const libraries = ["core", "config", "mcp", "lsp", "runtime", "cluster", "ai"]
 
+/** What a host does with the snippet: start the bin with `serve CONFIG` over stdio, call a tool. */
+const viaHost = async (bin: string, config: string, cwd: string): Promise<string> => {
+  const client = new Client({ name: "host", version: "1.0.0" })
+  await client.connect(new StdioClientTransport({ command: bin, args: ["serve", config], cwd, env, stderr: "ignore" }))
+  try {
+    const result = await client.callTool({ name: "everything_echo", arguments: { message: "from a host" } })
+    return JSON.stringify(result.content)
+  } finally {
+    await client.close()
+  }
+}
+
 describe("the published packages", () => {
-  it("install from their tarballs into an empty folder; toolvisor and an Effect program run on them", () => {
+  it("install from their tarballs into an empty folder; toolvisor, a host snippet and an Effect program run on them", async () => {
     const work = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-pack-"))
     const tarballs = NodePath.join(work, "tarballs")
     const app = NodePath.join(work, "app")
@@ -35,10 +51,11 @@ describe("the published packages", () => {
         root
       )
       assert.strictEqual(built.status, 0, built.stdout)
-      // --ignore-scripts: the CLI's prepack would rebuild the bundle under the feet of the other tests;
-      // the test setup has built it already.
-      const packed = sh("npm", ["pack", "--workspaces", "--ignore-scripts", "--pack-destination", tarballs], root)
+      const packed = sh(process.execPath, [NodePath.join(root, "scripts/pack.mjs"), tarballs], root)
       assert.strictEqual(packed.status, 0, packed.stderr)
+      // The same sources give the same bytes.
+      const again = sh(process.execPath, [NodePath.join(root, "scripts/pack.mjs"), `${tarballs}-again`], root)
+      assert.strictEqual(again.stdout.replaceAll("-again", ""), packed.stdout)
       const files = NodeFs.readdirSync(tarballs).sort()
       assert.deepStrictEqual(files, ["toolvisor-0.1.0.tgz", ...libraries.map((l) => `toolvisor-${l}-0.1.0.tgz`).sort()])
       for (const file of files) {
@@ -83,6 +100,27 @@ describe("the published packages", () => {
       const bare = sh(NodePath.join(app, "node_modules/.bin/toolvisor"), ["status"], empty)
       assert.strictEqual(bare.status, 2)
       assert.include(bare.stderr, "no agent.yaml in")
+
+      // `npm i -g ./dist-pack/toolvisor-0.1.0.tgz` (into a prefix of the test's own), then a host
+      // snippet: `"command": "toolvisor", "args": ["serve", "/absolute/path/to/agent.yaml"]`, started
+      // from another folder as hosts do.
+      const global = NodePath.join(work, "global")
+      const installedGlobally = sh(
+        "npm",
+        [
+          "install",
+          "-g",
+          "--prefix",
+          global,
+          "--no-audit",
+          "--no-fund",
+          NodePath.join(tarballs, "toolvisor-0.1.0.tgz")
+        ],
+        work
+      )
+      assert.strictEqual(installedGlobally.status, 0, installedGlobally.stderr)
+      const answer = await viaHost(NodePath.join(global, "bin/toolvisor"), NodePath.join(app, "agent.yaml"), empty)
+      assert.include(answer, "Echo: from a host")
 
       NodeFs.copyFileSync(NodePath.join(root, "examples/effect-api.ts"), NodePath.join(app, "effect-api.ts"))
       const program = sh(process.execPath, ["effect-api.ts", "agent.yaml"], app)

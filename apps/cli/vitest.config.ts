@@ -1,4 +1,4 @@
-import { defineProject } from "vitest/config"
+import { defaultExclude, defineProject } from "vitest/config"
 
 export default defineProject({
   resolve: { conditions: ["@toolvisor/source"] },
@@ -6,6 +6,8 @@ export default defineProject({
   test: {
     name: "cli",
     include: ["test/**/*.test.ts"],
+    // The soaks run in the soak project (vitest.soak.config.ts), as their own CI step.
+    exclude: [...defaultExclude, "test/**/*.soak.test.ts"],
     globalSetup: ["test/bundle.setup.ts"],
     testTimeout: 90_000,
     hookTimeout: 90_000

@@ -1,7 +1,12 @@
-import { defineProject } from "vitest/config"
+import { defaultExclude, defineProject } from "vitest/config"
 
 export default defineProject({
   resolve: { conditions: ["@toolvisor/source"] },
   ssr: { resolve: { conditions: ["@toolvisor/source"] } },
-  test: { name: "core", include: ["test/**/*.test.ts"] }
+  test: {
+    name: "core",
+    include: ["test/**/*.test.ts"],
+    // The soaks run in the soak project (vitest.soak.config.ts), as their own CI step.
+    exclude: [...defaultExclude, "test/**/*.soak.test.ts"]
+  }
 })

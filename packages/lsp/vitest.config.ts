@@ -8,9 +8,9 @@ export default defineProject({
     include: ["test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // One test file at a time: typescript-language-server is four processes and ~470 MB, and
-    // several loading projects at once on a small machine push the first diagnostics past the
-    // 10 s that lsp_diagnostics waits for them (test-peers.md: run heavy LSP peers one at a time).
+    // One test file at a time: typescript-language-server is four processes and ~470 MB and takes
+    // 2–3 s to its first diagnostics alone; several loading projects at once on a 2-core machine
+    // push those past the 10 s that lsp_diagnostics waits for them.
     fileParallelism: false
   }
 })

@@ -10,7 +10,8 @@
  *      once, is effect/ai's fixed cost per call, which no toolkit built on it avoids;
  *   2. rebuild of a 500-tool catalog: `RegistryToolkit.fromCatalog` (an effect/ai toolkit with its
  *      handlers bound) and `AiSdk.fromCatalog` (a ToolSet of dynamicTools), p50/p95/max of 50 runs
- *      after 5 untimed ones, each after a forced GC.
+ *      after 5 untimed ones, each after a forced GC;
+ *   3–5. deferred tools: tokens per model call, search latency at 5,000 tools, recall@5 (`deferred-tools.ts`).
  *
  * Run: npm run bench:ai   (needs node --expose-gc, set in the npm script)
  */
@@ -23,6 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { everything } from "../../packages/ai/test/helpers.ts"
 import { config, open } from "../../packages/runtime/test/helpers.ts"
+import * as DeferredTools from "./deferred-tools.ts"
 import { ascending, formatter, gc, max, median, percentile, renderTable, seededRandom, shuffled } from "./stats.ts"
 
 const WARMUP = 300
@@ -148,3 +150,5 @@ await aiSdk.close()
 await Effect.runPromise(close)
 if (serverPid !== undefined && ServerProcess.groupAlive(serverPid))
   throw new Error(`server ${serverPid} outlived the bench`)
+
+await DeferredTools.run()

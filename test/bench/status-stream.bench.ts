@@ -12,7 +12,7 @@
  * Run: cd /work/main && npm run bench:status
  */
 import * as NodeHttp from "node:http"
-import { LocalRegistry, ToolsetRegistry } from "@toolvisor/runtime"
+import { HttpGate, LocalRegistry, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
@@ -44,11 +44,20 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
   catalogChanges: () => Stream.empty,
   callTool: () => Effect.die("unused"),
   callToolNow: () => undefined,
+  searchTools: () => Effect.die("unused"),
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: () => Effect.void,
+  inspect: () => Effect.die("unused"),
   reprobe: Effect.die("unused"),
-  reload: () => Effect.die("unused")
+  reload: () => Effect.die("unused"),
+  prompts: () => Effect.die("unused"),
+  getPrompt: () => Effect.die("unused"),
+  resources: () => Effect.die("unused"),
+  readResource: () => Effect.die("unused"),
+  subscribe: () => Stream.empty,
+  complete: () => Effect.die("unused"),
+  logs: Stream.empty
 })
 
 interface Subscriber {
@@ -120,7 +129,12 @@ const drive = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>, firstId: num
 const fanOut = (subscribers: number) =>
   Effect.gen(function* () {
     const events = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
-    const { port } = yield* StatusServer.listen(drivenRegistry(events), { port: 0, host }, { host })
+    const { port } = yield* StatusServer.listen(
+      drivenRegistry(events),
+      { port: 0, host },
+      yield* HttpGate.make({ host }),
+      {}
+    )
     const clients = yield* Effect.promise(() => Promise.all(Array.from({ length: subscribers }, () => subscribe(port))))
     yield* Effect.sleep("200 millis")
     const cpu = process.cpuUsage()
@@ -155,7 +169,7 @@ const callP50s = Effect.gen(function* () {
     without.push(...(yield* block(BLOCK)))
     yield* Effect.scoped(
       Effect.gen(function* () {
-        const { port } = yield* StatusServer.listen(registry, { port: 0, host }, { host })
+        const { port } = yield* StatusServer.listen(registry, { port: 0, host }, yield* HttpGate.make({ host }), {})
         const clients = yield* Effect.promise(() =>
           Promise.all(Array.from({ length: SUBSCRIBERS }, () => subscribe(port)))
         )

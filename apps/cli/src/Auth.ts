@@ -1,18 +1,19 @@
 /**
- * `toolvisor auth NAME [CONFIG]`: the one command that opens a browser. It logs in to a remote
+ * `toolvisor auth [CONFIG] NAME`: the one command that opens a browser. It logs in to a remote
  * MCP toolset's server (OAuth authorization code with PKCE, or client credentials), stores the
  * tokens where every later connection finds them, and then starts the toolset to show that it
  * now connects. `--logout` forgets the stored login instead.
  */
 import * as NodeChildProcess from "node:child_process"
-import { type AgentConfig, ConfigLoader } from "@toolvisor/config"
+import type { AgentConfig } from "@toolvisor/config"
 import { McpSpec, McpToolset, OAuth } from "@toolvisor/mcp"
-import { Toolsets } from "@toolvisor/runtime"
+import { Toolsets, Unresolved } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import { UsageError } from "./CliError.ts"
+import { Failure, UsageError } from "./CliError.ts"
 import * as Open from "./Open.ts"
+import * as Operands from "./Operands.ts"
 
 /** Opens the URL in the desktop's browser when there is one; the URL is printed either way. */
 const openBrowser = (url: URL, browser: boolean) =>
@@ -35,6 +36,9 @@ const remoteEntry = (config: AgentConfig.Config, name: string) =>
       const names = config.toolsets.map((toolset) => toolset.name).join(", ")
       return yield* new UsageError({ message: `auth: no toolset named "${name}" (toolsets: ${names})` })
     }
+    // A login with a `${VAR}` the environment lacks would send the reference as written.
+    const lacks = Unresolved.of(entry)
+    if (lacks !== undefined) return yield* new Failure({ message: Unresolved.error(name, lacks).message })
     const spec = entry.type === "mcp" ? Toolsets.mcpSpec(entry.transport) : undefined
     if (spec === undefined || !McpSpec.isRemote(spec)) {
       return yield* new UsageError({ message: `auth: ${name} is not a remote MCP server; only those log in` })
@@ -42,16 +46,17 @@ const remoteEntry = (config: AgentConfig.Config, name: string) =>
     return { entry, spec }
   })
 
-/** `toolvisor auth NAME`: logs in (or, with `logout`, forgets the login), then shows the toolset connects. */
+/** `toolvisor auth [CONFIG] NAME`: logs in (or, with `logout`, forgets the login), then shows the toolset connects. */
 export const run = Effect.fn("toolvisor.auth")(function* (options: {
-  readonly name: string
-  readonly config: Option.Option<string>
+  readonly operands: ReadonlyArray<string>
   readonly agent: Option.Option<string>
+  readonly input: ReadonlyArray<string>
   readonly logout: boolean
   readonly noBrowser: boolean
 }) {
-  const { name } = options
-  const loaded = yield* ConfigLoader.load(yield* Open.configPath(options.config), Open.agentOptions(options.agent))
+  const { config, rest } = yield* Operands.split({ command: "auth", names: ["NAME"] }, options.operands)
+  const name = rest[0] ?? ""
+  const loaded = (yield* Open.load({ ...options, config })).config
   const { entry, spec } = yield* remoteEntry(loaded, name)
   if (options.logout) {
     const removed = yield* OAuth.logout(spec)

@@ -3,15 +3,15 @@
  * the call fails or the tool reports an error; with `--json` a failure is still JSON on stdout
  * (`{"error":{"tag","message"}}`), so a script can branch on its tag.
  */
-import * as NodeFs from "node:fs"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import { Failure, UsageError } from "./CliError.ts"
 import * as DurationFlag from "./DurationFlag.ts"
 import * as Open from "./Open.ts"
+import * as Operands from "./Operands.ts"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 import * as Settle from "./Settle.ts"
 
 export interface Options extends Omit<Open.Target, "config"> {
@@ -19,19 +19,6 @@ export interface Options extends Omit<Open.Target, "config"> {
   readonly json: boolean
   readonly timeout: string
 }
-
-/** `[CONFIG] TOOL [ARGS_JSON]`: the first operand is the config when it names a file that exists. */
-const splitOperands = (operands: ReadonlyArray<string>) =>
-  Effect.suspend(() => {
-    const [first = "", ...rest] = operands
-    const isConfig = operands.length > 1 && /\.(ya?ml|json)$/i.test(first) && NodeFs.existsSync(first)
-    const [tool, args] = isConfig ? rest : operands
-    if (tool === undefined) return Effect.fail(new UsageError({ message: "call: missing TOOL" }))
-    if (!isConfig && operands.length > 2) {
-      return Effect.fail(new UsageError({ message: `call: config file not found: ${first}` }))
-    }
-    return Effect.succeed([isConfig ? Option.some(first) : Option.none<string>(), tool, args] as const)
-  })
 
 const parseArgs = (raw: string | undefined) =>
   Effect.try({
@@ -44,7 +31,8 @@ const parseArgs = (raw: string | undefined) =>
   })
 
 export const run = Effect.fn("toolvisor.call")(function* (options: Options) {
-  const [config, tool, rawArgs] = yield* splitOperands(options.operands)
+  const { config, rest } = yield* Operands.split({ command: "call", names: ["TOOL", "[ARGS_JSON]"] }, options.operands)
+  const [tool = "", rawArgs] = rest
   const args = yield* parseArgs(rawArgs)
   const timeout = yield* DurationFlag.parse(options.timeout)
   const { registry } = yield* Open.open({ ...options, config })
@@ -54,10 +42,10 @@ export const run = Effect.fn("toolvisor.call")(function* (options: Options) {
     .pipe(
       Effect.tapError((error) =>
         options.json
-          ? Console.log(JSON.stringify({ error: { tag: error._tag, message: error.message, tool } }))
+          ? Console.log(Printable.json({ error: { tag: error._tag, message: error.message, tool } }))
           : Effect.void
       )
     )
-  yield* Console.log(options.json ? JSON.stringify(result) : Output.resultText(result))
+  yield* Console.log(options.json ? Printable.json(result) : Output.resultText(result))
   if (result.isError === true) return yield* new Failure({ message: `${tool} reported an error` })
 })

@@ -1,10 +1,14 @@
 /**
- * `toolvisor describe TOOL`: one tool as a person reads it — its description, then one line per
- * argument (name, type, required, description) read from its JSON Schema, its annotations, and
- * the `call` line that would run it.
+ * `toolvisor describe [CONFIG] TOOL`: one tool as a person reads it — its description, then one
+ * line per argument (name, type, required, description) read from its JSON Schema, its
+ * annotations, and the `call` line that would run it. Everything in it comes from the server, so
+ * every line is escaped for the terminal and the `call` line is quoted for the shell it will be
+ * pasted into.
  */
 import type { Catalog } from "@toolvisor/runtime"
 import * as Predicate from "effect/Predicate"
+import * as Printable from "./Printable.ts"
+import * as Shell from "./Shell.ts"
 
 type Json = { readonly [key: string]: unknown }
 
@@ -39,7 +43,7 @@ const argumentLines = (inputSchema: Json): ReadonlyArray<string> => {
       schema.default === undefined ? undefined : `default ${JSON.stringify(schema.default)}`
     ].filter((n) => n !== undefined)
     const description = typeof schema.description === "string" ? schema.description.split("\n")[0] : ""
-    return [name, typeOf(schema), notes.join(", "), description ?? ""] as const
+    return [name, typeOf(schema), notes.join(", "), description ?? ""].map(Printable.line)
   })
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]?.length ?? 0)))
   return rows.map((r) => `  ${r.map((cell, i) => (i < 3 ? cell.padEnd(widths[i] ?? 0) : cell)).join("  ")}`.trimEnd())
@@ -62,20 +66,24 @@ const example = (inputSchema: Json): string => {
   )
 }
 
-/** The whole description of one catalog entry. */
-export const text = (entry: Catalog.Entry): string => {
+/**
+ * The whole description of one catalog entry. Its `call` line names `config` when the tool was
+ * described from a config given on the command line, so it runs on the same toolsets.
+ */
+export const text = (entry: Catalog.Entry, config?: string): string => {
   const { tool } = entry
   const annotations = record(tool.annotations)
   const hints = annotationWords.filter(([key]) => annotations[key] === true).map(([, word]) => word)
+  const title = tool.title === undefined ? "" : `  ${tool.title}`
   return [
-    `${entry.name}  (toolset ${entry.toolset})${tool.title === undefined ? "" : `  ${tool.title}`}`,
+    Printable.line(`${entry.name}  (toolset ${entry.toolset})${title}`),
     "",
-    tool.description ?? "(no description)",
+    tool.description === undefined ? "(no description)" : Printable.lines(tool.description),
     "",
     "arguments:",
     ...argumentLines(tool.inputSchema),
     ...(hints.length === 0 ? [] : ["", `annotations: ${hints.join(", ")}`]),
     "",
-    `call it: toolvisor call ${entry.name} '${example(tool.inputSchema)}'`
+    `call it: ${Shell.toolvisor("call", ...(config === undefined ? [] : [config]), entry.name, example(tool.inputSchema))}`
   ].join("\n")
 }

@@ -11,6 +11,7 @@ import * as Duration from "effect/Duration"
 import * as Logger from "effect/Logger"
 import * as Log from "./Log.ts"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 
 /** How many lines the pane keeps; the screen shows the newest that fit. */
 const limit = 500
@@ -49,10 +50,10 @@ const clock = (epochMillis: number) => new Date(epochMillis).toISOString().slice
  */
 export const transition = (pane: Pane, event: ToolsetRegistry.ToolsetEvent, config: AgentConfig.Config) => {
   const s = event.snapshot
-  const head = `${clock(s.since)} ${event.toolset} ${event.from} → ${Output.shownState(s)}`
+  const head = `${clock(s.since)} ${Printable.line(event.toolset)} ${event.from} → ${Output.shownState(s)}`
   const tail = [
     s.restarts === 0 ? undefined : `restart ${s.restarts}`,
-    s.lastError === undefined ? undefined : Output.errorText(s)
+    s.lastError === undefined ? undefined : Output.errorText(s, config.source)
   ].filter((d) => d !== undefined)
   const policy = config.toolsets.find((t) => t.name === event.toolset)?.policy
   const waiting = s.state === "Restarting" && event.from !== "Restarting" && s.lastError !== undefined

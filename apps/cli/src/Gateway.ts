@@ -4,12 +4,16 @@
  * through as JSON Schema (hence the SDK's low-level `Server`), typed call failures come back as
  * `isError` results the agent can read, and clients hear `tools/list_changed` whenever the
  * catalog they were given is no longer the one on offer.
+ *
+ * A gateway outlives its toolsets' restart budgets: a toolset that failed to start is not gone for
+ * good here. A call to one of its tools first runs the runtime's reprobe (the same mechanism the
+ * agent adapters run in a turn), bounded to one per call and one per cooldown, so a server that
+ * can start now is used. A server that crashed until its budget was spent is left alone: a call
+ * must not buy it a new crash loop. `toolvisor_status` (`StatusTool`) lets a host see why tools
+ * are missing.
  */
-import * as NodeCrypto from "node:crypto"
-import * as NodeHttp from "node:http"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
@@ -19,15 +23,20 @@ import {
   type ServerRequest
 } from "@modelcontextprotocol/sdk/types.js"
 import type { State, Toolset } from "@toolvisor/core"
-import { type Catalog, StatusHttp, type ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as HttpListen from "./HttpListen.ts"
+import * as McpHttp from "./McpHttp.ts"
+import type * as McpSessions from "./McpSessions.ts"
+import * as StatusTool from "./StatusTool.ts"
 
 export interface Options {
   /** The agent whose catalog is served; the registry's default agent when omitted. */
@@ -40,12 +49,17 @@ export interface Options {
   readonly ready?: Deferred.Deferred<void>
   /** Serve streamable HTTP on this address instead of stdio; `routes` answers every path but `/mcp`. */
   readonly http?: Address
+  /** Offer `toolvisor_status` besides the catalog's tools (default true). */
+  readonly statusTool?: boolean
 }
 
-export interface Address {
-  readonly port: number
-  readonly host: string
-  readonly routes?: (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) => void
+export interface Address extends HttpListen.Address {
+  /** Answers every path but `/mcp`: the status routes. */
+  readonly routes?: HttpListen.Handler
+  /** The gate `/mcp` shares with the status routes; Host and Origin checks only when omitted. */
+  readonly gate?: HttpGate.Gate
+  /** How long an MCP session may go unused, and how many may be open at once. */
+  readonly sessions: McpSessions.Options
 }
 
 /** The gateway could not start serving: the port is taken, the agent is unknown, a transport failed. */
@@ -54,13 +68,28 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
   cause: Schema.optional(Schema.Defect())
 }) {}
 
-/** The path of the streamable HTTP endpoint, as in the SDK's examples. */
-const endpoint = "/mcp"
-
 const serverInfo = { name: "toolvisor", version: "0.1.0" }
 
 /** Runs an Effect from an SDK callback; owned by the serving scope, so closing it interrupts calls. */
 type RunPromise = <A>(effect: Effect.Effect<A>, options?: { readonly signal?: AbortSignal }) => Promise<A>
+
+/** How often at most a call to a down toolset's tool restarts it: a host calling in a loop costs one start per cooldown. */
+export const reviveCooldown = Duration.seconds(10)
+
+/** What every client session of one gateway shares. */
+interface Shared {
+  readonly registry: ToolsetRegistry.Registry
+  readonly options: Options
+  readonly run: RunPromise
+  readonly reprobe: Reprobe.Reprobe
+}
+
+const makeShared = (registry: ToolsetRegistry.Registry, options: Options) =>
+  Effect.gen(function* () {
+    const run = yield* FiberSet.makeRuntimePromise<never>()
+    const reprobe = yield* Reprobe.make(registry, { cooldown: reviveCooldown, only: Reprobe.failedToStart })
+    return { registry, options, run, reprobe } satisfies Shared
+  })
 
 /** A catalog entry as MCP lists it: the exposed name, the toolset's schema untouched. */
 const toMcpTool = (entry: Catalog.Entry) => {
@@ -84,6 +113,35 @@ const listing = (registry: ToolsetRegistry.Registry, agent: string | undefined) 
   registry.catalog(agent).pipe(
     Effect.map((catalog) => catalog.tools),
     Effect.catchTag("UnknownAgent", (error) => Effect.as(Effect.logWarning(`serving no tools: ${error.message}`), []))
+  )
+
+/** True when the gateway answers `toolvisor_status` itself: offered, and no toolset's tool has the name. */
+const offersStatus = (options: Options, tools: ReadonlyArray<Catalog.Entry>) =>
+  options.statusTool !== false && !tools.some((t) => t.name === StatusTool.name)
+
+/** The board and the agent's catalog, as `toolvisor_status` answers them. */
+const statusResult = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
+  Effect.gen(function* () {
+    const catalog = yield* Effect.option(registry.catalog(agent))
+    return StatusTool.result(
+      yield* registry.snapshot,
+      catalog._tag === "Some" ? catalog.value : undefined,
+      reviveCooldown
+    )
+  })
+
+/**
+ * Before a call that could not be sent at once: when the tool is not on offer (its toolset
+ * stopped or failed, or never started) while some toolset is missing, the shared reprobe restarts
+ * the toolsets that failed to start — one reprobe per call at most, none within `reviveCooldown`
+ * of the last, waited for a few seconds. The probe comes before the call, so no call is sent twice.
+ */
+const revive = (shared: Shared, tool: string) =>
+  shared.registry.catalog(shared.options.agent).pipe(
+    Effect.flatMap((catalog) =>
+      catalog.complete || catalog.tools.some((t) => t.name === tool) ? Effect.void : shared.reprobe.reprobe
+    ),
+    Effect.ignore
   )
 
 /** A failure the agent reads as the tool's answer, so a call never surfaces as a JSON-RPC crash. */
@@ -150,7 +208,8 @@ const settled = (
 }
 
 /** One MCP server (one client session) answering from the registry. */
-const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: RunPromise): Server => {
+const makeServer = (shared: Shared): Server => {
+  const { registry, options, run } = shared
   const { agent } = options
   const { ready } = options
   const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true }, logging: {} } })
@@ -158,7 +217,9 @@ const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: R
     run(
       Effect.andThen(
         settled(server, registry, ready, extra),
-        Effect.map(listing(registry, agent), (tools) => ({ tools: tools.map(toMcpTool) }))
+        Effect.map(listing(registry, agent), (tools) => ({
+          tools: [...tools.map(toMcpTool), ...(offersStatus(options, tools) ? [StatusTool.tool] : [])]
+        }))
       ),
       { signal: extra.signal }
     )
@@ -174,16 +235,23 @@ const makeServer = (registry: ToolsetRegistry.Registry, options: Options, run: R
         return now.then((exit) => (Exit.isSuccess(exit) ? exit.value : run(failure(name)(exit.cause), options)))
       }
     }
-    const answer = Effect.catchCause(registry.callTool(name, args, agent), failure(name))
-    return run(isSettled(ready) ? answer : Effect.andThen(settled(server, registry, ready, extra), answer), options)
+    const call = Effect.catchCause(
+      Effect.andThen(revive(shared, name), registry.callTool(name, args, agent)),
+      failure(name)
+    )
+    const answer = isSettled(ready) ? call : Effect.andThen(settled(server, registry, ready, extra), call)
+    // The status answers at once, start-up or not: that is when a host wants to know.
+    return run(
+      name === StatusTool.name
+        ? Effect.flatMap(listing(registry, agent), (tools) =>
+            offersStatus(shared.options, tools) ? statusResult(registry, agent) : answer
+          )
+        : answer,
+      options
+    )
   })
   return server
 }
-
-const closeServer = (server: Server): Effect.Effect<void> =>
-  Effect.tryPromise(() => server.close()).pipe(
-    Effect.catch((error) => Effect.logDebug("closing an MCP session failed", error))
-  )
 
 /**
  * Sends `tools/list_changed` to every connected client each time the catalog's version moves:
@@ -232,144 +300,42 @@ export const connect = (
 ): Effect.Effect<void, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
     const initial = yield* initialListing(registry, options.agent)
-    const run = yield* FiberSet.makeRuntimePromise<never>()
+    const shared = yield* makeShared(registry, options)
     const server = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          const server = makeServer(registry, options, run)
+          const server = makeServer(shared)
           await server.connect(transport)
           return server
         },
         catch: (cause) => new GatewayError({ message: `cannot start the MCP server: ${String(cause)}`, cause })
       }),
-      closeServer
+      McpHttp.closeServer
     )
     yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, () => [server]))
   })
 
-interface Session {
-  readonly server: Server
-  readonly transport: StreamableHTTPServerTransport
-}
-
-const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}${endpoint}`
-
-/** Answers an HTTP request the MCP transport never saw, with a JSON-RPC error body as the SDK does. */
-const reject = (res: NodeHttp.ServerResponse, status: number, message: string) =>
-  Effect.sync(() => {
-    if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" })
-    res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }))
-  })
-
-/** Why binding failed, in the user's terms rather than libuv's. */
-const why = (cause: Error): string => {
-  const code = "code" in cause ? cause.code : undefined
-  if (code === "EADDRINUSE") return "the port is already in use (another server, or another toolvisor serve?)"
-  if (code === "EACCES") return "permission denied (ports below 1024 need privileges)"
-  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return "no such address on this machine"
-  return cause.message
-}
-
 /**
  * For `--http`: starts listening and returns the bound address (port 0 binds a free port). Each
- * client session gets its own Server and transport, as the SDK's stateful examples do. Closing
- * the scope closes every session and the listening socket.
+ * client session gets its own Server, in a table bounded in size and idle time; every request
+ * passes the gate (Host and Origin only, when none is given). Closing the scope closes every
+ * session and the listening socket.
  */
 export const listen = (
   registry: ToolsetRegistry.Registry,
   options: Options & { readonly http: Address }
 ): Effect.Effect<{ readonly port: number; readonly url: string }, GatewayError, Scope.Scope> =>
   Effect.gen(function* () {
-    const { host, port } = options.http
+    const { http } = options
     const initial = yield* initialListing(registry, options.agent)
-    const fibers = yield* FiberSet.make<unknown>()
-    const run = yield* FiberSet.runtimePromise(fibers)<never>()
-    const fork = yield* FiberSet.runtime(fibers)<never>()
-    const sessions = new Map<string, Session>()
-    let closing = false
-
-    /** A session exists only once its initialize succeeded; any other first request leaves nothing behind. */
-    const open = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) =>
-      Effect.gen(function* () {
-        const server = makeServer(registry, options, run)
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => NodeCrypto.randomUUID(),
-          onsessioninitialized: (id) => {
-            sessions.set(id, { server, transport })
-          }
-        })
-        server.onclose = () => {
-          if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
-        }
-        yield* Effect.tryPromise(() => server.connect(transport))
-        yield* Effect.tryPromise(() => transport.handleRequest(req, res))
-        if (transport.sessionId === undefined) yield* closeServer(server)
-      })
-
-    const handle = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        if (closing) return yield* reject(res, 503, "Service Unavailable: the gateway is shutting down")
-        if (!StatusHttp.hostAllowed(host, req.headers.host))
-          return yield* reject(res, 403, "Forbidden: invalid Host header")
-        if (new URL(req.url ?? "/", "http://gateway").pathname !== endpoint) {
-          const { routes } = options.http
-          if (routes !== undefined) return routes(req, res)
-          return yield* reject(res, 404, `Not found: the MCP endpoint is ${endpoint}`)
-        }
-        const sessionId = req.headers["mcp-session-id"]
-        if (sessionId !== undefined) {
-          const session = typeof sessionId === "string" ? sessions.get(sessionId) : undefined
-          if (session === undefined) return yield* reject(res, 404, "Session not found: initialize a new session")
-          return yield* Effect.tryPromise(() => session.transport.handleRequest(req, res))
-        }
-        if (req.method !== "POST") return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
-        yield* open(req, res)
-      }).pipe(
-        Effect.catchCause((cause) =>
-          Effect.andThen(Effect.logWarning("an MCP HTTP request failed", cause), reject(res, 500, "Internal error"))
-        )
-      )
-
-    const http = yield* Effect.acquireRelease(
-      Effect.callback<NodeHttp.Server, GatewayError>((resume) => {
-        const http = NodeHttp.createServer((req, res) => {
-          fork(handle(req, res))
-        })
-        const onError = (cause: Error) =>
-          resume(Effect.fail(new GatewayError({ message: `cannot listen on ${host}:${port}: ${why(cause)}`, cause })))
-        http.once("error", onError)
-        try {
-          http.listen(port, host, () => {
-            http.off("error", onError)
-            resume(Effect.succeed(http))
-          })
-        } catch (cause) {
-          onError(cause instanceof Error ? cause : new Error(String(cause)))
-        }
-      }),
-      (http) =>
-        Effect.gen(function* () {
-          // Stop accepting first, so no session opens while the open ones close.
-          closing = true
-          const closed = yield* Deferred.make<void>()
-          http.close(() => Deferred.doneUnsafe(closed, Effect.void))
-          yield* Effect.forEach(Array.from(sessions.values()), (session) => closeServer(session.server), {
-            discard: true
-          })
-          // Idle keep-alive connections would hold the listener open for ever.
-          http.closeAllConnections()
-          yield* Deferred.await(closed)
-        })
+    const shared = yield* makeShared(registry, options)
+    // Without JWTs there are no keys to find: making the gate cannot fail.
+    const gate = http.gate ?? (yield* HttpGate.make({ host: http.host }).pipe(Effect.orDie))
+    const endpoint = yield* McpHttp.listen(() => makeServer(shared), { ...http, gate }).pipe(
+      Effect.mapError((error) => new GatewayError({ message: error.message, cause: error }))
     )
-    http.on("error", (cause) => {
-      fork(Effect.logWarning("the MCP HTTP server reported an error", cause))
-    })
-    yield* Effect.forkScoped(
-      announceChanges(registry, options.agent, initial, () => Array.from(sessions.values(), (s) => s.server))
-    )
-    const address = http.address()
-    const bound = typeof address === "object" && address !== null ? address.port : port
-    return { port: bound, url: urlOf(host, bound) }
+    yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, endpoint.servers))
+    return { port: endpoint.port, url: endpoint.url }
   })
 
 /**
@@ -409,4 +375,5 @@ export const serve = (
         process.stdin.off("close", done)
       })
     })
+    yield* Effect.logInfo("the MCP client closed stdin: stopping")
   })

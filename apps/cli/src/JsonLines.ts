@@ -2,11 +2,21 @@
  * `run --json`: a line protocol for scripts and UIs. Stdout carries only JSON lines — a status
  * line on every transition, a tools line whenever the catalog changes, and one answer per
  * command read from stdin. Commands run concurrently (a call to a stalled server never holds up
- * a `status` or a `restart`), so an answer echoes the command's `id` when it had one. The end of
- * stdin ends the run. Logs go to stderr.
+ * a `status` or a `restart`), so an answer echoes the command's `id` when it had one. Logs go to
+ * stderr. Stdin is a trust boundary: a line longer than `maxLine` or nested deeper than
+ * `JsonLimits.maxDepth` is refused with an error line before it is parsed.
+ *
+ * When the run ends is a matter of what stdin is (`commandSource`). A pipe, a socket, a file or a
+ * terminal carries commands, and its end ends the run — a script that closes its end of the pipe
+ * is done. `/dev/null` (systemd's default, `docker run` without `-i`, `&` in a script) carries
+ * none, and cannot close: the run goes on until SIGTERM or Ctrl-C, as a service does. Either way
+ * one line on stderr says which.
  */
-import * as NodeReadline from "node:readline"
+import * as NodeFs from "node:fs"
+import * as NodeTty from "node:tty"
+import { JsonLimits } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
@@ -14,8 +24,9 @@ import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 
-const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${JSON.stringify(value)}\n`))
+const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${Printable.json(value)}\n`))
 
 /** What an answer carries of its command: the name, and the `id` when the command had one. */
 interface Header {
@@ -24,6 +35,12 @@ interface Header {
 }
 
 const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
+
+/** The longest command line read; what passes it is skipped to its end and refused (as the MCP transport bounds a message). */
+export const maxLine = 16 * 1024 * 1024
+
+/** A line from stdin, or the length of one that was too long to keep. */
+type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "TooLarge"; readonly length: number }
 
 /**
  * Emits a tools line for the catalog once the start-up has run (so a listing of toolsets that
@@ -40,6 +57,9 @@ const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect
 
 /** Handles one command line from stdin and writes its answer. */
 const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
+  if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
+    return error({ cmd: null }, "TooDeep", `the command nests deeper than ${JsonLimits.maxDepth} levels`)
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(line)
@@ -54,11 +74,9 @@ const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effec
   const fail = (e: { readonly _tag: string; readonly message: string }) => error(header, e._tag, e.message)
   switch (cmd) {
     case "status":
-      return Effect.gen(function* () {
-        const board = yield* registry.snapshot
-        const exposed = yield* Output.exposed(registry)
-        yield* write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s, exposed)) })
-      })
+      return Effect.flatMap(registry.snapshot, (board) =>
+        write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s)) })
+      )
     case "tools":
       return registry.catalog().pipe(
         Effect.flatMap((catalog) => write({ ...Output.catalogJson(catalog), type: "result", ...header })),
@@ -86,30 +104,82 @@ const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effec
   }
 }
 
-/** Lines typed on stdin, until it closes. */
-const stdinLines = Stream.callback<string>((queue) =>
+/**
+ * Whether stdin can deliver commands: a terminal, a pipe, a socket or a file can; a device that is
+ * no terminal (`/dev/null`, which Node also puts on a descriptor 0 it found closed) cannot.
+ */
+export const commandSource = (fd = 0): "stdin" | "none" => {
+  try {
+    return NodeFs.fstatSync(fd).isCharacterDevice() && !NodeTty.isatty(fd) ? "none" : "stdin"
+  } catch {
+    return "none"
+  }
+}
+
+/**
+ * Lines typed on stdin, until it closes. A line is kept only up to `maxLine` characters: past
+ * that the rest of it is skipped and it arrives as `TooLarge`, so a flood without newlines costs
+ * bounded memory.
+ */
+const stdinLines = Stream.callback<Input, Error>((queue) =>
   Effect.acquireRelease(
     Effect.sync(() => {
-      const lines = NodeReadline.createInterface({ input: process.stdin, terminal: false })
-      lines.on("line", (line) => Queue.offerUnsafe(queue, line))
-      lines.on("close", () => Queue.endUnsafe(queue))
-      return lines
+      let partial = ""
+      let skipped = -1
+      const take = (piece: string) => {
+        if (skipped >= 0) skipped += piece.length
+        else if (partial.length + piece.length > maxLine) {
+          skipped = partial.length + piece.length
+          partial = ""
+        } else partial += piece
+      }
+      const end = () => {
+        const input: Input =
+          skipped >= 0 ? { _tag: "TooLarge", length: skipped } : { _tag: "Line", text: partial.replace(/\r$/, "") }
+        partial = ""
+        skipped = -1
+        Queue.offerUnsafe(queue, input)
+      }
+      const onData = (chunk: string) => {
+        const pieces = chunk.split("\n")
+        pieces.forEach((piece, index) => {
+          take(piece)
+          if (index < pieces.length - 1) end()
+        })
+      }
+      const onEnd = () => {
+        if (partial !== "" || skipped >= 0) end()
+        Queue.endUnsafe(queue)
+      }
+      // A stdin that cannot be read (a descriptor opened for writing only) fails the stream; the
+      // run treats it as "no commands", not as an end.
+      const onError = (error: Error) => Queue.failCauseUnsafe(queue, Cause.fail(error))
+      process.stdin.setEncoding("utf8")
+      process.stdin.on("data", onData)
+      process.stdin.once("end", onEnd)
+      process.stdin.once("error", onError)
+      return { onData, onEnd, onError }
     }),
-    (lines) => Effect.sync(() => lines.close())
+    ({ onData, onEnd, onError }) =>
+      Effect.sync(() => {
+        process.stdin.off("data", onData)
+        process.stdin.off("end", onEnd)
+        process.stdin.off("error", onError)
+        process.stdin.pause()
+      })
   )
 )
 
 /**
- * Runs the protocol: starts the registry, writes status and tools lines, and answers commands
- * until stdin ends and every answer is written; then the run ends (as Ctrl-C would end it).
+ * Runs the protocol: starts the registry, writes status and tools lines, and answers commands.
+ * With commands on stdin, the run ends once stdin has ended and every answer is written (as
+ * Ctrl-C would end it); without, it runs until interrupted.
  */
 export const run = (registry: ToolsetRegistry.Registry) =>
   Effect.gen(function* () {
     // A status line's `tools` counts what the agent is offered, after the toolset's `tools:` filter.
     yield* registry.events.pipe(
-      Stream.runForEach((e) =>
-        Effect.flatMap(Output.exposed(registry), (counts) => write(Output.statusJson(e.snapshot, counts)))
-      ),
+      Stream.runForEach((e) => write(Output.statusJson(e.snapshot))),
       Effect.forkScoped({ startImmediately: true })
     )
     const started = yield* registry.start.pipe(
@@ -119,11 +189,27 @@ export const run = (registry: ToolsetRegistry.Registry) =>
     yield* catalogLines(registry, Effect.asVoid(Fiber.await(started))).pipe(
       Effect.forkScoped({ startImmediately: true })
     )
+    if (commandSource() === "none") {
+      yield* Effect.logInfo("stdin carries no commands (/dev/null): running until SIGTERM or Ctrl-C")
+      return yield* Effect.never
+    }
     const commands = yield* FiberSet.make()
-    yield* stdinLines.pipe(
-      Stream.runForEach((line) =>
-        line.trim() === "" ? Effect.void : Effect.asVoid(FiberSet.run(commands, command(registry, line)))
-      )
+    const read = yield* stdinLines.pipe(
+      Stream.runForEach((input) =>
+        input._tag === "TooLarge"
+          ? error({ cmd: null }, "TooLarge", `the command is ${input.length} characters long; the limit is ${maxLine}`)
+          : input.text.trim() === ""
+            ? Effect.void
+            : Effect.asVoid(FiberSet.run(commands, command(registry, input.text)))
+      ),
+      Effect.result
     )
+    if (read._tag === "Failure") {
+      yield* Effect.logWarning(
+        `stdin cannot be read (${read.failure.message}): no commands; running until SIGTERM or Ctrl-C`
+      )
+      return yield* Effect.never
+    }
     yield* FiberSet.awaitEmpty(commands)
+    yield* Effect.logInfo("stdin closed: the run ends (with </dev/null it runs until SIGTERM)")
   })

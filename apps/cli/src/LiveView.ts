@@ -31,9 +31,10 @@ type Answer = { readonly title: string; readonly lines: ReadonlyArray<string> }
 
 const answer = (title: string, text: string): Answer => ({ title, lines: text.split("\n") })
 
-/** Runs a prompt command. */
+/** Runs a prompt command; `path` is the config's, for the commands an answer names. */
 const execute = (
   registry: ToolsetRegistry.Registry,
+  path: string,
   line: string,
   quit: Effect.Effect<void>
 ): Effect.Effect<Answer> => {
@@ -59,7 +60,7 @@ const execute = (
       return shown(registry.catalog(), (catalog) => Output.catalogText(catalog, process.stdout.columns || 80))
     case "status":
       return Effect.map(registry.snapshot, (board) => {
-        const problems = Output.problems(board)
+        const problems = Output.problems(board, path)
         return problems.length === 0 ? answer(word, "no toolset is down") : { title: "status", lines: problems }
       })
     case "restart":
@@ -110,7 +111,6 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
     const { registry, config, path } = yield* open
     const done = yield* Deferred.make<void>()
     let board: ReadonlyArray<State.StatusSnapshot> = []
-    let exposed: ReadonlyMap<string, number> | undefined
     let typed = ""
     let message = "type help for commands"
     let page: Screen.Page | undefined
@@ -123,7 +123,6 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
       const view: Screen.View = {
         title: path,
         board,
-        exposed,
         frame,
         events: (count) => EventPane.render(pane, count, width, Date.now(), restarting),
         page,
@@ -164,9 +163,8 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
     )
     yield* registry.status.pipe(
       Stream.runForEach((next) =>
-        Effect.gen(function* () {
+        Effect.sync(() => {
           board = next
-          exposed = yield* Output.exposed(registry)
           draw()
         })
       ),
@@ -190,10 +188,11 @@ export const run = <E>(open: Effect.Effect<Open.Opened, E, Scope.Scope>): Effect
       Effect.gen(function* () {
         message = "…"
         draw()
-        const result = yield* execute(registry, line, Effect.asVoid(quit))
-        const many = result.lines.length > 1
-        page = many ? { title: result.title, lines: result.lines, offset: 0 } : undefined
-        message = many ? "" : (result.lines[0] ?? "")
+        const result = yield* execute(registry, path, line, Effect.asVoid(quit))
+        const lines = Screen.wrap(result.lines, process.stdout.columns || 80)
+        const many = lines.length > 1
+        page = many ? { title: result.title, lines, offset: 0 } : undefined
+        message = many ? "" : (lines[0] ?? "")
         draw()
       })
 

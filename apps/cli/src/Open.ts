@@ -1,7 +1,9 @@
 /**
- * Turns a command's CONFIG, `--agent` and `--cluster` into a registry: finds the config, loads
- * it, and builds the registry in the current scope without starting anything. The cluster
- * modules (and their SQL driver) load only when `--cluster` is given.
+ * Turns a command's CONFIG, `--input`, `--agent` and `--cluster` into a registry: finds the
+ * config, loads it, and builds the registry in the current scope without starting anything.
+ * Every command that loads a config reads it the same way here, so a hint that names a flag
+ * (`pass --input id=VALUE`) holds for each of them. The cluster modules (and their SQL driver)
+ * load only when `--cluster` is given.
  */
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
@@ -13,16 +15,27 @@ import * as Option from "effect/Option"
 import { UsageError } from "./CliError.ts"
 import * as ClusterFlags from "./ClusterFlags.ts"
 
-/** What every registry command takes; the cluster's timers only matter with `--cluster`. */
-export interface Target extends ClusterFlags.Member {
+/** What every command that loads a config takes. */
+export interface Source {
   readonly config: Option.Option<string>
   readonly agent: Option.Option<string>
+  /** VS Code inputs, each `id=value`. */
+  readonly input: ReadonlyArray<string>
+}
+
+/** What every registry command takes; the cluster's timers only matter with `--cluster`. */
+export interface Target extends Source, ClusterFlags.Member {
   readonly cluster: Option.Option<string>
 }
 
-export interface Opened {
+export interface Loaded {
   readonly path: string
   readonly config: AgentConfig.Config
+  /** The same file read again with the same options, for `--watch`. */
+  readonly reload: Effect.Effect<AgentConfig.Config, ConfigLoader.ConfigError>
+}
+
+export interface Opened extends Loaded {
   readonly registry: ToolsetRegistry.Registry
 }
 
@@ -58,19 +71,38 @@ export const configPath = (given: Option.Option<string>): Effect.Effect<string, 
 export const agentOptions = (agent: Option.Option<string>) =>
   Option.match(agent, { onNone: () => ({}), onSome: (name) => ({ agent: name }) })
 
+/** `--input id=value`, as many as given, as the loader takes them. */
+export const inputs = (given: ReadonlyArray<string>) =>
+  Effect.forEach(given, (flag) => {
+    const at = flag.indexOf("=")
+    return at <= 0
+      ? Effect.fail(new UsageError({ message: `--input: expected id=value, got "${flag}"` }))
+      : Effect.succeed([flag.slice(0, at), flag.slice(at + 1)] as const)
+  }).pipe(Effect.map((pairs): Readonly<Record<string, string>> => Object.fromEntries(pairs)))
+
+/** Finds and loads the config; its skips and warnings are logged. */
+export const load = (source: Source) =>
+  Effect.gen(function* () {
+    const path = yield* configPath(source.config)
+    const options = { ...agentOptions(source.agent), inputs: yield* inputs(source.input) }
+    const reload = ConfigLoader.load(path, options)
+    const config = yield* reload
+    for (const skipped of config.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
+    for (const warning of config.warnings ?? []) yield* Effect.logWarning(`${warning.path}: ${warning.message}`)
+    const loaded: Loaded = { path, config, reload }
+    return loaded
+  })
+
 /** Loads the config and builds its registry in the current scope; nothing is started yet. */
 export const open = (target: Target) =>
   Effect.gen(function* () {
-    const path = yield* configPath(target.config)
+    const loaded = yield* load(target)
     const options = agentOptions(target.agent)
-    const config = yield* ConfigLoader.load(path, options)
-    for (const skipped of config.skipped) yield* Effect.logWarning(`${skipped.path}: ${skipped.reason}`)
-    for (const warning of config.warnings ?? []) yield* Effect.logWarning(`${warning.path}: ${warning.message}`)
     const registry = yield* Option.match(target.cluster, {
-      onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(config, options)),
-      onSome: (postgres) => joinCluster(postgres, config, options, target)
+      onNone: () => Effect.andThen(OrphanSweep.start, LocalRegistry.make(loaded.config, options)),
+      onSome: (postgres) => joinCluster(postgres, loaded.config, options, target)
     })
-    const opened: Opened = { path, config, registry }
+    const opened: Opened = { ...loaded, registry }
     return opened
   })
 

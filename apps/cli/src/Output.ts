@@ -1,10 +1,13 @@
 /**
  * How the CLI shows things: status tables, transition lines, catalogs and JSON lines. Pure
  * functions of the runtime's values (and the one catalog lookup they need), so every mode
- * (terminal, plain, --json) says the same.
+ * (terminal, plain, --json) says the same. What people read has every control character a
+ * server could send escaped (`Printable`); JSON lines carry the text as it was.
  */
 import type { State, Toolset } from "@toolvisor/core"
 import { type Catalog, StatusJson, type ToolsetRegistry } from "@toolvisor/runtime"
+import * as Printable from "./Printable.ts"
+import * as Shell from "./Shell.ts"
 
 /** Cuts text to `width` characters on a code-point boundary, marking the cut. */
 export const truncate = (text: string, width: number): string => {
@@ -37,41 +40,44 @@ export const shownState = (s: State.StatusSnapshot): State.State =>
   s.state === "Stopped" && s.lastError !== undefined ? "Failed" : s.state
 
 /**
- * The last error without the toolset's name in it (the row already names it); one that needs a
- * login says which command gives it.
+ * The command that logs a toolset in, on the config it was loaded from: a hint that drops the
+ * config would fail, or log in to another file's toolset.
  */
-export const errorText = (s: State.StatusSnapshot): string => {
+export const authCommand = (name: string, config: string | undefined): string =>
+  Shell.toolvisor("auth", ...(config === undefined ? [] : [config]), name)
+
+/**
+ * The last error without the toolset's name in it (the row already names it); one that needs a
+ * login says which command gives it, on `config` (the path the config was loaded from).
+ */
+export const errorText = (s: State.StatusSnapshot, config?: string): string => {
   if (s.lastError === undefined) return ""
   const { tag, message } = s.lastError
   const prefix = `${s.name}: `
   const text = `${tag}: ${(message.startsWith(prefix) ? message.slice(prefix.length) : message).replaceAll(`: ${prefix}`, ": ")}`
-  return tag === "AuthRequired" ? `${text} (run: toolvisor auth ${s.name})` : text
+  return tag === "AuthRequired" ? `${Printable.line(text)} (run: ${authCommand(s.name, config)})` : Printable.line(text)
 }
-
-/** The exposed counts of the registry's default agent now; undefined when it has no catalog. */
-export const exposed = StatusJson.exposed
 
 export interface TableOptions {
   readonly colour: boolean
+  /** The config's path, for the commands the table names. */
+  readonly config?: string
   /** Animates a spinner for busy toolsets. */
   readonly frame?: number
   readonly width?: number
-  /** Exposed tool counts per toolset; a usable toolset missing from it exposes none. */
-  readonly exposed?: ReadonlyMap<string, number>
+  /**
+   * The column a narrow terminal keeps longer: the live view keeps PID (a running process to
+   * inspect or kill), a one-shot table KIND (its processes are stopped once it is printed).
+   */
+  readonly keep?: "pid" | "kind"
 }
 
-const toolsCell = (s: State.StatusSnapshot, exposed: ReadonlyMap<string, number> | undefined): string => {
-  if (s.toolCount === undefined) return "-"
-  if (exposed === undefined) return String(s.toolCount)
-  return String(exposed.get(s.name) ?? 0)
-}
-
-/** Columns a narrow terminal can spare, in the order they go: PID first, then KIND. */
-const droppable = [5, 1]
+/** Columns a narrow terminal can spare, in the order they go. */
+const droppable = { kind: [5, 1], pid: [1, 5] } as const
 
 /**
  * A status table, one row per toolset, no line wider than `width`: the last error is cut to
- * fit, and on a narrow terminal the PID and KIND columns give way first.
+ * fit, and on a narrow terminal the PID and KIND columns give way first (see `keep`).
  */
 export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: TableOptions): string => {
   const width = options.width ?? 120
@@ -82,13 +88,13 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
     return {
       state,
       cells: [
-        s.name,
-        s.kind,
+        Printable.line(s.name),
+        Printable.line(s.kind),
         `${mark} ${state}`,
         String(s.restarts),
-        toolsCell(s, options.exposed),
+        s.toolCount === undefined ? "-" : String(s.toolCount),
         s.pid === undefined ? "-" : String(s.pid),
-        errorText(s)
+        errorText(s, options.config)
       ]
     }
   })
@@ -97,7 +103,7 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
   const fixedWidth = (kept: ReadonlyArray<number>) =>
     kept.slice(0, -1).reduce((sum, i) => sum + (widths[i] ?? 0) + 2, 0)
   let kept = header.map((_, i) => i)
-  for (const column of droppable) {
+  for (const column of droppable[options.keep ?? "kind"]) {
     if (fixedWidth(kept) + 10 <= width) break
     kept = kept.filter((i) => i !== column)
   }
@@ -116,26 +122,34 @@ export const table = (board: ReadonlyArray<State.StatusSnapshot>, options: Table
 }
 
 /** One line per toolset that is down, with its whole reason: what the table had to cut. */
-export const problems = (board: ReadonlyArray<State.StatusSnapshot>): ReadonlyArray<string> =>
+export const problems = (board: ReadonlyArray<State.StatusSnapshot>, config?: string): ReadonlyArray<string> =>
   board
     .filter((s) => s.lastError !== undefined && s.state !== "Ready")
-    .map((s) => `${s.name}: ${shownState(s)}: ${errorText(s)}`)
+    .map((s) => `${Printable.line(s.name)}: ${shownState(s)}: ${errorText(s, config)}`)
 
-/** One line per transition, for logs and pipes. */
-export const transitionLine = (event: ToolsetRegistry.ToolsetEvent): string => {
+/** One line per transition, for logs and pipes; `config` is the config's path, for the commands it names. */
+export const transitionLine = (event: ToolsetRegistry.ToolsetEvent, config?: string): string => {
   const s = event.snapshot
   const at = new Date(s.since).toISOString().slice(11, 23)
   const details = [
     s.toolCount === undefined ? undefined : `${s.toolCount} tools`,
     s.pid === undefined ? undefined : `pid ${s.pid}`,
     s.restarts === 0 ? undefined : `restarts ${s.restarts}`,
-    s.lastError === undefined ? undefined : errorText(s)
+    s.lastError === undefined ? undefined : errorText(s, config)
   ].filter((d) => d !== undefined)
-  return `${at} ${event.toolset} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
+  return `${at} ${Printable.line(event.toolset)} ${event.from} → ${s.state}${details.length === 0 ? "" : ` (${details.join(", ")})`}`
 }
 
-/** A status line for scripts: the DTO `GET /status` and the event stream share. */
-export const statusJson = StatusJson.make
+/**
+ * A status line for scripts: the DTO `GET /status` and the event stream share. Given the
+ * config's path, a login's `action` names it, as the text does.
+ */
+export const statusJson = (s: State.StatusSnapshot, config?: string) => {
+  const json = StatusJson.make(s)
+  return json.error === null || !("action" in json.error) || config === undefined
+    ? json
+    : { ...json, error: { ...json.error, action: authCommand(s.name, config) } }
+}
 
 export const catalogJson = (catalog: Catalog.Catalog) => ({
   type: "tools" as const,
@@ -157,17 +171,25 @@ export const toolJson = (entry: Catalog.Entry) => ({
 
 /** The catalog as text: one tool per line with its toolset and the first line of its description. */
 export const catalogText = (catalog: Catalog.Catalog, width = 120): string => {
-  const nameWidth = Math.max(4, ...catalog.tools.map((t) => t.name.length))
-  const toolsetWidth = Math.max(7, ...catalog.tools.map((t) => t.toolset.length))
-  const lines = catalog.tools.map((t) => {
-    const description = (t.tool.description ?? "").split("\n")[0] ?? ""
+  const rows = catalog.tools.map((t) => ({
+    name: Printable.line(t.name),
+    toolset: Printable.line(t.toolset),
+    description: Printable.line((t.tool.description ?? "").split("\n")[0] ?? "")
+  }))
+  const nameWidth = Math.max(4, ...rows.map((t) => t.name.length))
+  const toolsetWidth = Math.max(7, ...rows.map((t) => t.toolset.length))
+  const lines = rows.map((t) => {
     const head = `${t.name.padEnd(nameWidth)}  ${t.toolset.padEnd(toolsetWidth)}  `
-    return `${head}${truncate(description, Math.max(10, width - head.length))}`.trimEnd()
+    return `${head}${truncate(t.description, Math.max(10, width - head.length))}`.trimEnd()
   })
-  const missing = catalog.missing.map((m) => `(not ready: ${m.toolset}, ${m.state}: ${m.reason})`)
+  const missing = catalog.missing.map((m) => Printable.line(`(not ready: ${m.toolset}, ${m.state}: ${m.reason})`))
   return [...lines, ...missing].join("\n")
 }
 
-/** A tool result for people: its text items, and a note for other content kinds. */
+/** A tool result for people: its text items (line breaks kept), and a note for other content kinds. */
 export const resultText = (result: Toolset.ToolResult): string =>
-  result.content.map((item) => (typeof item.text === "string" ? item.text : `[${item.type} content]`)).join("\n")
+  result.content
+    .map((item) =>
+      typeof item.text === "string" ? Printable.lines(item.text) : `[${Printable.line(item.type)} content]`
+    )
+    .join("\n")

@@ -2,10 +2,13 @@
  * The live view's frame as a pure function of what it shows and the terminal's size: a header,
  * the status table, a pane (the event log, or a page of a command's output), a message line and
  * the prompt. No line is wider than the terminal and the frame is never taller, so nothing wraps
- * or scrolls the table away, at 80×24 as on a wide screen.
+ * or scrolls the table away, at 80×24 as on a wide screen; there the table gives up KIND before
+ * PID, the process one may want to inspect or kill. Only the table carries escape codes
+ * (its colours); every other line is escaped whole, so nothing a server says can act on the terminal.
  */
 import type { State } from "@toolvisor/core"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 
 /** A command's output too long for the message line, shown in the pane a page at a time. */
 export interface Page {
@@ -16,9 +19,9 @@ export interface Page {
 }
 
 export interface View {
+  /** The config's path: the header shows it, and a hint in the table names it. */
   readonly title: string
   readonly board: ReadonlyArray<State.StatusSnapshot>
-  readonly exposed: ReadonlyMap<string, number> | undefined
   readonly frame: number
   /** The newest `count` lines of the event log. */
   readonly events: (count: number) => ReadonlyArray<string>
@@ -60,6 +63,26 @@ const summary = (board: ReadonlyArray<State.StatusSnapshot>): string => {
   return Array.from(counts, ([state, n]) => `${n} ${state}`).join(", ")
 }
 
+/**
+ * Lines cut into rows of at most `width` characters, at a space where there is one in the row's
+ * second half: an answer the user asked for (`status`, with every error whole) is shown whole in
+ * the pane rather than cut to the terminal's width.
+ */
+export const wrap = (lines: ReadonlyArray<string>, width: number): ReadonlyArray<string> => {
+  const room = Math.max(1, width)
+  return lines.flatMap((line) => {
+    const rows: Array<string> = []
+    let rest = Array.from(line)
+    while (rest.length > room) {
+      const space = rest.lastIndexOf(" ", room)
+      const atSpace = space > room / 2
+      rows.push(rest.slice(0, atSpace ? space : room).join(""))
+      rest = rest.slice(atSpace ? space + 1 : room)
+    }
+    return [...rows, rest.join("")]
+  })
+}
+
 /** A pane's title bar: `── text ─────`. */
 const rule = (text: string, width: number) => {
   const head = `── ${text} `
@@ -77,7 +100,8 @@ export const render = (view: View, width: number, height: number): ReadonlyArray
     colour: true,
     frame: view.frame,
     width,
-    ...(view.exposed === undefined ? {} : { exposed: view.exposed })
+    keep: "pid",
+    config: view.title
   }).split("\n")
   const rows = paneHeight(view.board, height)
   const page = view.page
@@ -92,6 +116,7 @@ export const render = (view: View, width: number, height: number): ReadonlyArray
           ...page.lines.slice(page.offset, page.offset + rows)
         ]
   const filler = Array.from({ length: Math.max(0, rows + 1 - pane.length) }, () => "")
-  const lines = [header, ...table, ...pane, ...filler, view.message, `> ${view.typed}`]
+  const text = [header, ...pane, ...filler, view.message, `> ${view.typed}`].map(Printable.line)
+  const lines = [text[0] ?? "", ...table, ...text.slice(1)]
   return lines.slice(Math.max(0, lines.length - height)).map((line) => fit(line, width))
 }

@@ -13,6 +13,7 @@ import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Output from "./Output.ts"
+import * as Printable from "./Printable.ts"
 
 /**
  * Still on its way: starting, or reconnecting with no failure yet. A toolset that is Restarting
@@ -22,7 +23,8 @@ import * as Output from "./Output.ts"
 const busy = (s: State.StatusSnapshot) =>
   s.state === "Starting" || (s.state === "Restarting" && s.lastError === undefined)
 
-const pendingNames = (board: ReadonlyArray<State.StatusSnapshot>) => board.filter(busy).map((s) => s.name)
+const pendingNames = (board: ReadonlyArray<State.StatusSnapshot>) =>
+  board.filter(busy).map((s) => Printable.line(s.name))
 
 /**
  * While waiting: on a terminal, one line redrawn in place with the toolsets still starting and

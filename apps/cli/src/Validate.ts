@@ -1,23 +1,31 @@
 /**
  * `toolvisor validate` and `toolvisor schema`. `validate` prints what Toolvisor understood of a
- * file: the format it was read as, each toolset (kind, how it starts, its policy) with secrets
- * masked, and each skipped entry and warning with its reason. `--check` also starts each toolset
- * through the registry, lists its tools and stops it: a dry run that finds a missing binary or a
- * wrong URL before an agent does.
+ * file (`--json`: as one document): the format it was read as, each toolset (kind, how it starts,
+ * its policy) with secrets masked, what would run or be read when it connects (loading runs and
+ * reads nothing), control characters escaped (a config from someone else's repository is
+ * hostile text), and each skipped entry and warning with its reason. A config that cannot be
+ * used is the command's result too: the file, its format and every problem one a line on stdout
+ * (`ConfigProblems`), exit 2. `--check` also starts each toolset through the registry, lists its
+ * tools and stops it: a dry run that finds a missing binary, a wrong URL, an allow-list entry
+ * that names no tool, or two toolsets offering the same tool names, before an agent does.
  */
-import { type AgentConfig, AllowList, ConfigLoader, JsonSchema } from "@toolvisor/config"
-import { LocalRegistry, OrphanSweep, Secrets } from "@toolvisor/runtime"
+import { type AgentConfig, AllowList, ConfigLoader, DeferList, JsonSchema } from "@toolvisor/config"
+import { Redaction, type Toolset } from "@toolvisor/core"
+import { Catalog, LocalRegistry, OrphanSweep } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import { Failure, UsageError } from "./CliError.ts"
+import { Failure, Shown, UsageError } from "./CliError.ts"
+import * as ConfigProblems from "./ConfigProblems.ts"
+import * as Open from "./Open.ts"
+import * as Printable from "./Printable.ts"
 
 const seconds = (duration: Duration.Duration | undefined) =>
   duration === undefined ? "none" : `${Duration.toSeconds(duration)}s`
 
-/** How a toolset starts, with every environment value masked. */
+/** How a toolset starts, with every secret of its config masked. */
 export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
-  const mask = Secrets.masker(toolset.secrets)
+  const mask = Redaction.make(toolset.secrets).text
   const transport = toolset.transport
   if (transport._tag === "stdio") {
     const cwd = transport.cwd === undefined ? "" : ` (in ${transport.cwd})`
@@ -28,6 +36,30 @@ export const startsWith = (toolset: AgentConfig.ToolsetConfig): string => {
   const headers = Object.keys(transport.headers)
   const withHeaders = headers.length === 0 ? "" : ` headers: ${headers.join(", ")}`
   return mask(`${transport._tag === "sse" ? "SSE" : "streamable HTTP"}: ${transport.url}${withHeaders}`)
+}
+
+/**
+ * What would run or be read when the toolset connects: loading ran nothing and read no other
+ * file, so `validate` says what a start would do instead (`--check` does it). Masked.
+ */
+export const onConnect = (
+  toolset: AgentConfig.ToolsetConfig
+): { readonly headersHelper?: AgentConfig.HeadersHelper; readonly envFile?: string } => {
+  const mask = Redaction.make(toolset.secrets).text
+  const transport = toolset.transport
+  if (transport._tag === "stdio") return transport.envFile === undefined ? {} : { envFile: mask(transport.envFile) }
+  const helper = transport.headersHelper
+  return helper === undefined ? {} : { headersHelper: { command: mask(helper.command), cwd: mask(helper.cwd) } }
+}
+
+const onConnectLines = (toolset: AgentConfig.ToolsetConfig): ReadonlyArray<string> => {
+  const { headersHelper, envFile } = onConnect(toolset)
+  return [
+    ...(headersHelper === undefined
+      ? []
+      : [`headersHelper would run: ${headersHelper.command} (in ${headersHelper.cwd})`]),
+    ...(envFile === undefined ? [] : [`envFile would be read: ${envFile}`])
+  ]
 }
 
 /** The policy in one line: what a user tunes in `lifecycle`. */
@@ -63,7 +95,11 @@ export const describe = (path: string, config: AgentConfig.Config): ReadonlyArra
         const toolset = byIdentity.get(identity)
         return toolset === undefined
           ? []
-          : [`  ${toolset.name} (${toolset.type}) ${startsWith(toolset)}`, `    policy: ${policyLine(toolset)}`]
+          : [
+              `  ${toolset.name} (${toolset.type}) ${startsWith(toolset)}`,
+              ...onConnectLines(toolset).map((line) => `    ${line}`),
+              `    policy: ${policyLine(toolset)}`
+            ]
       })
     ]),
     ...config.skipped.map((s) => `skipped ${s.path} (${s.type}): ${s.reason}`),
@@ -72,65 +108,134 @@ export const describe = (path: string, config: AgentConfig.Config): ReadonlyArra
   ]
 }
 
-/** `--input id=value`, as many as needed. */
-export const parseInputs = (given: ReadonlyArray<string>) =>
-  Effect.forEach(given, (flag) => {
-    const at = flag.indexOf("=")
-    return at <= 0
-      ? Effect.fail(new UsageError({ message: `--input: expected id=value, got "${flag}"` }))
-      : Effect.succeed([flag.slice(0, at), flag.slice(at + 1)] as const)
-  }).pipe(Effect.map((pairs) => Object.fromEntries(pairs)))
+/** `validate --json`: what `describe` prints, as one JSON document (secrets masked the same way). */
+export const report = (path: string, config: AgentConfig.Config) => {
+  const names = new Map(config.toolsets.map((t) => [t.identity, t.name]))
+  return {
+    valid: true as const,
+    source: path,
+    format: config.format ?? "agent config",
+    agents: config.agents.map((agent) => ({
+      name: agent.name,
+      toolsets: agent.toolsets.flatMap((identity) => names.get(identity) ?? [])
+    })),
+    toolsets: config.toolsets.map((toolset) => ({
+      name: toolset.name,
+      type: toolset.type,
+      startsWith: startsWith(toolset),
+      policy: policyLine(toolset),
+      onConnect: onConnect(toolset)
+    })),
+    skipped: config.skipped,
+    warnings: config.warnings ?? []
+  }
+}
 
 /**
- * The dry run: every toolset once, one after another, through the registry, with allow-lists
- * lifted so the check sees every tool, and no retries so a failure is reported at once.
+ * The dry run: every toolset once, one after another, through the registry, and no retries so a
+ * failure is reported at once. Each toolset sits alone in an agent of its own (several LSP
+ * toolsets are not merged behind one router) with its filters lifted, so the check sees every
+ * tool: it prints those the toolset offers through its `tools:` filter — the count every status
+ * output shows — and warns of `tools:` and `defer:` entries that match none, and, per agent, of
+ * tools hidden because an earlier toolset offers the same names.
  */
-const check = (config: AgentConfig.Config) =>
+const check = (config: AgentConfig.Config, print: (line: string) => Effect.Effect<void>) =>
   Effect.scoped(
     Effect.gen(function* () {
       const trial: AgentConfig.Config = {
         ...config,
+        agents: config.toolsets.map((t) => ({ name: t.identity, toolsets: [t.identity] })),
         toolsets: config.toolsets.map((t) => ({
           ...t,
           tools: undefined,
+          deny: undefined,
           policy: { ...t.policy, required: true, restart: "never" as const }
         }))
       }
       // As every CLI registry: its servers are marked, so a killed check leaves none behind for long.
       const registry = yield* Effect.andThen(OrphanSweep.start, LocalRegistry.make(trial))
       const failed: Array<string> = []
+      const listed = new Map<string, ReadonlyArray<Toolset.Tool>>()
       for (const toolset of config.toolsets) {
-        const mask = Secrets.masker(toolset.secrets)
         const started = yield* Effect.result(registry.startToolset(toolset.name))
         if (started._tag === "Failure") {
           failed.push(toolset.name)
-          yield* Console.log(`✗ ${toolset.name}: ${mask(`${started.failure._tag}: ${started.failure.message}`)}`)
+          yield* print(Printable.line(`✗ ${toolset.name}: ${started.failure._tag}: ${started.failure.message}`))
           continue
         }
-        const agent = config.agents.find((a) => a.toolsets.includes(toolset.identity))?.name
-        const catalog = yield* registry.catalog(agent)
-        const offered = catalog.tools.filter((entry) => entry.toolset === toolset.name).map((entry) => entry.name)
-        yield* Console.log(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`)
-        const unmatched = AllowList.check(toolset, offered)
-        if (unmatched !== undefined) yield* Console.log(`warning ${AllowList.message(unmatched)}`)
+        const catalog = yield* registry.catalog(toolset.identity)
+        listed.set(
+          toolset.identity,
+          catalog.tools.map((entry) => entry.tool)
+        )
+        const filter = Catalog.filterOf(toolset)
+        const offered = catalog.tools.filter((entry) => Catalog.offers(filter, entry.tool.name)).map((e) => e.name)
+        yield* print(Printable.line(`✓ ${toolset.name}: Ready, ${offered.length} tool(s): ${offered.join(", ")}`))
+        const unmatched = AllowList.check(
+          toolset,
+          catalog.tools.map((entry) => entry.name)
+        )
+        if (unmatched !== undefined) yield* print(Printable.line(`warning ${AllowList.message(unmatched)}`))
+        const names = catalog.tools.map((entry) => ({ exposed: entry.name, server: entry.tool.name }))
+        for (const found of DeferList.check(config, toolset, names)) {
+          yield* print(Printable.line(`warning ${DeferList.message(found)}`))
+        }
         yield* registry.stopToolset(toolset.name)
       }
+      for (const line of collisionLines(config, listed)) yield* print(Printable.line(`warning ${line}`))
       if (failed.length > 0) {
         return yield* new Failure({ message: `toolset(s) that did not start: ${failed.join(", ")}` })
       }
     })
   )
 
-/** `toolvisor validate`: what was understood of the file and, with `check`, a dry run of each toolset. */
+/**
+ * Tools of one toolset that an earlier toolset of the same agent hides, as the agent's catalog
+ * would build it from what each toolset listed. Several LSP toolsets sit behind one router, so
+ * only an agent's first one offers `lsp_*` tools.
+ */
+const collisionLines = (
+  config: AgentConfig.Config,
+  listed: ReadonlyMap<string, ReadonlyArray<Toolset.Tool>>
+): ReadonlyArray<string> => {
+  const byIdentity = new Map(config.toolsets.map((t) => [t.identity, t]))
+  return config.agents.flatMap((agent) => {
+    const members = agent.toolsets.flatMap((identity) => byIdentity.get(identity) ?? [])
+    const firstLsp = members.find((t) => t.type === "lsp")
+    const sources = members.flatMap((toolset): ReadonlyArray<Catalog.Source> => {
+      const items = listed.get(toolset.identity)
+      if (items === undefined || (toolset.type === "lsp" && toolset !== firstLsp)) return []
+      const listing = { complete: true as const, items }
+      return [{ toolset: toolset.name, listing, state: "Ready", lastKnown: undefined, ...Catalog.filterOf(toolset) }]
+    })
+    const named = config.agents.length > 1 ? `agent ${agent.name}: ` : ""
+    return Catalog.collisions(Catalog.make(sources)).map((c) => `${named}${Catalog.collisionMessage(c)}`)
+  })
+}
+
+/**
+ * `toolvisor validate`: what was understood of the file and, with `check`, a dry run of each
+ * toolset. With `json` the description is one JSON document on stdout and the dry run's lines go
+ * to stderr. A config that does not load is the result, on stdout as text or (`json`) data.
+ */
 export const run = Effect.fn("toolvisor.validate")(function* (options: {
   readonly config: string
   readonly check: boolean
   readonly input: ReadonlyArray<string>
+  readonly json: boolean
 }) {
-  const inputs = yield* parseInputs(options.input)
-  const loaded = yield* ConfigLoader.load(options.config, { inputs })
-  for (const line of describe(options.config, loaded)) yield* Console.log(line)
-  if (options.check) yield* check(loaded)
+  const inputs = yield* Open.inputs(options.input)
+  const loaded = yield* ConfigLoader.load(options.config, { inputs }).pipe(
+    Effect.catchTag("ConfigError", (error) =>
+      Effect.andThen(
+        Console.log(options.json ? Printable.json(ConfigProblems.json(error)) : ConfigProblems.text(error)),
+        new Shown({ exitCode: 2, message: error.message })
+      )
+    )
+  )
+  if (options.json) yield* Console.log(Printable.json(report(options.config, loaded)))
+  else for (const line of describe(options.config, loaded)) yield* Console.log(Printable.line(line))
+  if (options.check) yield* check(loaded, options.json ? Console.error : Console.log)
 })
 
 const formats: ReadonlyArray<string> = JsonSchema.formats

@@ -13,7 +13,13 @@ import * as Flags from "./Flags.ts"
 const lazy = <M, A, E, R>(load: () => Promise<M>, f: (module: M) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.promise(load), f)
 
-const target = { config: Flags.config, agent: Flags.agent, cluster: Flags.cluster, ...ClusterFlags.member }
+const target = {
+  config: Flags.config,
+  input: Flags.input,
+  agent: Flags.agent,
+  cluster: Flags.cluster,
+  ...ClusterFlags.member
+}
 
 const run = Command.make(
   "run",
@@ -28,8 +34,7 @@ const run = Command.make(
       Flag.withDescription("Serve the status page, /status, /events, /metrics and health probes on this port"),
       Flag.optional
     ),
-    host: Flags.host,
-    httpTokenFile: Flags.httpTokenFile,
+    ...Flags.httpAccess,
     otlp: Flags.otlp
   },
   (options) =>
@@ -70,8 +75,10 @@ const tools = Command.make("tools", { ...target, json: Flags.json, timeout: Flag
 const describe = Command.make(
   "describe",
   {
-    tool: Argument.String("tool").pipe(Argument.withDescription("The tool's name, as `tools` lists it")),
-    ...target,
+    operands: Flags.operands("[CONFIG] TOOL (the tool's name, as `tools` lists it)", 2),
+    input: Flags.input,
+    agent: Flags.agent,
+    cluster: Flags.cluster,
     json: Flags.json,
     timeout: Flags.timeout
   },
@@ -82,16 +89,14 @@ const describe = Command.make(
     )
 ).pipe(
   Command.withDescription("Show one tool: its description, its arguments and how to call it"),
-  Command.withExamples([{ command: "toolvisor describe everything_echo agent.yaml", description: "" }])
+  Command.withExamples([{ command: "toolvisor describe agent.yaml everything_echo", description: "" }])
 )
 
 const call = Command.make(
   "call",
   {
-    operands: Argument.String("operands").pipe(
-      Argument.withDescription("[CONFIG] TOOL [ARGS_JSON]"),
-      Argument.variadic({ min: 1, max: 3 })
-    ),
+    operands: Flags.operands("[CONFIG] TOOL [ARGS_JSON]", 3),
+    input: Flags.input,
     agent: Flags.agent,
     cluster: Flags.cluster,
     ...ClusterFlags.member,
@@ -114,15 +119,14 @@ const validate = Command.make(
   "validate",
   {
     config: Argument.String("config").pipe(Argument.withDescription("The config file to check")),
+    json: Flags.json,
     check: Flag.Boolean("check").pipe(
-      Flag.withDescription("Also start each toolset, list its tools and stop it (exit 1 if one does not start)"),
+      Flag.withDescription(
+        "Also start each toolset, list its tools and stop it (exit 1 if one does not start); warns of allow-list entries that match no tool and of tools two toolsets both offer"
+      ),
       Flag.withDefault(false)
     ),
-    input: Flag.String("input").pipe(
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: ${input:id} is the VS Code syntax being documented
-      Flag.withDescription("A value for VS Code's ${input:id}: --input id=value (repeatable)"),
-      Flag.atLeast(0)
-    )
+    input: Flags.input
   },
   (options) =>
     lazy(
@@ -131,10 +135,10 @@ const validate = Command.make(
     )
 ).pipe(
   Command.withDescription(
-    "Check a config and print what was understood; every problem as path: message (exit 2 if any)"
+    "Check a config and print what was understood; or the file, its format and every problem as path: message, one a line (exit 2)"
   ),
   Command.withExamples([
-    { command: "toolvisor validate .vscode/mcp.json --input api-key=sk-…", description: "" },
+    { command: "toolvisor validate .vscode/mcp.json --input memory-file=/tmp/memory.jsonl", description: "" },
     { command: "toolvisor validate agent.yaml --check", description: "also start each toolset once" }
   ])
 )
@@ -159,8 +163,8 @@ const schema = Command.make(
 const auth = Command.make(
   "auth",
   {
-    name: Argument.String("name").pipe(Argument.withDescription("The remote MCP toolset to log in to")),
-    config: Flags.config,
+    operands: Flags.operands("[CONFIG] NAME (the remote MCP toolset to log in to)", 2),
+    input: Flags.input,
     agent: Flags.agent,
     logout: Flag.Boolean("logout").pipe(
       Flag.withDescription("Forget the stored login instead"),
@@ -179,8 +183,8 @@ const auth = Command.make(
 ).pipe(
   Command.withDescription("Log in to a remote MCP server over OAuth and store the tokens (0600) for later runs"),
   Command.withExamples([
-    { command: "toolvisor auth linear agent.yaml", description: "opens the browser, then connects" },
-    { command: "toolvisor auth --logout linear agent.yaml", description: "forgets the stored tokens" }
+    { command: "toolvisor auth agent.yaml linear", description: "opens the browser, then connects" },
+    { command: "toolvisor auth --logout agent.yaml linear", description: "forgets the stored tokens" }
   ])
 )
 
@@ -192,8 +196,21 @@ const serve = Command.make(
       Flag.withDescription("Serve streamable HTTP on this port instead of stdio (/mcp, and the status routes)"),
       Flag.optional
     ),
-    host: Flags.host,
-    httpTokenFile: Flags.httpTokenFile,
+    ...Flags.httpAccess,
+    sessionIdle: Flag.String("session-idle").pipe(
+      Flag.withDescription("Close an MCP session over HTTP that no client has used for this long (default 10m)"),
+      Flag.withDefault("10m")
+    ),
+    maxSessions: Flag.Int("max-sessions").pipe(
+      Flag.withDescription(
+        "The most MCP sessions over HTTP open at once, 1000 by default; an initialize past it is refused (503)"
+      ),
+      Flag.withDefault(1000)
+    ),
+    noStatusTool: Flag.Boolean("no-status-tool").pipe(
+      Flag.withDescription("Do not offer toolvisor_status, the read-only tool that tells a host why tools are missing"),
+      Flag.withDefault(false)
+    ),
     otlp: Flags.otlp
   },
   (options) =>
@@ -203,7 +220,14 @@ const serve = Command.make(
     )
 ).pipe(
   Command.withDescription("Serve every tool of every toolset as one MCP server (stdio, or HTTP with --http)"),
-  Command.withExamples([{ command: "toolvisor serve agent.yaml --http 8808", description: "" }])
+  Command.withExamples([
+    { command: "toolvisor serve agent.yaml --http 8808", description: "MCP at http://127.0.0.1:8808/mcp" },
+    {
+      command:
+        "toolvisor serve agent.yaml --http 8808 --host 0.0.0.0 --jwt-issuer https://idp.example --jwt-audience https://tools.example/mcp",
+      description: "behind your identity provider"
+    }
+  ])
 )
 
 const runner = Command.make(

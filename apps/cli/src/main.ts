@@ -1,32 +1,23 @@
 /**
  * The `toolvisor` entry point. Ctrl-C and SIGTERM interrupt the command, whose scope stops
  * every toolset, and then the process exits 0; failures become one clear line on stderr and an
- * exit code: 2 for usage and config errors, 1 for everything else.
+ * exit code: 2 for usage and config errors, 1 for everything else. A config error is no log
+ * line: it is the command's result, printed whole (every problem on its own line) whatever the
+ * log level.
  */
 import { NodeServices } from "@effect/platform-node"
 import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
 import { Command } from "effect/cli"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
+import * as ConfigProblems from "./ConfigProblems.ts"
 import { toolvisor } from "./commands.ts"
 import * as Log from "./Log.ts"
 
 const version = "0.1.0"
-
-const exitCodeOf = (error: unknown): number => {
-  if (typeof error !== "object" || error === null || !("_tag" in error)) return 1
-  switch (error._tag) {
-    case "UsageError":
-    case "ConfigError":
-    case "ShowHelp":
-    case "UnknownAgent":
-      return 2
-    default:
-      return 1
-  }
-}
 
 /** Errors the CLI words itself print as they are; anything else is prefixed with its tag. */
 const worded = new Set(["UsageError", "Failure", "ConfigError", "GatewayError"])
@@ -39,20 +30,51 @@ const messageOf = (error: unknown): string => {
   return tag === undefined || worded.has(tag) ? error.message : `${tag}: ${error.message}`
 }
 
+const cli = Command.runWith(toolvisor, { version })
+
+type Failed = Effect.Error<ReturnType<typeof cli>>
+
+const exitCodeOf = (error: Failed): number => {
+  if (!("_tag" in error)) return 1
+  switch (error._tag) {
+    case "Shown":
+      return error.exitCode
+    case "UsageError":
+    case "ConfigError":
+    case "ShowHelp":
+    case "UnknownAgent":
+      return 2
+    default:
+      return 1
+  }
+}
+
+/** How a failure is shown: not at all when it was shown already, a config error whole, else one log line. */
+const report = (error: Failed): Effect.Effect<void> => {
+  if (!("_tag" in error)) return Effect.logError(messageOf(error))
+  switch (error._tag) {
+    // effect/cli has already printed the usage and the problem for its own errors.
+    case "ShowHelp":
+    case "Shown":
+      return Effect.void
+    case "ConfigError":
+      // effect/Config's ConfigError (a missing environment variable) has the same tag and no issues.
+      return "issues" in error ? Console.error(ConfigProblems.text(error)) : Effect.logError(messageOf(error))
+    default:
+      return Effect.logError(messageOf(error))
+  }
+}
+
 /**
  * Runs the CLI on `argv`; the exit code is the effect's value. A failure is one log line (the
- * same format as every other line on stderr); a defect too, never a stack trace.
+ * same format as every other line on stderr), or a config error's report; a defect is one log
+ * line too, never a stack trace.
  */
 const main = (argv: ReadonlyArray<string>) =>
-  Command.runWith(toolvisor, { version })(argv).pipe(
+  cli(argv).pipe(
     Effect.scoped,
     Effect.as(0),
-    Effect.catch((error) => {
-      const code = exitCodeOf(error)
-      // effect/cli has already printed the usage and the problem for its own errors.
-      const printed = error !== null && typeof error === "object" && "_tag" in error && error._tag === "ShowHelp"
-      return printed ? Effect.succeed(code) : Effect.as(Effect.logError(messageOf(error)), code)
-    }),
+    Effect.catch((error) => Effect.as(report(error), exitCodeOf(error))),
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.as(Effect.logError(Log.causeText(cause)), 1)
     )

@@ -8,12 +8,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
 import { LocalRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Predicate from "effect/Predicate"
@@ -21,7 +22,8 @@ import * as Scope from "effect/Scope"
 import { config, fixtureEntry } from "../../../packages/runtime/test/helpers.ts"
 import * as Gateway from "../src/Gateway.ts"
 
-const localhost = { port: 0, host: "127.0.0.1" }
+const sessions = { idle: Duration.minutes(10), max: 100 }
+const localhost = { port: 0, host: "127.0.0.1", sessions }
 
 /** A started registry in its own scope, so a test can close it and check what is left. */
 const openRegistry = (entries: ReadonlyArray<AgentConfig.ToolsetConfig>) =>
@@ -44,6 +46,24 @@ const connectClient = (transport: Transport) =>
   )
 
 const httpClient = (url: string) => connectClient(new StreamableHTTPClientTransport(new URL(url)))
+
+/**
+ * An SDK client over streamable HTTP whose standalone SSE stream (the GET that carries server
+ * notifications) is open: the server registers that stream before it answers the GET, so its 200
+ * is the signal that a notification sent from now on reaches the client.
+ */
+const listeningClient = (url: string) =>
+  Effect.gen(function* () {
+    const listening = yield* Deferred.make<void>()
+    const watched: FetchLike = async (input, init) => {
+      const response = await fetch(input, init)
+      if (init?.method === "GET" && response.ok) Deferred.doneUnsafe(listening, Effect.void)
+      return response
+    }
+    const client = yield* connectClient(new StreamableHTTPClientTransport(new URL(url), { fetch: watched }))
+    yield* Deferred.await(listening).pipe(Effect.timeout("10 seconds"))
+    return client
+  })
 
 /** The text of a tool result's first content item. */
 const textOf = (result: unknown): string => {
@@ -152,14 +172,12 @@ describe("Gateway", () => {
       const { registry, close } = yield* openRegistry(twoToolsets)
       yield* Effect.addFinalizer(() => close)
       const { url } = yield* Gateway.listen(registry, { http: localhost })
-      const client = yield* httpClient(url)
+      const client = yield* listeningClient(url)
       const changed = yield* Deferred.make<void>()
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
         Deferred.doneUnsafe(changed, Effect.void)
       })
       assert.notInclude(yield* toolNames(client), "one_dynamic_1")
-      // Give the client's standalone SSE stream, which carries server notifications, time to open.
-      yield* Effect.sleep("200 millis")
 
       const added = yield* Effect.promise(() => client.callTool({ name: "one_add_tool", arguments: {} }))
       assert.strictEqual(textOf(added), "dynamic_1")
@@ -176,7 +194,7 @@ describe("Gateway", () => {
       const { registry, close } = yield* openRegistry(twoToolsets)
       yield* Effect.addFinalizer(() => close)
       const { url } = yield* Gateway.listen(registry, { http: localhost })
-      const client = yield* httpClient(url)
+      const client = yield* listeningClient(url)
       let notices = 0
       const first = yield* Deferred.make<void>()
       const second = yield* Deferred.make<void>()
@@ -184,7 +202,6 @@ describe("Gateway", () => {
         notices += 1
         Deferred.doneUnsafe(notices === 1 ? first : second, Effect.void)
       })
-      yield* Effect.sleep("200 millis")
 
       yield* registry.stopToolset("two")
       yield* Deferred.await(first).pipe(Effect.timeout("10 seconds"))
@@ -228,19 +245,20 @@ describe("Gateway", () => {
       const { registry, close } = yield* openRegistry([fixtureEntry("fx")])
       yield* Effect.addFinalizer(() => close)
       const { port } = yield* Gateway.listen(registry, { http: localhost })
-      const error = yield* Effect.flip(Gateway.listen(registry, { http: { port, host: "127.0.0.1" } }))
+      const error = yield* Effect.flip(Gateway.listen(registry, { http: { ...localhost, port } }))
       assert.strictEqual(error._tag, "GatewayError")
       assert.include(error.message, `127.0.0.1:${port}`)
       assert.include(error.message, "already in use")
     })
   )
 
-  it.live("HTTP requests outside the protocol are refused: foreign Host, other paths, unknown sessions", () =>
+  it.live("HTTP requests outside the protocol are refused: foreign Host or Origin, other paths, unknown sessions", () =>
     Effect.gen(function* () {
       const { registry, close } = yield* openRegistry([fixtureEntry("fx")])
       yield* Effect.addFinalizer(() => close)
       const { port } = yield* Gateway.listen(registry, { http: localhost })
       assert.strictEqual(yield* rawPost(port, "/mcp", { host: "evil.example" }), 403)
+      assert.strictEqual(yield* rawPost(port, "/mcp", { origin: "http://evil.example" }), 403)
       assert.strictEqual(yield* rawPost(port, "/other", {}), 404)
       assert.strictEqual(yield* rawPost(port, "/mcp", { "mcp-session-id": "no-such-session" }), 404)
       assert.strictEqual(yield* rawPost(port, "/mcp", {}), 400)

@@ -1,6 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { everything, runCli, writeConfig } from "./helpers.ts"
+import { everything, freePort, runCli, writeConfig } from "./helpers.ts"
 
 const everythingServer = (extra: Record<string, unknown> = {}) => ({
   command: process.execPath,
@@ -38,7 +41,7 @@ describe("toolvisor validate", () => {
     assert.notInclude(out + result.stderr, "sk-live-0123456789")
   })
 
-  it("--input gives a VS Code input its value; without it the error names the input and its description", async () => {
+  it("--input gives a VS Code input its value; without it a warning names the toolset, the input and its description", async () => {
     const config = writeConfig(
       JSON.stringify({
         inputs: [{ type: "promptString", id: "token", description: "Your API token", password: true }],
@@ -46,10 +49,14 @@ describe("toolvisor validate", () => {
       }),
       "mcp.json"
     )
+    // A value missing from this environment is not a problem of the file: a warning, exit 0.
     const missing = await runCli(["validate", config])
-    assert.strictEqual(missing.code, 2)
-    assert.include(missing.stderr, "read as VS Code mcp.json")
-    assert.include(missing.stderr, 'Input token ("Your API token") has no value: pass `--input token=VALUE`')
+    assert.strictEqual(missing.code, 0, missing.stderr)
+    assert.include(missing.stdout, "read as VS Code mcp.json")
+    assert.include(
+      missing.stdout,
+      'toolset a will not start: Input token ("Your API token") has no value: pass `--input token=VALUE`'
+    )
     const given = await runCli(["validate", config, "--input", "token=abc-secret-1"])
     assert.strictEqual(given.code, 0, given.stderr)
     const bad = await runCli(["validate", config, "--input", "no-equals"])
@@ -69,13 +76,96 @@ describe("toolvisor validate", () => {
     )
     const result = await runCli(["validate", config, "--check"])
     assert.strictEqual(result.code, 1, result.stderr)
-    assert.match(result.stdout, /✓ everything: Ready, 13 tool\(s\): everything_echo, /)
+    // What it offers through its allow-list, as every status output counts it.
+    assert.include(result.stdout, "✓ everything: Ready, 2 tool(s): everything_echo, everything_get-sum\n")
     assert.include(
       result.stdout,
       'warning everything: tools allow-list entry "everything_no-such-tool" matches no tool it offers'
     )
     assert.match(result.stdout, /✗ missing: ServerUnavailable: .*\/nonexistent\/mcp-server/)
     assert.include(result.stderr, "toolset(s) that did not start: missing")
+  })
+
+  it("--check flags a defer entry that matches no tool, with the name it probably meant", async () => {
+    const config = writeConfig(
+      [
+        "agents:",
+        "  root:",
+        "    toolsets:",
+        "      - type: mcp",
+        "        name: everything",
+        `        command: ${JSON.stringify(process.execPath)}`,
+        `        args: [${JSON.stringify(everything)}, stdio]`,
+        "        defer: [get-sum, everything_echo, get-tiny-imag, nothing-like-it]",
+        ""
+      ].join("\n"),
+      "agent.yaml"
+    )
+    const result = await runCli(["validate", config, "--check"])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(
+      result.stdout,
+      'warning everything: defer entries of agent root "get-tiny-imag" (did you mean "get-tiny-image"?), "nothing-like-it" match no tool it offers'
+    )
+  })
+
+  it("runs no headersHelper and reads no envFile, but says it would (text and --json); --check runs and reads them", async () => {
+    const config = writeConfig(
+      JSON.stringify({
+        mcpServers: {
+          api: { type: "http", url: `http://127.0.0.1:${await freePort()}/mcp`, headersHelper: "touch helper-ran" },
+          local: everythingServer({ envFile: "secrets.env" })
+        }
+      }),
+      ".mcp.json"
+    )
+    const dir = NodePath.dirname(config)
+    const marker = NodePath.join(dir, "helper-ran")
+    // A FIFO nobody writes to: reading it would block, so a finished `validate` did not read it.
+    NodeChildProcess.execFileSync("mkfifo", [NodePath.join(dir, "secrets.env")])
+
+    const result = await runCli(["validate", config])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.isFalse(NodeFs.existsSync(marker), "validate ran the headersHelper")
+    assert.include(result.stdout, `    headersHelper would run: touch helper-ran (in ${dir})`)
+    assert.include(result.stdout, `    envFile would be read: ${NodePath.join(dir, "secrets.env")}`)
+
+    const json = await runCli(["validate", config, "--json"])
+    assert.strictEqual(json.code, 0, json.stderr)
+    assert.isFalse(NodeFs.existsSync(marker), "validate --json ran the headersHelper")
+    const onConnect = Object.fromEntries(
+      JSON.parse(json.stdout).toolsets.map((t: { name: string; onConnect: unknown }) => [t.name, t.onConnect])
+    )
+    assert.deepStrictEqual(onConnect, {
+      api: { headersHelper: { command: "touch helper-ran", cwd: dir } },
+      local: { envFile: NodePath.join(dir, "secrets.env") }
+    })
+
+    const checked = await runCli(["validate", config, "--check"])
+    assert.isTrue(NodeFs.existsSync(marker), "--check connects, and the helper is part of connecting")
+    assert.include(
+      checked.stdout,
+      `✗ local: ServerUnavailable: local: cannot read the env file ${NodePath.join(dir, "secrets.env")}: not a regular file`
+    )
+  })
+
+  it("an alias bomb and a 200 KB line of nesting are refused (exit 2), naming the file, in a few short lines", async () => {
+    const rows = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for (const [name, previous] of ["ba", "cb", "dc", "ed", "fe", "gf"]) {
+      rows.push(`${name}: &${name} [${Array.from({ length: 9 }, () => `*${previous}`).join(", ")}]`)
+    }
+    const bomb = writeConfig(`${rows.join("\n")}\nagents: *g\n`)
+    const deep = writeConfig(`agents: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`)
+    for (const [config, refused] of [
+      [bomb, "Refused: its YAML aliases expand past 100 nodes, as an alias bomb does"],
+      [deep, "Refused: nested deeper than 64 levels at line 1, column 72"]
+    ] as const) {
+      const result = await runCli(["validate", config])
+      assert.strictEqual(result.code, 2, result.stderr)
+      assert.include(result.stdout, `Invalid config ${config}`)
+      assert.include(result.stdout, refused)
+      assert.isBelow(result.stdout.length + result.stderr.length, 1_000)
+    }
   })
 
   it("--check passes when every toolset starts", async () => {

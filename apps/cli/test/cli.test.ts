@@ -148,10 +148,11 @@ describe("toolvisor one-shot commands", () => {
     )
     const bad = await runCli(["validate", broken])
     assert.strictEqual(bad.code, 2)
-    assert.include(bad.stderr, "agents.root.toolsets[0]")
-    assert.include(bad.stderr, "agents.root.toolsets[1]")
-    assert.include(bad.stderr, "jitter")
-    assert.notInclude(bad.stderr, "    at ")
+    // The problems are validate's result: on stdout, one a line.
+    assert.include(bad.stdout, "\n  agents.root.toolsets[0]")
+    assert.include(bad.stdout, "\n  agents.root.toolsets[1]")
+    assert.include(bad.stdout, "jitter")
+    assert.notInclude(bad.stdout + bad.stderr, "    at ")
   })
 
   it("schema prints the config's JSON Schema", async () => {
@@ -169,7 +170,7 @@ describe("toolvisor one-shot commands", () => {
     assert.include(json.stderr, "ARGS_JSON")
     const missing = await runCli(["validate", "/nonexistent/agent.yaml"])
     assert.strictEqual(missing.code, 2)
-    assert.include(missing.stderr, "/nonexistent/agent.yaml")
+    assert.include(missing.stdout, "File not found: /nonexistent/agent.yaml")
   })
 
   it("--help on a command shows its usage and examples; --version prints the version", async () => {

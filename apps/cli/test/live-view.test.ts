@@ -51,7 +51,8 @@ describe("toolvisor run on an 80×24 terminal", () => {
           `        env: { FIXTURE_PID_FILE: "${pidFile}" }`,
           "        lifecycle: { backoff: { initial: 1500ms, max: 2s } }"
         ]),
-        mcpEntry("bystander"),
+        // A name as long as users give their servers: KIND gives way, the PID still shows.
+        mcpEntry("sequential-thinking-server"),
         [
           "      - type: mcp",
           "        name: gone",
@@ -62,7 +63,10 @@ describe("toolvisor run on an 80×24 terminal", () => {
     )
     const term = terminal(`toolvisor-${process.pid}`, [process.execPath, ...cliArgs(["run", config])], 80, 24)
     try {
-      await waitForScreen(term.screen, (t) => /victim\s.*Ready/.test(t) && /bystander\s.*Ready/.test(t))
+      await waitForScreen(
+        term.screen,
+        (t) => /victim\s.*Ready/.test(t) && /sequential-thinking-server\s.*Ready/.test(t)
+      )
       // The run's log lines land in the event pane, above the message line and the prompt.
       const logged = (await waitForScreen(term.screen, (t) => t.includes("WARN optional toolset did not start"))).split(
         "\n"
@@ -75,6 +79,9 @@ describe("toolvisor run on an 80×24 terminal", () => {
       assert.isBelow(warn, 22)
       assert.match(logged[23] ?? "", /^>/)
       const pid = Number(NodeFs.readFileSync(pidFile, "utf8"))
+      const table = term.screen()
+      assert.match(table[1] ?? "", /^TOOLSET\s+STATE\s+RESTARTS\s+TOOLS\s+PID/, "KIND gives way, PID stays")
+      assert.match(table.find((l) => l.startsWith("victim ")) ?? "", new RegExp(`\\b${pid}\\b`))
       process.kill(pid, "SIGKILL")
       const waiting = await waitForScreen(term.screen, (t) => t.includes("retrying in"))
       assert.match(waiting, /victim Ready → Restarting\s+retrying in \d\.\d s, attempt 1\/5/)
@@ -88,7 +95,7 @@ describe("toolvisor run on an 80×24 terminal", () => {
       const lines = tools.split("\n")
       assert.strictEqual(lines.length, 24)
       for (const line of lines) assert.isAtMost(Array.from(line).length, 80, `wider than 80: ${line}`)
-      assert.match(lines[1] ?? "", /^TOOLSET\s+KIND\s+STATE/)
+      assert.match(lines[1] ?? "", /^TOOLSET\s+STATE\s+RESTARTS\s+TOOLS\s+PID/)
       assert.match(lines[23] ?? "", /^>/)
       term.type("quit")
       await waitForScreen(
@@ -104,6 +111,38 @@ describe("toolvisor run on an 80×24 terminal", () => {
     } finally {
       term.close()
       NodeFs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("status shows every error whole, wrapped in the pane, where the table and the message line cut it", async () => {
+    // A server that dies at start, saying why at length; the words are in its environment, not its command line.
+    const reason = `could not open the database ${"and then some more words ".repeat(4)}END-OF-THE-REASON`
+    const config = writeConfig(
+      yaml([
+        mcpEntry("bystander"),
+        [
+          "      - type: mcp",
+          "        name: broken",
+          `        command: "${process.execPath}"`,
+          '        args: ["-e", "console.error(process.env.REASON); process.exit(3)"]',
+          `        env: { REASON: "${reason}" }`,
+          "        lifecycle: { profile: best-effort }"
+        ]
+      ])
+    )
+    const term = terminal(`toolvisor-status-${process.pid}`, [process.execPath, ...cliArgs(["run", config])], 80, 24)
+    try {
+      await waitForScreen(term.screen, (t) => /broken\s.*Failed/.test(t) && /bystander\s.*Ready/.test(t))
+      term.type("status")
+      const shown = await waitForScreen(term.screen, (t) => t.includes("── status: "))
+      const lines = shown.split("\n")
+      for (const line of lines) assert.isAtMost(Array.from(line).length, 80, `wider than 80: ${line}`)
+      const pane = lines.slice(lines.findIndex((l) => l.startsWith("── status: ")) + 1).join(" ")
+      assert.include(pane, "END-OF-THE-REASON", shown)
+      assert.include(pane.replace(/\s+/g, " "), reason, "every word of it, in order")
+      term.type("quit")
+    } finally {
+      term.close()
     }
   })
 })

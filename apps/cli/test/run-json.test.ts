@@ -1,9 +1,14 @@
 /**
  * `run --json` as a script drives it: commands answered concurrently with their ids, a tools
- * line only when the catalog changes, and the end of stdin ending the run.
+ * line only when the catalog changes, the end of stdin ending the run, and a hostile line (nested
+ * too deep, or too long) refused at once with a typed error while the run goes on. And as a
+ * service runs it (systemd, `docker run` without `-i`): stdin on /dev/null is no command and no
+ * end — the run serves its status until SIGTERM.
  */
+import * as NodeChildProcess from "node:child_process"
 import { assert, describe, it } from "@effect/vitest"
-import { isAlive, mcpEntry, Session, writeConfig, yaml } from "./helpers.ts"
+import * as Predicate from "effect/Predicate"
+import { cliArgs, freePort, isAlive, mcpEntry, root, Session, until, writeConfig, yaml } from "./helpers.ts"
 
 const ready = (toolset: string) => (line: { readonly [key: string]: unknown }) =>
   line.type === "status" && line.toolset === toolset && line.state === "Ready"
@@ -55,8 +60,69 @@ describe("toolvisor run --json", () => {
       assert.strictEqual(await session.exited(), 0, session.stderr)
       assert.include(JSON.stringify(session.json().find((l) => l.id === 1)), "last words")
       assert.isFalse(isAlive(Number(up.pid)))
+      assert.include(session.stderr, "stdin closed: the run ends")
     } finally {
       session.child.kill("SIGKILL")
     }
   })
+
+  it("refuses a command nested too deep or too long with a typed error line, and keeps answering", async () => {
+    const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
+    try {
+      await session.waitFor(ready("fx"))
+      const mark = session.lines.length
+      const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`
+      session.child.stdin.write(`{"cmd":"call","tool":"fx_echo","args":{"message":"x","deep":${deep}},"id":"deep"}\n`)
+      const tooDeep = await session.waitFor((l) => l.type === "error", mark)
+      assert.strictEqual(tooDeep.tag, "TooDeep")
+      assert.include(String(tooDeep.message), "64")
+      const long = `{"cmd":"status","pad":"${"x".repeat(16 * 1024 * 1024)}"}`
+      session.child.stdin.write(`${long}\n`)
+      const tooLarge = await session.waitFor((l) => l.type === "error" && l.tag === "TooLarge", mark)
+      assert.include(String(tooLarge.message), String(long.length))
+      session.send({ cmd: "status", id: "after" })
+      await session.waitFor((l) => l.type === "result" && l.id === "after", mark)
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  }, 120_000)
+
+  it("with stdin on /dev/null and --http, runs as a service: answers /status until SIGTERM, then stops its servers", async () => {
+    const port = await freePort()
+    const child = NodeChildProcess.spawn(
+      process.execPath,
+      cliArgs(["run", writeConfig(yaml([mcpEntry("fx")])), "--json", "--http", String(port)]),
+      { cwd: root, stdio: ["ignore", "pipe", "pipe"] }
+    )
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+    try {
+      let pid: number | null = null
+      await until(async () => {
+        if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}:\n${stdout}\n${stderr}`)
+        const rows: unknown = await fetch(`http://127.0.0.1:${port}/status`).then(
+          (response) => response.json(),
+          () => []
+        )
+        const row: unknown = Array.isArray(rows) ? rows[0] : undefined
+        pid =
+          Predicate.hasProperty(row, "state") && row.state === "Ready" && Predicate.hasProperty(row, "pid")
+            ? Number(row.pid)
+            : null
+        return pid !== null
+      }, 60_000)
+      assert.include(stderr, "stdin carries no commands (/dev/null): running until SIGTERM")
+      // Ready and answering long after a closed stdin would have ended the run: still there.
+      await until(() => stdout.includes('"state":"Ready"'))
+      assert.isNull(child.exitCode)
+      child.kill("SIGTERM")
+      assert.strictEqual(await exited, 0, stderr)
+      assert.isFalse(isAlive(Number(pid)))
+    } finally {
+      child.kill("SIGKILL")
+    }
+  }, 120_000)
 })

@@ -33,7 +33,8 @@ describe("status", () => {
     assert.match(result.stdout, /slow\s+mcp-stdio\s+Starting/)
     assert.match(result.stdout, /fx\s+mcp-stdio\s+Ready/)
     assert.include(result.stdout, "1 of 2 toolsets Ready; optional not Ready: slow (Starting)")
-    assert.include(result.stderr, "waiting up to 2s for: slow")
+    // fx may still be starting after the first second on a loaded machine; slow always is.
+    assert.match(result.stderr, /waiting up to 2s for: (fx, )?slow\n/)
   })
 
   it("exit 1 when a required toolset is down, or when nothing is up; optional failures keep 0", async () => {
@@ -105,12 +106,12 @@ describe("tools, describe, call", () => {
 
   it("describe shows a tool's description, arguments and a call line; a typo names the near ones", async () => {
     const config = good()
-    const result = await runCli(["describe", "fx_sleep", config])
+    const result = await runCli(["describe", config, "fx_sleep"])
     assert.strictEqual(result.code, 0, result.stderr)
     assert.include(result.stdout, "Waits, then answers")
     assert.match(result.stdout, /ms\s+number\s+required/)
-    assert.include(result.stdout, `toolvisor call fx_sleep '{"ms":0}'`)
-    const typo = await runCli(["describe", "fx_slep", config])
+    assert.include(result.stdout, `toolvisor call ${config} fx_sleep '{"ms":0}'`)
+    const typo = await runCli(["describe", config, "fx_slep"])
     assert.strictEqual(typo.code, 1)
     assert.include(typo.stderr, "did you mean fx_sleep")
   })

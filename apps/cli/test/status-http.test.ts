@@ -104,22 +104,24 @@ const start = async (env: NodeJS.ProcessEnv = {}, entry: ReadonlyArray<string> =
 }
 
 /** fetch cannot set `Host`; a DNS-rebinding page's request carries its own domain there. */
-const statusCodeWithHost = (url: string, host: string) =>
+const statusCodeWithHost = (url: string, host: string, headers: Readonly<Record<string, string>> = {}) =>
   new Promise<number | undefined>((resolve, reject) => {
-    const request = NodeHttp.get(url, { headers: { host } }, (response) => {
+    const request = NodeHttp.get(url, { headers: { ...headers, host } }, (response) => {
       response.resume()
       resolve(response.statusCode)
     })
     request.once("error", reject)
   })
 
-const status = async (base: string): Promise<ReadonlyArray<StatusRow>> =>
-  JSON.parse(await (await fetch(`${base}/status`)).text())
+const status = async (
+  base: string,
+  headers: Readonly<Record<string, string>> = {}
+): Promise<ReadonlyArray<StatusRow>> => JSON.parse(await (await fetch(`${base}/status`, { headers })).text())
 
-const readyRow = async (base: string) => {
+const readyRow = async (base: string, headers: Readonly<Record<string, string>> = {}) => {
   let row: StatusRow | undefined
   await until(async () => {
-    row = (await status(base)).find((r) => r.toolset === "fx" && r.state === "Ready")
+    row = (await status(base, headers)).find((r) => r.toolset === "fx" && r.state === "Ready")
     return row !== undefined
   })
   if (row === undefined) throw new Error("unreachable")
@@ -196,37 +198,35 @@ describe("toolvisor run --http", () => {
     }
   })
 
-  it("control routes need the token when one is set; Host and Origin from elsewhere are refused", async () => {
+  it("every route but the probes needs the token when one is set, on loopback too; Host and Origin from elsewhere are refused", async () => {
     const { base } = await start({ TOOLVISOR_HTTP_TOKEN: "s3cret-token" }, ["        lifecycle: { required: true }"])
-    const before = await readyRow(base)
+    const bearer = { authorization: "Bearer s3cret-token" }
+    const before = await readyRow(base, bearer)
     const restart = (headers: { readonly [key: string]: string }) =>
       fetch(`${base}/toolsets/fx/restart`, { method: "POST", headers })
     assert.strictEqual((await restart({})).status, 401)
     assert.strictEqual((await restart({ authorization: "Bearer wrong-token!" })).status, 401)
-    assert.strictEqual(
-      (await restart({ authorization: "Bearer s3cret-token", origin: "http://evil.example" })).status,
-      403
-    )
-    assert.strictEqual(await statusCodeWithHost(`${base}/status`, "evil.example"), 403)
-    assert.strictEqual(await statusCodeWithHost(`${base}/status`, "localhost"), 200)
-    const unknown = await fetch(`${base}/toolsets/nope/restart`, {
-      method: "POST",
-      headers: { authorization: "Bearer s3cret-token" }
-    })
+    assert.strictEqual((await restart({ ...bearer, origin: "http://evil.example" })).status, 403)
+    for (const path of ["/status", "/events", "/metrics"]) {
+      const refused = await fetch(`${base}${path}`)
+      assert.strictEqual(refused.status, 401, path)
+      assert.match(refused.headers.get("www-authenticate") ?? "", /^Bearer resource_metadata="/, path)
+    }
+    assert.strictEqual(await statusCodeWithHost(`${base}/status`, "evil.example", bearer), 403)
+    assert.strictEqual(await statusCodeWithHost(`${base}/status`, "localhost", bearer), 200)
+    assert.strictEqual(await statusCodeWithHost(`${base}/healthz`, "localhost"), 200)
+    const unknown = await fetch(`${base}/toolsets/nope/restart`, { method: "POST", headers: bearer })
     assert.strictEqual(unknown.status, 404)
-    const ok = await restart({ authorization: "Bearer s3cret-token", origin: base })
+    const ok = await restart({ ...bearer, origin: base })
     assert.strictEqual(ok.status, 200)
-    const after = await readyRow(base)
+    const after = await readyRow(base, bearer)
     assert.notStrictEqual(after.pid, before.pid)
     assert.isFalse(isAlive(before.pid ?? 0))
-    assert.notInclude(await (await fetch(`${base}/status`)).text(), "s3cret-token")
+    assert.notInclude(await (await fetch(`${base}/status`, { headers: bearer })).text(), "s3cret-token")
 
-    const stop = await fetch(`${base}/toolsets/fx/stop`, {
-      method: "POST",
-      headers: { authorization: "Bearer s3cret-token" }
-    })
+    const stop = await fetch(`${base}/toolsets/fx/stop`, { method: "POST", headers: bearer })
     assert.strictEqual(stop.status, 200)
-    await until(async () => (await status(base)).some((r) => r.toolset === "fx" && r.state === "Stopped"))
+    await until(async () => (await status(base, bearer)).some((r) => r.toolset === "fx" && r.state === "Stopped"))
     assert.strictEqual((await fetch(`${base}/readyz`)).status, 503)
   })
 

@@ -3,7 +3,9 @@
  * the registry's tools as the toolkit, and after every tool-call batch the in-turn reprobe —
  * toolsets that are down are retried, and when the catalog's `version` moved the toolkit is rebuilt, so the very
  * next model call of the same turn is offered the new tools. Warnings and recovery notices come
- * back as values on each step, for the app to show.
+ * back as values on each step, for the app to show. When the config defers tools, each chat is
+ * offered the eager tools and `search_tools`, and from the next model call on the tools its
+ * searches returned (see `Deferral`).
  */
 import { type Catalog, ToolsetRegistry } from "@toolvisor/runtime"
 import type * as AiError from "effect/ai/AiError"
@@ -16,6 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
+import * as Deferral from "./Deferral.ts"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 
@@ -44,8 +47,18 @@ export interface Options extends RegistryToolkit.Options, Reprobe.Options {
 }
 
 export interface Service {
-  /** The toolkit as of the last refresh. */
+  /** The toolkit of the loop's default conversation (the one `turn` uses without a chat), as of the last refresh. */
   readonly toolkit: Effect.Effect<RegistryToolkit.SupervisedToolkit>
+  /**
+   * The toolkit `chat` is offered now: every eager tool; when tools are deferred, `search_tools`
+   * and the deferred tools this chat's searches returned.
+   */
+  readonly toolkitFor: (chat: Chat.Chat) => Effect.Effect<RegistryToolkit.SupervisedToolkit>
+  /**
+   * What to tell the model about its tools (for the system prompt): each toolset's configured
+   * `instruction` with its server's instructions, and how to find deferred tools.
+   */
+  readonly instructions: Effect.Effect<string>
   /** Reprobes, rebuilds the toolkit if the catalog's version moved, and returns the notices. */
   readonly refresh: Effect.Effect<ReadonlyArray<Reprobe.Notice>>
   /**
@@ -61,9 +74,16 @@ export interface Service {
 
 export class AgentLoop extends Context.Service<AgentLoop, Service>()("@toolvisor/ai/AgentLoop") {}
 
+/** A conversation's deferred tools, and its toolkit as last built (kept while nothing it depends on moved). */
+interface Conversation {
+  readonly loaded: Set<string>
+  built?: { readonly version: number; readonly loaded: number; readonly toolkit: RegistryToolkit.SupervisedToolkit }
+}
+
 /**
- * A loop over one registry; its toolkit is built now and rebuilt only when the catalog's version moves. Closing
- * the scope ends a reprobe still in flight.
+ * A loop over one registry; its tools are built now and again only when the catalog's version
+ * moves. What each chat loaded through `search_tools` is the chat's own, for as long as the chat
+ * lives. Closing the scope ends a reprobe still in flight.
  */
 export const make = (
   registry: ToolsetRegistry.Registry,
@@ -71,32 +91,59 @@ export const make = (
 ): Effect.Effect<Service, ToolsetRegistry.UnknownAgent, Scope.Scope> =>
   Effect.gen(function* () {
     const reprobe = yield* Reprobe.make(registry, options)
-    const build = (catalog: Catalog.Catalog) =>
-      Effect.map(RegistryToolkit.fromCatalog(registry, catalog, options), (toolkit) => ({
-        toolkit,
-        version: catalog.version
-      }))
-    let current = yield* Effect.flatMap(registry.catalog(options.agent), build)
+    const build = (catalog: Catalog.Catalog) => ({
+      catalog,
+      built: RegistryToolkit.build(registry, catalog, options)
+    })
+    let current = build(yield* registry.catalog(options.agent))
     const lock = yield* Semaphore.make(1)
+    const conversations = new WeakMap<Chat.Chat, Conversation>()
+    const byDefault: Conversation = { loaded: new Set() }
+
+    const conversationOf = (chat: Chat.Chat): Conversation => {
+      let found = conversations.get(chat)
+      if (found === undefined) {
+        found = { loaded: new Set() }
+        conversations.set(chat, found)
+      }
+      return found
+    }
+
+    const toolkitOf = (conversation: Conversation): Effect.Effect<RegistryToolkit.SupervisedToolkit> =>
+      Effect.suspend(() => {
+        const { catalog, built } = current
+        const cached = conversation.built
+        if (cached !== undefined && cached.version === catalog.version && cached.loaded === conversation.loaded.size) {
+          return Effect.succeed(cached.toolkit)
+        }
+        const deferring = Deferral.hasDeferred(catalog)
+        const offered = built.tools.filter((bound) => Deferral.isOffered(bound.entry, conversation.loaded))
+        const tools = deferring
+          ? [...offered, RegistryToolkit.searchTool(registry, built.names, conversation.loaded, options)]
+          : offered
+        return Effect.map(RegistryToolkit.toolkitOf(tools), (toolkit) => {
+          conversation.built = { version: catalog.version, loaded: conversation.loaded.size, toolkit }
+          return toolkit
+        })
+      })
 
     const refresh = lock.withPermits(1)(
       Effect.gen(function* () {
         const notices = yield* reprobe.check
         const catalog = yield* Effect.option(registry.catalog(options.agent))
-        if (Option.isSome(catalog) && catalog.value.version !== current.version) current = yield* build(catalog.value)
+        if (Option.isSome(catalog) && catalog.value.version !== current.catalog.version) current = build(catalog.value)
         return notices
       })
     )
 
     const step = (chat: Chat.Chat, prompt: Prompt.RawInput, notices: ReadonlyArray<Reprobe.Notice>) =>
-      Effect.suspend(() => {
-        const toolkit = current.toolkit
-        return Effect.map(chat.generateText({ prompt, toolkit }), (response) => ({
+      Effect.flatMap(toolkitOf(conversationOf(chat)), (toolkit) =>
+        Effect.map(chat.generateText({ prompt, toolkit }), (response) => ({
           response,
           offered: Object.keys(toolkit.tools),
           notices
         }))
-      })
+      )
 
     const turn = (chat: Chat.Chat, prompt: Prompt.RawInput, turnOptions: TurnOptions = {}) =>
       Effect.gen(function* () {
@@ -110,7 +157,13 @@ export const make = (
         return { steps, text: last?.response.text ?? "", notices: steps.flatMap((s) => s.notices) }
       })
 
-    return { toolkit: Effect.sync(() => current.toolkit), refresh, turn }
+    return {
+      toolkit: toolkitOf(byDefault),
+      toolkitFor: (chat) => toolkitOf(conversationOf(chat)),
+      instructions: Effect.sync(() => Deferral.instructions(current.catalog)),
+      refresh,
+      turn
+    }
   })
 
 /** The loop over the `ToolsetRegistry` in context. */

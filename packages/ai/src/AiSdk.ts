@@ -4,7 +4,8 @@
  * `registry.callTool` (honouring the call's `abortSignal`), and a `prepareStep` that runs the
  * in-turn reprobe between steps. The AI SDK reads the tool set again on every step, so `refresh`
  * edits it in place when the catalog's `version` moved: a toolset that comes up mid-turn is offered
- * on the very next step.
+ * on the very next step. When the config defers tools, the set holds the eager ones and
+ * `search_tools`, and a search adds the deferred tools it returned (see `Deferral`).
  *
  * A failed call throws a `ToolOutput.ToolFailure` (an `Error`): the AI SDK turns it into a tool
  * error the model reads, and the program finds the typed error on the step's `tool-error` part.
@@ -18,6 +19,7 @@ import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
+import * as Deferral from "./Deferral.ts"
 import * as RegistryToolkit from "./RegistryToolkit.ts"
 import * as Reprobe from "./Reprobe.ts"
 import * as ToolNames from "./ToolNames.ts"
@@ -31,12 +33,20 @@ export interface Options extends Reprobe.Options {
 }
 
 export interface SupervisedTools {
-  /** Pass as `tools`: kept up to date in place by `refresh`. */
+  /**
+   * Pass as `tools`: kept up to date in place by `refresh`. When tools are deferred it holds the
+   * eager ones, `search_tools`, and the deferred tools this conversation's searches returned.
+   */
   readonly tools: ToolSet
   /** Reprobes toolsets that are down and updates `tools` if the catalog moved; returns the notices. */
   readonly refresh: () => Promise<ReadonlyArray<Reprobe.Notice>>
   /** Pass as `prepareStep`: a refresh before every step, so new tools join the same turn. */
   readonly prepareStep: () => Promise<undefined>
+  /**
+   * What to tell the model about its tools (for `system`): each toolset's configured `instruction`
+   * with its server's instructions, and how to find deferred tools. As of the last refresh.
+   */
+  readonly instructions: () => string
 }
 
 /** Runs one supervised call for the AI SDK: the result, or the failure thrown for the SDK to report. */
@@ -79,7 +89,38 @@ export const fromCatalog = (
   return tools
 }
 
-/** The registry's tools for the AI SDK, as an Effect (for apps that have a registry in hand). */
+/** `search_tools` for one conversation: what it returns joins `loaded` and, through `loaded`, the tool set. */
+const searchAiTool = (
+  registry: ToolsetRegistry.Registry,
+  names: () => ToolNames.ToolNames,
+  loaded: Set<string>,
+  onLoad: () => void,
+  agent: string | undefined
+) =>
+  dynamicTool({
+    description: Deferral.description,
+    inputSchema: jsonSchema(Deferral.parameters),
+    execute: async (input, options) => {
+      const { query, limit } = Deferral.argsOf(input)
+      const exit = await Effect.runPromiseExit(registry.searchTools(query, { limit, agent }), {
+        signal: options.abortSignal
+      })
+      if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+      Deferral.load(loaded, exit.value)
+      onLoad()
+      const text = Deferral.render(exit.value, query, (name) => names().toModel.get(name) ?? name)
+      return { content: [{ type: "text", text }] }
+    },
+    toModelOutput: ({ output }) => ({
+      type: "text",
+      value: ToolOutput.isResult(output) ? ToolOutput.text(output) : JSON.stringify(output)
+    })
+  })
+
+/**
+ * The registry's tools for the AI SDK, as an Effect (for apps that have a registry in hand). One
+ * value is one conversation: what its searches loaded is its own.
+ */
 export const make = (
   registry: ToolsetRegistry.Registry,
   options: Options = {}
@@ -89,37 +130,57 @@ export const make = (
     const tools: ToolSet = {}
     /** What each model name was built from, so an unchanged tool keeps its object across refreshes. */
     const built = new Map<string, Toolset.Tool>()
-    let version: number | undefined
+    const loaded = new Set<string>()
+    let catalog = yield* registry.catalog(options.agent)
+    let names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+    const search = searchAiTool(
+      registry,
+      () => names,
+      loaded,
+      () => sync(catalog),
+      options.agent
+    )
 
-    const sync = (catalog: Catalog.Catalog) => {
-      const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
-      for (const modelName of Object.keys(tools)) {
-        if (!names.fromModel.has(modelName)) {
-          delete tools[modelName]
-          built.delete(modelName)
-        }
-      }
-      for (const entry of catalog.tools) {
+    const sync = (next: Catalog.Catalog) => {
+      if (next !== catalog) names = ToolNames.make(next.tools.map((entry) => entry.name))
+      catalog = next
+      const offered = new Set<string>()
+      for (const entry of next.tools) {
+        if (!Deferral.isOffered(entry, loaded)) continue
         const modelName = names.toModel.get(entry.name) ?? entry.name
+        offered.add(modelName)
         if (built.get(modelName) === entry.tool) continue
         tools[modelName] = toAiTool(registry, entry, modelName, options.agent)
         built.set(modelName, entry.tool)
       }
-      version = catalog.version
+      if (Deferral.hasDeferred(next)) {
+        offered.add(Deferral.name)
+        tools[Deferral.name] = search
+      }
+      for (const modelName of Object.keys(tools)) {
+        if (offered.has(modelName)) continue
+        delete tools[modelName]
+        built.delete(modelName)
+      }
     }
 
-    sync(yield* registry.catalog(options.agent))
+    sync(catalog)
 
     const refreshEffect = Effect.gen(function* () {
       const notices = yield* reprobe.check
-      const catalog = yield* Effect.option(registry.catalog(options.agent))
-      if (Option.isSome(catalog) && catalog.value.version !== version) sync(catalog.value)
+      const next = yield* Effect.option(registry.catalog(options.agent))
+      if (Option.isSome(next) && next.value.version !== catalog.version) sync(next.value)
       for (const notice of notices) options.onNotice?.(notice)
       return notices
     })
 
     const refresh = () => Effect.runPromise(refreshEffect)
-    return { tools, refresh, prepareStep: () => refresh().then(() => undefined) }
+    return {
+      tools,
+      refresh,
+      prepareStep: () => refresh().then(() => undefined),
+      instructions: () => Deferral.instructions(catalog)
+    }
   })
 
 export interface Closeable extends SupervisedTools {
@@ -141,6 +202,11 @@ export const toolvisorTools = async (registry: ToolsetRegistry.Registry, options
 
 export interface Opened extends SupervisedTools, AsyncDisposable {
   readonly registry: ToolsetRegistry.Registry
+  /**
+   * Another conversation over the same toolsets: its own tool set, whose searches load tools for
+   * it alone. `close` it when the conversation ends; closing the `Opened` ends it too.
+   */
+  readonly chat: () => Promise<Closeable>
   /** Stops every toolset; no server outlives it. */
   readonly close: () => Promise<void>
 }
@@ -158,8 +224,24 @@ export const open = async (path: string, options: Options & Runtime.FileOptions 
       })
     )
     const supervised = await toolvisorTools(registry, options)
-    const close = () => supervised.close().then(() => runtime.dispose())
-    return { ...supervised, registry, close, [Symbol.asyncDispose]: close }
+    const chats = new Set<Closeable>()
+    const close = async () => {
+      await Promise.all([...chats].map((other) => other.close()))
+      await supervised.close()
+      await runtime.dispose()
+    }
+    const chat = async (): Promise<Closeable> => {
+      const other = await toolvisorTools(registry, options)
+      chats.add(other)
+      return {
+        ...other,
+        close: () => {
+          chats.delete(other)
+          return other.close()
+        }
+      }
+    }
+    return { ...supervised, registry, chat, close, [Symbol.asyncDispose]: close }
   } catch (error) {
     await runtime.dispose()
     throw error

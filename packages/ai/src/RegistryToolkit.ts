@@ -16,6 +16,7 @@ import * as Toolkit from "effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Schema from "effect/Schema"
+import * as Deferral from "./Deferral.ts"
 import * as ToolNames from "./ToolNames.ts"
 import * as ToolOutput from "./ToolOutput.ts"
 
@@ -75,32 +76,90 @@ export const call = (
     )
   )
 
-/** Builds the toolkit of one catalog. Cheap enough to run after every tool-call batch. */
+type Handler = (params: unknown) => Effect.Effect<Toolset.ToolResult, ToolOutput.ToolFailure>
+
+/** One tool for the model with its handler bound. */
+export interface Bound {
+  readonly tool: SupervisedTool
+  readonly handler: Handler
+}
+
+/** A catalog's tools built for the model, once per catalog: toolkits of any part of it are cut from these. */
+export interface Built {
+  readonly names: ToolNames.ToolNames
+  readonly tools: ReadonlyArray<Bound & { readonly entry: Catalog.Entry }>
+}
+
+const dynamicTool = (
+  modelName: string,
+  description: string | undefined,
+  parameters: { readonly [key: string]: unknown }
+) =>
+  Tool.dynamic(modelName, {
+    parameters,
+    ...(description === undefined ? {} : { description }),
+    success: ToolOutput.Result,
+    failure: ToolOutput.ToolFailure,
+    failureMode: "return",
+    toModelOutput
+  })
+
+/** Every tool of a catalog, deferred ones included, each routed to `registry.callTool`. */
+export const build = (registry: ToolsetRegistry.Registry, catalog: Catalog.Catalog, options: Options = {}): Built => {
+  const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+  const tools = catalog.tools.map((entry) => {
+    const modelName = names.toModel.get(entry.name) ?? entry.name
+    const tool = annotated(
+      dynamicTool(modelName, entry.tool.description ?? entry.tool.title, entry.tool.inputSchema),
+      entry.tool.annotations
+    )
+    const handler: Handler = (params) => call(registry, entry.name, modelName, params, options.agent)
+    return { entry, tool, handler }
+  })
+  return { names, tools }
+}
+
+/**
+ * The `search_tools` tool of one conversation: it searches the registry and records the deferred
+ * tools it returns in `loaded`, the conversation's own set.
+ */
+export const searchTool = (
+  registry: ToolsetRegistry.Registry,
+  names: ToolNames.ToolNames,
+  loaded: Set<string>,
+  options: Options = {}
+): Bound => ({
+  tool: annotated(dynamicTool(Deferral.name, Deferral.description, Deferral.parameters), { readOnlyHint: true }),
+  handler: (params) => {
+    const { query, limit } = Deferral.argsOf(params)
+    return registry.searchTools(query, { limit, agent: options.agent }).pipe(
+      Effect.map((result) => {
+        Deferral.load(loaded, result)
+        const text = Deferral.render(result, query, (name) => names.toModel.get(name) ?? name)
+        return { content: [{ type: "text", text }] }
+      }),
+      Effect.mapError((error) => ToolOutput.failure(Deferral.name, error))
+    )
+  }
+})
+
+/** A toolkit of these tools, handlers bound, ready for `LanguageModel.generateText({ toolkit })`. */
+export const toolkitOf = (tools: ReadonlyArray<Bound>): Effect.Effect<SupervisedToolkit> => {
+  const handlers: Record<string, Handler> = {}
+  for (const { tool, handler } of tools) handlers[tool.name] = handler
+  const toolkit = Toolkit.make(...tools.map(({ tool }) => tool))
+  return Effect.flatMap(toolkit.toHandlers(handlers), (context) => Effect.provideContext(toolkit, context))
+}
+
+/**
+ * The toolkit of one catalog, every tool offered (deferred ones too: `AgentLoop` offers those
+ * through `search_tools`). Cheap enough to run after every tool-call batch.
+ */
 export const fromCatalog = (
   registry: ToolsetRegistry.Registry,
   catalog: Catalog.Catalog,
   options: Options = {}
-): Effect.Effect<SupervisedToolkit> => {
-  const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
-  const tools: Array<SupervisedTool> = []
-  const handlers: Record<string, (params: unknown) => Effect.Effect<Toolset.ToolResult, ToolOutput.ToolFailure>> = {}
-  for (const entry of catalog.tools) {
-    const modelName = names.toModel.get(entry.name) ?? entry.name
-    const description = entry.tool.description ?? entry.tool.title
-    const dynamic = Tool.dynamic(modelName, {
-      parameters: entry.tool.inputSchema,
-      ...(description === undefined ? {} : { description }),
-      success: ToolOutput.Result,
-      failure: ToolOutput.ToolFailure,
-      failureMode: "return",
-      toModelOutput
-    })
-    tools.push(annotated(dynamic, entry.tool.annotations))
-    handlers[modelName] = (params) => call(registry, entry.name, modelName, params, options.agent)
-  }
-  const toolkit = Toolkit.make(...tools)
-  return Effect.flatMap(toolkit.toHandlers(handlers), (context) => Effect.provideContext(toolkit, context))
-}
+): Effect.Effect<SupervisedToolkit> => toolkitOf(build(registry, catalog, options).tools)
 
 /** The toolkit of the registry's current catalog. */
 export const make = (registry: ToolsetRegistry.Registry, options: Options = {}) =>

@@ -6,13 +6,22 @@
 import * as LanguageModel from "effect/ai/LanguageModel"
 import type * as Prompt from "effect/ai/Prompt"
 import type * as Response from "effect/ai/Response"
+import * as Tool from "effect/ai/Tool"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 
+/** A tool definition as a provider is sent it: the part of a request that costs tokens per tool. */
+export interface Definition {
+  readonly name: string
+  readonly description: string | undefined
+  readonly parameters: unknown
+}
+
 export interface Call {
   readonly index: number
   readonly offered: ReadonlyArray<string>
+  readonly definitions: ReadonlyArray<Definition>
   readonly prompt: Prompt.Prompt
 }
 
@@ -50,7 +59,16 @@ export const make = (script: Script) => {
   const calls: Array<Call> = []
   const generate = (options: LanguageModel.ProviderOptions) =>
     Effect.sync(() => {
-      const call = { index: calls.length, offered: options.tools.map((t) => t.name), prompt: options.prompt }
+      const call = {
+        index: calls.length,
+        offered: options.tools.map((t) => t.name),
+        definitions: options.tools.map((t) => ({
+          name: t.name,
+          description: Tool.getDescription(t),
+          parameters: Tool.getJsonSchema(t)
+        })),
+        prompt: options.prompt
+      }
       calls.push(call)
       return Array.from(script(call))
     })

@@ -5,7 +5,7 @@
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { LifecycleError } from "@toolvisor/core"
+import { Redaction } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -42,7 +42,7 @@ export const database = (url: string, member = "client") =>
       Effect.mapError(
         (cause) =>
           new ClusterUnavailable({
-            message: `cannot reach the cluster's PostgreSQL at ${LifecycleError.redact(url)}: ${cause.message}`,
+            message: `cannot reach the cluster's PostgreSQL at ${Redaction.redact(url)}: ${cause.message}`,
             cause
           })
       )

@@ -34,9 +34,6 @@ export interface Options {
   readonly key?: Sealing.Key
 }
 
-const kindOf = (config: AgentConfig.ToolsetConfig): string =>
-  config.type === "lsp" ? "lsp" : `mcp-${config.transport._tag}`
-
 export const make = (
   client: Client,
   config: AgentConfig.ToolsetConfig,
@@ -52,7 +49,7 @@ export const make = (
     const id = entityId(spec)
     const entity = client(id)
     const name = config.name
-    const kind = kindOf(config)
+    const kind = Toolsets.kind(config)
     const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? "10 seconds")
     const within = (limit: Duration.Duration | undefined) =>
       limit === undefined ? undefined : Duration.sum(limit, requestTimeout)

@@ -111,7 +111,8 @@ export const buildable = (spec: Opened, extraEnv: Readonly<Record<string, string
         }
       : spec.transport,
   fileTypes: spec.fileTypes,
-  policy: Policy.fromLifecycle(spec.lifecycle)
+  policy: Policy.fromLifecycle(spec.lifecycle),
+  secrets: spec.secrets
 })
 
 /**

@@ -6,7 +6,7 @@
  * call the cluster re-delivers after a runner died is refused unless the tool is safe to repeat.
  */
 import { LifecycleError, State, type Toolset } from "@toolvisor/core"
-import { Secrets, Toolsets } from "@toolvisor/runtime"
+import { Toolsets } from "@toolvisor/runtime"
 import * as Clock from "effect/Clock"
 import * as Entity from "effect/cluster/Entity"
 import * as Deferred from "effect/Deferred"
@@ -78,18 +78,17 @@ export const layer = (options: Options = {}) =>
                 return yield* new LifecycleError.ServerUnavailable({ toolset: sealed.name, message: spec })
               }
               const { toolset } = yield* Toolsets.make(buildable(spec, Orphans.mark(runner)))
-              const mask = Secrets.masker(spec.secrets)
               yield* toolset.changes.pipe(
                 Stream.runForEach((snapshot) =>
                   SubscriptionRef.update(observed, (o) => ({
                     ...o,
-                    snapshot: Secrets.snapshot(snapshot, mask),
+                    snapshot,
                     seq: o.seq + 1
                   }))
                 ),
                 Effect.forkIn(scope, { startImmediately: true })
               )
-              installed = { spec, toolset, mask }
+              installed = { spec, toolset }
               const h = installed
               // Runs before the toolset's own finalizers: a lost shard's server is killed, not asked.
               yield* Effect.addFinalizer(() =>
@@ -138,7 +137,7 @@ export const layer = (options: Options = {}) =>
        */
       const keepStarted = (h: Hosted) =>
         h.toolset.start.pipe(
-          Effect.tapError((error) => Effect.logWarning(`did not start: ${h.mask(error.message)}`)),
+          Effect.tapError((error) => Effect.logWarning(`did not start: ${error.message}`)),
           Effect.ignore
         )
 

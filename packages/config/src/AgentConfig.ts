@@ -8,6 +8,7 @@ import { Policy, HttpUrl as Url } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
+import * as Interpolation from "./Interpolation.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Durations and the lifecycle block
@@ -57,6 +58,10 @@ export const Lifecycle = Policy.Lifecycle.mapFields((fields) => ({
 // Shared field schemas
 // ---------------------------------------------------------------------------------------------
 
+/** The description of a field whose strings are expanded (see `Interpolation.expandedFields`). */
+export const interpolated = (what: string): string =>
+  `${what}; may use \${VAR}, \${VAR:-default}, \${env:VAR} (a variable that is not set stops this toolset only)`
+
 /** YAML writes `PORT: 8080`; docker-agent reads any scalar into a string, and so do we. */
 const EnvValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pipe(
   Schema.decodeTo(
@@ -66,13 +71,11 @@ const EnvValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pi
 )
 
 export const Env = Schema.Record(Schema.String, EnvValue).annotate({
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax being documented
-  description: "Environment variables for the server process; values may use ${VAR} and ${VAR:-default}"
+  description: interpolated("Environment variables for the server process")
 })
 
 export const Headers = Schema.Record(Schema.String, Schema.String).annotate({
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax being documented
-  description: "HTTP headers sent with every request; values may use ${VAR}. Never shown in errors or status."
+  description: interpolated("HTTP headers sent with every request, never shown in errors or status")
 })
 
 export const Strings = Schema.Array(Schema.String)
@@ -86,35 +89,85 @@ export const ignored = Schema.optionalKey(
 const onlyFor = (field: string, types: string) =>
   Schema.optionalKey(Schema.Never.annotate({ message: `${field} can only be used with type ${types}` }))
 
+/** docker-agent's `defer`: `true` defers every tool of the toolset, a list defers the tools it names. */
+export const Defer = Schema.Union([
+  Schema.Boolean,
+  Strings.annotate({ description: "Tool names to defer, as the server names them or as exposed (<name>_<tool>)" })
+]).annotate({
+  description:
+    "Offer these tools only once a tool search finds them (true: every tool; false: never, even past the agent's defer_above). They stay callable by name."
+})
+export type Defer = typeof Defer.Type
+
+/** docker-agent v0/v1 wrote `env_file` as a string or a list; Toolvisor reads one file per toolset. */
+const EnvFilePath = Schema.Union([
+  Schema.NonEmptyString,
+  Schema.Array(Schema.NonEmptyString).check(
+    Schema.isMaxLength(1, { message: "Toolvisor reads one env_file per toolset; merge the files into one" })
+  )
+]).annotate({
+  description: "A dotenv file (relative to this file's folder) whose variables the server starts with; env wins over it"
+})
+
 const common = {
   name: Schema.optionalKey(
     Schema.NonEmptyString.annotate({ description: "Display name; MCP tools are exposed as <name>_<tool>" })
   ),
-  tools: Schema.optionalKey(Strings.annotate({ description: "Allow-list of exposed tool names (after the prefix)" })),
+  tools: Schema.optionalKey(
+    Strings.annotate({
+      description: "Allow-list of tools, by the server's own names (read_file) or as exposed (<name>_read_file)"
+    })
+  ),
   lifecycle: Schema.optionalKey(Lifecycle),
   lazy: Schema.optionalKey(Schema.Boolean.annotate({ description: "Connect at first use instead of at start-up" })),
-  instruction: ignored,
+  instruction: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "Text added to the agent's instructions for this toolset, with the server's own instructions (or in place of {ORIGINAL_INSTRUCTIONS})"
+    })
+  ),
   toon: ignored,
   model: ignored,
-  defer: ignored,
+  defer: Schema.optionalKey(Defer),
   version: ignored,
   sandbox: ignored,
-  env_file: ignored
+  env_file: Schema.optionalKey(EnvFilePath)
 }
+
+/** A server's command: a program on PATH (`npx`), or a path (`./bin/server`) found in the folder the server runs in. */
+export const Command = Schema.NonEmptyString.annotate({
+  description: interpolated(
+    "The server's program: a name looked up on PATH, or a path (with a /) relative to the folder the server runs in"
+  )
+})
+
+/** A server's arguments, passed as written: a relative path among them is the server's to read, in its folder. */
+export const Args = Strings.annotate({
+  description: interpolated("Arguments, passed as written (relative paths are read in the folder the server runs in)")
+})
+
+/** Where a server runs: relative to the config's folder, which is also where it runs when this is not set. */
+export const WorkingDir = Schema.String.annotate({
+  description: interpolated("Working directory, relative to the config file's folder (the default)")
+})
 
 const processFields = {
-  command: Schema.optionalKey(Schema.NonEmptyString),
-  args: Schema.optionalKey(Strings),
+  command: Schema.optionalKey(Command),
+  args: Schema.optionalKey(Args),
   env: Schema.optionalKey(Env),
-  working_dir: Schema.optionalKey(
-    Schema.String.annotate({ description: "Working directory, relative to the config file's directory" })
-  )
+  working_dir: Schema.optionalKey(WorkingDir)
 }
 
-/** An absolute http(s) URL, checked in the Schema (after interpolation), so a bad URL is reported with every other problem. */
+/**
+ * An absolute http(s) URL, checked in the Schema (after interpolation), so a bad URL is reported
+ * with every other problem. One that still holds a `${VAR}` the environment lacks cannot be
+ * judged from the file: its toolset is unresolved (see `ToolsetConfig.unresolved`), not invalid.
+ */
 export const HttpUrl = Schema.NonEmptyString.check(
-  Schema.makeFilter(Url.is, { message: "Expected an absolute http:// or https:// URL" })
-)
+  Schema.makeFilter((url: string) => Url.is(url) || Interpolation.hasReference(url), {
+    message: "Expected an absolute http:// or https:// URL"
+  })
+).annotate({ description: interpolated("URL") })
 
 /** `scopes` as a list (docker-agent) or one space-separated string (`.mcp.json` hosts). */
 const Scopes = Schema.Union([Strings, Schema.String]).pipe(
@@ -130,11 +183,15 @@ const Scopes = Schema.Union([Strings, Schema.String]).pipe(
 /** OAuth for a remote server, spelled as docker-agent (and `.mcp.json` hosts) spell it. */
 export const OAuth = Schema.Struct({
   clientId: Schema.optionalKey(
-    Schema.NonEmptyString.annotate({ description: "Pre-registered client id; without it the client registers itself" })
+    Schema.NonEmptyString.annotate({
+      description: interpolated("Pre-registered client id; without it the client registers itself")
+    })
   ),
   clientSecret: Schema.optionalKey(
     Schema.String.annotate({
-      description: "Client secret; with no callbackPort it selects the client-credentials grant. Never shown."
+      description: interpolated(
+        "Client secret, never shown; with no callbackPort it selects the client-credentials grant"
+      )
     })
   ),
   callbackPort: Schema.optionalKey(
@@ -144,11 +201,13 @@ export const OAuth = Schema.Struct({
   ),
   callbackRedirectURL: Schema.optionalKey(
     Schema.String.annotate({
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-agent's placeholder being documented
-      description: "Redirect URI to use instead of http://127.0.0.1:<port>/callback; ${callbackPort} is replaced"
+      description: interpolated(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: docker-agent's placeholder being documented
+        "Redirect URI to use instead of http://127.0.0.1:<port>/callback; ${callbackPort} is its port, not a variable"
+      )
     })
   ),
-  scopes: Schema.optionalKey(Scopes.annotate({ description: "Scopes to request" })),
+  scopes: Schema.optionalKey(Scopes.annotate({ description: interpolated("Scopes to request") })),
   authServerMetadataUrl: ignored,
   xaa: ignored
 }).annotate({ identifier: "OAuth" })
@@ -203,7 +262,8 @@ const mcpFields = {
     Schema.NonEmptyString.annotate({ description: "A name under top-level `mcps:`, or a docker: catalog ref" })
   ),
   config: ignored,
-  file_types: onlyFor("file_types", "'lsp'")
+  file_types: onlyFor("file_types", "'lsp'"),
+  allow_outside_workspace: onlyFor("allow_outside_workspace", "'lsp'")
 }
 
 export const McpEntry = Schema.Struct({ type: Schema.Literal("mcp"), ...mcpFields })
@@ -218,8 +278,15 @@ export const LspEntry = Schema.Struct({
   file_types: Schema.optionalKey(
     Strings.annotate({ description: "File extensions this server handles, e.g. .go; empty means all" })
   ),
+  allow_outside_workspace: Schema.optionalKey(
+    Schema.Union([Schema.Boolean, Strings]).annotate({
+      description:
+        "Where the lsp_* tools may read and write besides working_dir: true for anywhere, or a list of extra folders (relative ones against the config file's directory). Default: only inside working_dir"
+    })
+  ),
   remote: onlyFor("remote", "'mcp'"),
-  ref: onlyFor("ref", "'mcp'")
+  ref: onlyFor("ref", "'mcp'"),
+  env_file: onlyFor("env_file", "'mcp'")
 }).annotate({ identifier: "LspToolset", description: "A language server over stdio" })
 
 /** docker-agent toolset types Toolvisor does not run: loaded, reported as skipped. */
@@ -309,10 +376,19 @@ const noAgentTools = Schema.makeFilter(
   { toJsonSchema: () => ({ not: { required: ["tools"] } }) }
 )
 
+/** Agent fields of Toolvisor's own, beside docker-agent's. */
+export const toolvisorAgentFields = ["defer_above"] as const
+
 export const Agent = Schema.StructWithRest(
   Schema.Struct({
     // `toolsets:` with nothing after it is YAML's null, which docker-agent reads as no toolsets.
     toolsets: Schema.optionalKey(Schema.NullOr(Schema.Array(ToolsetEntry))),
+    defer_above: Schema.optionalKey(
+      Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({
+        description:
+          "Defer every tool (but those a toolset's tools: names, and toolsets with defer: false) while the agent has more tools than this"
+      })
+    ),
     ...Object.fromEntries(agentFields.map((field) => [field, ignored])),
     ...Object.fromEntries(legacyToolsetFields.map((field) => [field, ignored]))
   }),
@@ -346,13 +422,23 @@ export type Transport =
       readonly args: ReadonlyArray<string>
       readonly env: Readonly<Record<string, string>>
       readonly cwd: string | undefined
+      /** VS Code's `envFile`, absolute: a dotenv file read when the server starts (never at load). */
+      readonly envFile?: string | undefined
     }
   | {
       readonly _tag: "http" | "sse"
       readonly url: string
       readonly headers: Readonly<Record<string, string>>
       readonly oauth?: Omit<OAuth, "authServerMetadataUrl" | "xaa">
+      /** Claude Code's `headersHelper`: run each time the toolset connects (never at load). */
+      readonly headersHelper?: HeadersHelper | undefined
     }
+
+/** A shell command whose output is a JSON object of extra headers, and the folder it runs in (the config's). */
+export interface HeadersHelper {
+  readonly command: string
+  readonly cwd: string
+}
 
 /** One toolset, ready to build: every reference resolved, every variable expanded, the policy computed. */
 export interface ToolsetConfig {
@@ -368,7 +454,15 @@ export interface ToolsetConfig {
   readonly transport: Transport
   /** LSP only; empty means every file type. */
   readonly fileTypes: ReadonlyArray<string>
-  /** Allow-list of exposed tool names; `undefined` exposes every tool (a `*` entry means every tool). */
+  /**
+   * LSP only: where the tools may read and write besides the working directory — anywhere
+   * (`true`), or these extra folders, absolute. Absent, only inside the working directory.
+   */
+  readonly allowOutsideWorkspace?: true | ReadonlyArray<string> | undefined
+  /**
+   * Allow-list of tools, each by the server's own name or the exposed one (`AllowList`); `undefined`
+   * exposes every tool (a `*` entry means every tool).
+   */
   readonly tools: ReadonlyArray<string> | undefined
   /** Exposed tool names never offered, from a host's disabled-tools list; applied after `tools`. */
   readonly deny?: ReadonlyArray<string> | undefined
@@ -377,23 +471,46 @@ export interface ToolsetConfig {
   /** Profile plus overrides. For remote MCP the MCP package still applies its remote defaults. */
   readonly policy: Policy.Policy
   readonly lazy: boolean
-  /**
-   * Claude Code's `headersHelper`: a shell command whose JSON output adds headers. `ConfigLoader.load`
-   * runs it once the file is read; `parse`, being pure, leaves it for the caller.
-   */
-  readonly headersHelper?: string | undefined
-  /** VS Code's `envFile`: a dotenv file `ConfigLoader.load` reads into a stdio server's `env`. */
-  readonly envFile?: string | undefined
   /** Every value that came from the environment: redact these wherever the toolset is shown. */
   readonly secrets: ReadonlyArray<string>
+  /**
+   * What this toolset needs that the environment lacks (absent when nothing is missing). The
+   * references stay in the transport as written; such a toolset cannot start, the others can.
+   */
+  readonly unresolved?: ReadonlyArray<Unresolved> | undefined
   /** Where it was declared, e.g. `agents.root.toolsets[2]` or `mcpServers.files`. */
   readonly path: string
+}
+
+/** How one agent is offered one of its toolsets, when the entry says more than "all, eagerly". */
+export interface Offer {
+  /** `true` defers every tool, a list the tools it names; `false` keeps every tool eager past `deferAbove`. */
+  readonly defer?: Defer | undefined
+  /** docker-agent's `instruction`: served with the server's own instructions. */
+  readonly instruction?: string | undefined
+}
+
+/** A variable (or VS Code input) a toolset needs that the environment does not have. */
+export interface Unresolved {
+  /** Where it is needed, e.g. `mcpServers.github.headers.Authorization`. */
+  readonly path: string
+  /** The variable's name, or `input:<id>`. */
+  readonly variable: string
+  /** What is missing and how to supply it. */
+  readonly message: string
 }
 
 export interface AgentSpec {
   readonly name: string
   /** Identities, in config order. */
   readonly toolsets: ReadonlyArray<string>
+  /**
+   * By toolset identity. Per agent, not per toolset: deferral changes what this agent's model is
+   * offered, not the server, so two agents sharing a toolset may defer it differently.
+   */
+  readonly offers?: Readonly<Record<string, Offer>> | undefined
+  /** Defer automatically while the agent has more tools than this. */
+  readonly deferAbove?: number | undefined
 }
 
 export interface Skipped {

@@ -3,7 +3,7 @@
  * user can act on. Schema issues are flattened into that form here, unknown fields get a
  * "did you mean", and values that came from the environment are masked before anything is shown.
  */
-import { Levenshtein, LifecycleError, SecretValues } from "@toolvisor/core"
+import { Levenshtein, Redaction } from "@toolvisor/core"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"
@@ -28,7 +28,7 @@ export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError"
 const formatIssue = (issue: Issue): string => (issue.path === "" ? issue.message : `${issue.path}: ${issue.message}`)
 
 /**
- * Builds the error with every secret masked: the known credential shapes by core's `redact`, and
+ * Builds the error with every secret masked: the known credential shapes by core's `Redaction`, and
  * the exact values that came from the environment.
  */
 export const make = (
@@ -45,8 +45,8 @@ export const make = (
 
 /** Masks the given values and every known credential shape in each message (warnings use it too). */
 export const maskIssues = (issues: ReadonlyArray<Issue>, secrets: ReadonlyArray<string>): ReadonlyArray<Issue> => {
-  const values = SecretValues.masker(secrets)
-  const mask = (text: string) => maskValues(values(text))
+  const values = Redaction.make(secrets).values
+  const mask = (text: string) => maskShapes(values(text))
   return issues.map((issue) => ({ path: issue.path, message: mask(issue.message) }))
 }
 
@@ -57,10 +57,10 @@ export const maskIssues = (issues: ReadonlyArray<Issue>, secrets: ReadonlyArray<
 const reference = /(\$\{[^}]*\}|`[^`]*`)/
 
 /** Masks credential shapes in the text between references and hints, so `${GITHUB_TOKEN:-default}` stays intact. */
-const maskValues = (text: string): string =>
+const maskShapes = (text: string): string =>
   text
     .split(reference)
-    .map((part, index) => (index % 2 === 1 ? part : LifecycleError.redact(part)))
+    .map((part, index) => (index % 2 === 1 ? part : Redaction.redact(part)))
     .join("")
 
 const identifier = /^[A-Za-z_][\w-]*$/

@@ -2,9 +2,10 @@
  * Reads a config file into the resolved model. The steps: parse YAML or JSONC, detect the format
  * from the content (docker-agent, one of the MCP hosts' files), expand variables in the raw
  * entries, decode with the format's Schema (every issue at once), then resolve. Any problem fails
- * with one `ConfigError` that names the format and lists every issue, with environment values
- * masked. What does not stop the toolsets that will run (an ignored field, an unset variable in a
- * skipped toolset) is a warning on the loaded config.
+ * with one `ConfigError` that names the format and lists every problem of the file, with
+ * environment values masked. What does not stop the toolsets that will run (an ignored field, a
+ * skipped toolset's problem) is a warning on the loaded config, and so is what the environment
+ * lacks: the toolset that needs an unset variable is loaded `unresolved`, and only it cannot start.
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
@@ -16,8 +17,6 @@ import * as Schema from "effect/Schema"
 import * as AgentConfig from "./AgentConfig.ts"
 import * as ConfigError from "./ConfigError.ts"
 import * as ConfigText from "./ConfigText.ts"
-import * as EnvFile from "./EnvFile.ts"
-import * as HeadersHelper from "./HeadersHelper.ts"
 import * as HostConfig from "./HostConfig.ts"
 import * as HostResolver from "./HostResolver.ts"
 import * as Interpolation from "./Interpolation.ts"
@@ -43,7 +42,10 @@ export interface ParseOptions extends Options {
   readonly source: string
   /** Guessed from the text when absent. */
   readonly format?: Format | undefined
-  /** Relative directories are resolved against it. */
+  /**
+   * The file's folder. Relative paths resolve against it, or against the project above it when
+   * it is a host's settings folder such as `.vscode/`.
+   */
   readonly baseDir: string
 }
 
@@ -56,8 +58,11 @@ const fail = (source: string, path: string, message: string, format?: string) =>
 export const formatOf = ConfigText.syntaxOf
 
 interface Into {
+  /** Problems of the text of a reference: the file's. */
   readonly issues: Array<ConfigError.Issue>
   readonly secrets: Map<string, ReadonlyArray<string>>
+  /** What the environment lacks, by the path of the entry that needs it. */
+  readonly unresolved: Map<string, ReadonlyArray<AgentConfig.Unresolved>>
 }
 
 /** Expands each entry of a record (`mcps`, a server map) or a list (`toolsets`), keyed by its path. */
@@ -72,6 +77,7 @@ const expandEntries = (
     const expansion = Interpolation.expandEntry(entry, at, env, options)
     into.issues.push(...expansion.issues)
     into.secrets.set(at, expansion.secrets)
+    into.unresolved.set(at, expansion.missing)
     return expansion.value
   }
   if (Array.isArray(entries)) return entries.map((entry, index) => one(entry, ConfigError.childPath(path, index)))
@@ -102,6 +108,15 @@ const expandAgentFile = (document: Readonly<Record<string, unknown>>, env: Inter
 /** The folder a host calls `${workspaceFolder}`: the project, one level above `.vscode/`, `.cursor/`… */
 const workspaceFolder = (baseDir: string): string =>
   NodePath.basename(baseDir).startsWith(".") ? NodePath.dirname(baseDir) : baseDir
+
+/**
+ * The config's folder, against which its relative paths resolve and in which a stdio server with
+ * no `cwd` runs: the file's own folder, or, for a host's file kept in a settings folder such as
+ * `.vscode/` or `.cursor/`, the project above it — where that host runs its servers, and what it
+ * calls `${workspaceFolder}`.
+ */
+const folderOf = (format: HostConfig.Format, baseDir: string): string =>
+  format._tag === "DockerAgent" ? baseDir : workspaceFolder(baseDir)
 
 const hostBuiltins = (format: HostConfig.Format, baseDir: string, env: Interpolation.Env) => {
   const workspace = workspaceFolder(baseDir)
@@ -175,8 +190,13 @@ const fromDocument = (
     if (format === undefined) return yield* fail(source, "", notAFormat(raw))
     const document = options.agent === undefined ? raw : yield* selectAgent(raw, format, options.agent, source)
     const env = options.env ?? process.env
-    const into: Into = { issues: [], secrets: new Map() }
-    const base = { source, baseDir: options.baseDir, secrets: into.secrets }
+    const into: Into = { issues: [], secrets: new Map(), unresolved: new Map() }
+    const base = {
+      source,
+      baseDir: folderOf(format, options.baseDir),
+      secrets: into.secrets,
+      unresolved: into.unresolved
+    }
     if (format._tag === "DockerAgent") {
       const value = expandAgentFile(document, env, into)
       const decoded = Schema.decodeUnknownResult(AgentConfig.AgentFile)(value, parseOptions)
@@ -221,9 +241,10 @@ const within = (path: string, roots: ReadonlyArray<string>): boolean =>
   roots.some((root) => path === root || path.startsWith(`${root}.`) || path.startsWith(`${root}[`))
 
 /**
- * Fails with every issue found (Schema, interpolation, resolution), or succeeds with warnings. A
- * value with a missing variable is reported once, for the variable: the emptied value's own issue
- * is dropped. A variable that only a skipped or unused entry needs is a warning, not an error.
+ * Fails with every problem of the file (Schema, references, resolution), or succeeds with
+ * warnings. What the environment lacks is not the file's problem: a toolset that needs a variable
+ * that is not set is loaded unresolved (it will not start; the others will) and named in a
+ * warning. A problem in an entry that does not run (skipped, or unused) is a warning too.
  */
 const settle = <A>(
   decoded: Result.Result<A, Schema.SchemaError>,
@@ -233,6 +254,9 @@ const settle = <A>(
   Effect.suspend(() => {
     const { source, format, into, notes } = pending
     const secrets = [...into.secrets.values()].flat()
+    const missing = [...into.unresolved.values()].flat()
+    // A reference left as written for a missing variable is valid text: only a malformed one
+    // explains the Schema's issue with its value.
     const explained = new Set([...into.issues.map((issue) => issue.path), ...notes.explained])
     const failWith = (found: ReadonlyArray<ConfigError.Issue>, expanded: ReadonlyArray<ConfigError.Issue>) => {
       const issues = [...found.filter((issue) => !explained.has(issue.path)), ...notes.errors, ...expanded]
@@ -244,14 +268,20 @@ const settle = <A>(
     }
     const resolution = resolve(decoded.success)
     const blocking = into.issues.filter((issue) => within(issue.path, resolution.live))
-    const deferred = into.issues.filter((issue) => !within(issue.path, resolution.live))
     if (resolution.issues.length > 0 || blocking.length > 0 || notes.errors.length > 0) {
       return failWith(resolution.issues, blocking)
     }
+    const deferred = [...into.issues, ...missing].filter((issue) => !within(issue.path, resolution.live))
     const warnings = ConfigError.maskIssues(
       [
         ...notes.warnings,
-        ...deferred.map((issue) => ({ ...issue, message: `${issue.message} (not needed: this entry does not run)` }))
+        ...deferred.map((issue) => ({ ...issue, message: `${issue.message} (not needed: this entry does not run)` })),
+        ...resolution.config.toolsets.flatMap((toolset) =>
+          (toolset.unresolved ?? []).map((lack) => ({
+            path: lack.path,
+            message: `toolset ${toolset.name} will not start: ${lack.message}`
+          }))
+        )
       ],
       secrets
     )
@@ -267,6 +297,28 @@ export const parse = (
     Effect.flatMap((raw) => fromDocument(raw, options))
   )
 
+/** A config is a few KiB; a file past this is someone's attempt at something else, refused unread. */
+export const maxBytes = 4 * 1024 * 1024
+
+/** The file's text, read no further than `maxBytes` (a pipe from `<(…)` is read as well as a file). */
+const readBounded = async (path: string): Promise<string | undefined> => {
+  const handle = await NodeFs.open(path, "r")
+  try {
+    const chunks: Array<Buffer> = []
+    let total = 0
+    while (total <= maxBytes) {
+      const chunk = Buffer.alloc(64 * 1024)
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null)
+      if (bytesRead === 0) return Buffer.concat(chunks).toString("utf8")
+      chunks.push(chunk.subarray(0, bytesRead))
+      total += bytesRead
+    }
+    return undefined
+  } finally {
+    await handle.close()
+  }
+}
+
 const readError = (error: unknown): string => {
   const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined
   if (code === "ENOENT") return "File not found"
@@ -276,17 +328,20 @@ const readError = (error: unknown): string => {
 }
 
 /**
- * Reads and parses a config file; relative directories in it resolve against the file's directory,
- * and an `envFile` is read and a `headersHelper` runs there.
+ * Reads and parses a config file; relative paths in it resolve against the file's folder. Reading
+ * a config runs nothing and reads no other file: a `headersHelper` runs, and an `envFile` is read,
+ * only when its toolset connects, so validating someone else's repository is safe.
  */
 export const load = (path: string, options: Options = {}): Effect.Effect<AgentConfig.Config, ConfigError.ConfigError> =>
   Effect.gen(function* () {
     const absolute = NodePath.resolve(path)
     const text = yield* Effect.tryPromise({
-      try: () => NodeFs.readFile(absolute, "utf8"),
+      try: () => readBounded(absolute),
       catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
     })
+    if (text === undefined) {
+      return yield* fail(path, "", `Refused: larger than ${maxBytes / 1024 / 1024} MiB, which no config is`)
+    }
     const baseDir = NodePath.dirname(absolute)
-    const config = yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
-    return yield* HeadersHelper.apply(yield* EnvFile.apply(config, baseDir), baseDir)
+    return yield* parse(text, { ...options, source: path, format: ConfigText.syntaxOf(path, text), baseDir })
   })

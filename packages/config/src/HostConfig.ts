@@ -90,8 +90,8 @@ export const serverTypes = [
 
 /** Zed's original form: `command: { path, args, env }`. */
 const ZedCommand = Schema.Struct({
-  path: Schema.NonEmptyString,
-  args: Schema.optionalKey(AgentConfig.Strings),
+  path: AgentConfig.Command,
+  args: Schema.optionalKey(AgentConfig.Args),
   env: Schema.optionalKey(AgentConfig.Env)
 })
 
@@ -107,6 +107,7 @@ export const honouredFields = [
   "type",
   "transportType",
   "headers",
+  "oauth",
   "headersHelper",
   "envFile",
   "lifecycle",
@@ -180,22 +181,33 @@ const typeMessage = `Expected a transport type: one of ${serverTypes.join(", ")}
 /** One server of any host's file; `lifecycle`, `tools` and `lazy` are Toolvisor extensions. */
 export const McpServer = Schema.StructWithRest(
   Schema.Struct({
-    command: Schema.optionalKey(Schema.Union([Schema.NonEmptyString, ZedCommand])),
-    args: Schema.optionalKey(AgentConfig.Strings),
+    command: Schema.optionalKey(Schema.Union([AgentConfig.Command, ZedCommand])),
+    args: Schema.optionalKey(AgentConfig.Args),
     env: Schema.optionalKey(AgentConfig.Env),
-    cwd: Schema.optionalKey(Schema.String),
+    cwd: Schema.optionalKey(AgentConfig.WorkingDir),
     url: Schema.optionalKey(AgentConfig.HttpUrl),
-    serverUrl: Schema.optionalKey(AgentConfig.HttpUrl.annotate({ description: "Windsurf's name for url" })),
-    httpUrl: Schema.optionalKey(AgentConfig.HttpUrl.annotate({ description: "Gemini CLI: a streamable HTTP url" })),
+    serverUrl: Schema.optionalKey(
+      AgentConfig.HttpUrl.annotate({ description: AgentConfig.interpolated("Windsurf's name for url") })
+    ),
+    httpUrl: Schema.optionalKey(
+      AgentConfig.HttpUrl.annotate({ description: AgentConfig.interpolated("Gemini CLI: a streamable HTTP url") })
+    ),
     type: Schema.optionalKey(Schema.Literals(serverTypes).annotate({ message: typeMessage })),
     transportType: Schema.optionalKey(Schema.Literals(serverTypes).annotate({ message: typeMessage })),
     headers: Schema.optionalKey(AgentConfig.Headers),
     oauth: Schema.optionalKey(AgentConfig.OAuth),
     headersHelper: Schema.optionalKey(
-      Schema.NonEmptyString.annotate({ description: "A shell command whose JSON output gives extra headers" })
+      Schema.NonEmptyString.annotate({
+        description:
+          "A shell command whose JSON output gives extra headers, run in the config's folder at each connect (never at load); its shell expands $VAR itself"
+      })
     ),
     envFile: Schema.optionalKey(
-      Schema.NonEmptyString.annotate({ description: "VS Code: a dotenv file of variables for a stdio server" })
+      Schema.NonEmptyString.annotate({
+        description: AgentConfig.interpolated(
+          "VS Code: a dotenv file of variables for a stdio server, relative to this file's folder, read at each start"
+        )
+      })
     ),
     lifecycle: Schema.optionalKey(AgentConfig.Lifecycle),
     tools: Schema.optionalKey(AgentConfig.Strings.annotate({ description: "Allow-list of tool names; * means all" })),

@@ -108,7 +108,8 @@ const hostServer = (
       deny: exposed(prefix, [...(server.excludeTools ?? []), ...(server.disabledTools ?? [])]),
       lifecycle,
       lazy: server.lazy,
-      secrets: Declaration.secretsAt(context, path)
+      secrets: Declaration.secretsAt(context, path),
+      unresolved: Declaration.unresolvedAt(context, path)
     },
     context
   )

@@ -18,7 +18,7 @@ export const allowList = Declaration.allowList
 /** The agent a host's server map becomes. */
 export const defaultAgent = "default"
 
-const { declare, secretsAt, skipped, assemble } = Declaration
+const { declare, secretsAt, unresolvedAt, skipped, assemble } = Declaration
 type Outcome = Declaration.Outcome
 
 const dockerRef = (ref: string): boolean => ref.startsWith("docker:")
@@ -53,7 +53,7 @@ export const unknownRefs = (document: unknown): ReadonlyArray<ConfigError.Issue>
 
 const declareMcp = (entry: McpFields, path: string, file: AgentConfig.AgentFile, context: Context): Outcome => {
   const ref = entry.ref
-  if (ref === undefined) return declareMcpSource(entry, entry, path, path, undefined, secretsAt(context, path), context)
+  if (ref === undefined) return declareMcpSource(entry, entry, path, path, undefined, context)
   if (dockerRef(ref)) return dockerSkip(path, ref)
   const definition = file.mcps?.[ref]
   if (definition === undefined) {
@@ -74,15 +74,7 @@ const declareMcp = (entry: McpFields, path: string, file: AgentConfig.AgentFile,
     ...entry,
     env: { ...definition.env, ...entry.env }
   }
-  return declareMcpSource(
-    merged,
-    definition,
-    path,
-    definitionPath,
-    ref,
-    secretsAt(context, path, definitionPath),
-    context
-  )
+  return declareMcpSource(merged, definition, path, definitionPath, ref, context)
 }
 
 /** `fields` carries the overridable settings; `source` is where command or remote was written. */
@@ -92,7 +84,6 @@ const declareMcpSource = (
   path: string,
   sourcePath: string,
   ref: string | undefined,
-  secrets: ReadonlyArray<string>,
   context: Context
 ): Outcome =>
   declare(
@@ -117,10 +108,38 @@ const declareMcpSource = (
       tools: fields.tools,
       lifecycle: fields.lifecycle,
       lazy: fields.lazy,
-      secrets
+      envFile: envFileOf(fields.env_file),
+      secrets: secretsAt(context, path, sourcePath),
+      unresolved: unresolvedAt(context, path, sourcePath)
     },
     context
   )
+
+/** docker-agent's `env_file` is VS Code's `envFile`: one dotenv file, read the same way. */
+const envFileOf = (file: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof file === "string" ? file : file?.[0]
+
+/**
+ * What the entry (or the `mcps` definition it refers to) says about how the agent is offered it;
+ * `undefined` when it is offered whole and eagerly. An empty `defer` list defers nothing.
+ */
+const offerOf = (entry: AgentConfig.ToolsetEntry, file: AgentConfig.AgentFile): AgentConfig.Offer | undefined => {
+  if (entry.type !== "mcp" && entry.type !== "lsp") return undefined
+  const definition = entry.type === "mcp" && entry.ref !== undefined ? file.mcps?.[entry.ref] : undefined
+  const defer = entry.defer ?? definition?.defer
+  const instruction = entry.instruction ?? definition?.instruction
+  const offer = {
+    ...(defer === undefined || (Array.isArray(defer) && defer.length === 0) ? {} : { defer }),
+    ...(instruction === undefined || instruction.trim() === "" ? {} : { instruction })
+  }
+  return Object.keys(offer).length === 0 ? undefined : offer
+}
+
+const withOffer = (outcome: Outcome, entry: AgentConfig.ToolsetEntry, file: AgentConfig.AgentFile): Outcome => {
+  if (outcome._tag !== "Declared") return outcome
+  const offer = offerOf(entry, file)
+  return offer === undefined ? outcome : { ...outcome, offer }
+}
 
 const declareEntry = (
   entry: AgentConfig.ToolsetEntry,
@@ -141,10 +160,12 @@ const declareEntry = (
           source: { command: entry.command, args: entry.args, env: entry.env, cwd: entry.working_dir, sse: false },
           urlPath: path,
           fileTypes: entry.file_types,
+          allowOutsideWorkspace: entry.allow_outside_workspace,
           tools: entry.tools,
           lifecycle: entry.lifecycle,
           lazy: entry.lazy,
-          secrets: secretsAt(context, path)
+          secrets: secretsAt(context, path),
+          unresolved: unresolvedAt(context, path)
         },
         context
       )
@@ -185,9 +206,14 @@ export const fromAgentFile = (file: AgentConfig.AgentFile, context: Context): Re
         outcomes: [
           ...legacyToolsets(agent, path, versionOf(file)),
           ...(agent.toolsets ?? []).map((entry, index) =>
-            declareEntry(entry, `${ConfigError.childPath(path, "toolsets")}[${index}]`, file, context)
+            withOffer(
+              declareEntry(entry, `${ConfigError.childPath(path, "toolsets")}[${index}]`, file, context),
+              entry,
+              file
+            )
           )
-        ]
+        ],
+        deferAbove: agent.defer_above
       }
     })
   )

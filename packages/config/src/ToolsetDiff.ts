@@ -32,7 +32,7 @@ export const identity = (declared: Declared): string => {
 /** What a signature covers: everything that changes how the toolset runs, not where it was declared. */
 export type Signed = Pick<
   AgentConfig.ToolsetConfig,
-  "type" | "prefix" | "transport" | "fileTypes" | "tools" | "deny" | "lifecycle" | "lazy"
+  "type" | "prefix" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "tools" | "deny" | "lifecycle" | "lazy"
 >
 
 const encodeLifecycle = Schema.encodeSync(Policy.Lifecycle)
@@ -58,6 +58,7 @@ export const signature = (toolset: Signed): string =>
         prefix: toolset.prefix,
         transport: toolset.transport,
         fileTypes: toolset.fileTypes,
+        allowOutsideWorkspace: toolset.allowOutsideWorkspace,
         tools: toolset.tools,
         deny: toolset.deny,
         lifecycle: encodeLifecycle(toolset.lifecycle),

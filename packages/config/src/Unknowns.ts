@@ -50,7 +50,12 @@ const ignoredField = (owner: string, known: ReadonlyArray<string>) => (field: st
   return `\`${field}\` is not a${owner} field Toolvisor knows; ignored${near === undefined ? "" : ` (did you mean \`${near}\`?)`}`
 }
 
-const agentKnown = ["toolsets", ...AgentConfig.agentFields, ...AgentConfig.legacyToolsetFields]
+const agentKnown = [
+  "toolsets",
+  ...AgentConfig.toolvisorAgentFields,
+  ...AgentConfig.agentFields,
+  ...AgentConfig.legacyToolsetFields
+]
 const topKnown = ["agents", "mcps", ...AgentConfig.topLevelFields]
 
 /** A docker-agent document: unknown top-level and agent fields, and misspelt toolset types. */

@@ -138,3 +138,45 @@ describe("AgentConfig: the lifecycle block (anchor §3.4 at config level)", () =
     })
   )
 })
+
+describe("AgentConfig: allow_outside_workspace on an lsp toolset", () => {
+  /** The one `type: lsp` toolset of a config file in `/project`, with these extra fields. */
+  const lspWith = (fields: string) =>
+    parse(agentYaml(`      - { type: lsp, command: gopls, working_dir: ./code${fields} }\n`)).pipe(
+      Effect.map((config) => config.toolsets[0]!)
+    )
+
+  it.effect(
+    "absent or false confines; true lets anywhere in; extra roots are resolved against the config's folder",
+    () =>
+      Effect.gen(function* () {
+        const absent = yield* lspWith("")
+        const off = yield* lspWith(", allow_outside_workspace: false")
+        const anywhere = yield* lspWith(", allow_outside_workspace: true")
+        const roots = yield* lspWith(", allow_outside_workspace: [../shared, ./vendor, /opt/lib]")
+        assert.isUndefined(absent.allowOutsideWorkspace)
+        assert.isUndefined(off.allowOutsideWorkspace)
+        assert.strictEqual(anywhere.allowOutsideWorkspace, true)
+        assert.deepStrictEqual(roots.allowOutsideWorkspace, ["/shared", "/project/vendor", "/opt/lib"])
+        // `false` is the default, the same toolset; any other value is a change a reload applies.
+        assert.strictEqual(off.signature, absent.signature)
+        assert.notStrictEqual(anywhere.signature, absent.signature)
+        assert.notStrictEqual(roots.signature, absent.signature)
+      })
+  )
+
+  it.effect("it belongs to lsp toolsets, and is true, false or a list of folders", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        agentYaml(`      - { type: mcp, command: x, allow_outside_workspace: true }
+      - { type: lsp, command: gopls, allow_outside_workspace: "yes" }
+`)
+      )
+      assert.deepStrictEqual(
+        issues.map((issue) => issue.path),
+        ["agents.root.toolsets[0].allow_outside_workspace", "agents.root.toolsets[1].allow_outside_workspace"]
+      )
+      assert.strictEqual(issues[0]?.message, "allow_outside_workspace can only be used with type 'lsp'")
+    })
+  )
+})

@@ -4,6 +4,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as AgentConfig from "../src/AgentConfig.ts"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
 import * as HostConfig from "../src/HostConfig.ts"
 import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
@@ -45,7 +46,8 @@ describe("ConfigLoader: the docker-agent example (anchor §6)", () => {
         command: "npx",
         args: ["-y", "@modelcontextprotocol/server-filesystem", "."],
         env: { NODE_OPTIONS: "--max-old-space-size=512" },
-        cwd: undefined
+        // No working_dir: the server runs in the config's folder, wherever Toolvisor was started.
+        cwd: NodePath.dirname(fixture("docker-agent.yaml"))
       })
       assert.deepStrictEqual(fs.tools, ["fs_read_file", "fs_list_directory"])
       assert.strictEqual(fs.policy.maxRestarts, 10)
@@ -70,7 +72,7 @@ describe("ConfigLoader: the docker-agent example (anchor §6)", () => {
         url: "https://api.githubcopilot.com/mcp",
         headers: { Authorization: "Bearer ghp_secret123" }
       })
-      assert.deepStrictEqual(github.secrets, ["ghp_secret123"])
+      assert.sameMembers([...github.secrets], ["ghp_secret123", "Bearer ghp_secret123"])
 
       const gopls = toolset(config, "lsp/cmd/gopls")
       assert.strictEqual(gopls.type, "lsp")
@@ -127,6 +129,60 @@ describe("ConfigLoader: mcpServers JSON", () => {
         ["mcpServers.a", "mcpServers.b", "mcpServers.b.cwd"]
       )
     })
+  )
+})
+
+describe("ConfigLoader: relative paths mean the config's folder", () => {
+  const stdio = (config: AgentConfig.Config, identity: string) => {
+    const transport = toolset(config, identity).transport
+    return transport._tag === "stdio" ? { command: transport.command, args: transport.args, cwd: transport.cwd } : {}
+  }
+
+  it.effect(
+    "a server runs in the config's folder or its working_dir there; a command that is a path is found there",
+    () =>
+      Effect.gen(function* () {
+        const config = yield* parse(
+          agentYaml(`      - { type: mcp, name: a, command: ./bin/a, args: [./data, x] }
+      - { type: mcp, name: b, command: npx, args: [-y, pkg] }
+      - { type: mcp, name: c, command: bin/c, working_dir: sub }
+      - { type: lsp, name: d, command: pyright-langserver, working_dir: /abs }
+      - { type: mcp, name: e, command: /opt/e, working_dir: ../shared }
+`)
+        )
+        // args are the server's to read, against the folder it runs in: passed as written.
+        assert.deepStrictEqual(stdio(config, "mcp/a"), {
+          command: "/project/bin/a",
+          args: ["./data", "x"],
+          cwd: "/project"
+        })
+        // A bare name is looked up on PATH, as before.
+        assert.deepStrictEqual(stdio(config, "mcp/b"), { command: "npx", args: ["-y", "pkg"], cwd: "/project" })
+        assert.deepStrictEqual(stdio(config, "mcp/c"), { command: "/project/sub/bin/c", args: [], cwd: "/project/sub" })
+        assert.deepStrictEqual(stdio(config, "lsp/d"), { command: "pyright-langserver", args: [], cwd: "/abs" })
+        assert.deepStrictEqual(stdio(config, "mcp/e"), { command: "/opt/e", args: [], cwd: "/shared" })
+      })
+  )
+
+  it.effect(
+    "a host's file in .vscode/ or .cursor/ runs its servers in the project above; other files in their own folder",
+    () =>
+      Effect.gen(function* () {
+        const servers = JSON.stringify({
+          mcpServers: { a: { command: "./server", cwd: "srv" }, b: { command: "node", args: ["main.js"] } }
+        })
+        const at = (source: string) =>
+          ConfigLoader.parse(servers, { source, baseDir: NodePath.dirname(source), env: {} })
+        const cursor = yield* at("/work/p/.cursor/mcp.json")
+        assert.deepStrictEqual(stdio(cursor, "mcp/a"), { command: "/work/p/srv/server", args: [], cwd: "/work/p/srv" })
+        assert.deepStrictEqual(stdio(cursor, "mcp/b"), { command: "node", args: ["main.js"], cwd: "/work/p" })
+        const desktop = yield* at("/home/u/.config/Claude/claude_desktop_config.json")
+        assert.deepStrictEqual(stdio(desktop, "mcp/b"), {
+          command: "node",
+          args: ["main.js"],
+          cwd: "/home/u/.config/Claude"
+        })
+      })
   )
 })
 

@@ -74,28 +74,37 @@ agents:
     })
   )
 
-  it.effect("an unset variable in a toolset Toolvisor skips is a warning; in one that runs, an error", () =>
-    Effect.gen(function* () {
-      const config = yield* parse(
-        `mcps:\n  gh: { ref: "docker:github", env: { TOKEN: "\${GH_TOKEN}" } }\n` +
-          agentYaml(`      - { type: mcp, ref: "docker:slack", env: { SLACK: "\${SLACK_TOKEN}" } }
+  it.effect(
+    "an unset variable in a toolset Toolvisor skips is a warning; in one that runs, that toolset is unresolved",
+    () =>
+      Effect.gen(function* () {
+        const config = yield* parse(
+          `mcps:\n  gh: { ref: "docker:github", env: { TOKEN: "\${GH_TOKEN}" } }\n` +
+            agentYaml(`      - { type: mcp, ref: "docker:slack", env: { SLACK: "\${SLACK_TOKEN}" } }
       - { type: shell, env: { X: "\${SHELL_X}" } }
       - { type: mcp, ref: gh }
       - { type: mcp, command: srv }
 `)
-      )
-      assert.strictEqual(config.toolsets.length, 1)
-      assert.deepStrictEqual(
-        config.warnings?.map((w) => w.path),
-        ["agents.root.toolsets[0].env.SLACK", "agents.root.toolsets[1].env.X", "mcps.gh.env.TOKEN"]
-      )
-      assert.include(config.warnings?.[0]?.message, "SLACK_TOKEN is not set")
-      const issues = yield* issuesOf(agentYaml('      - { type: mcp, command: srv, env: { A: "${RUN_A}" } }\n'))
-      assert.deepStrictEqual(
-        issues.map((i) => i.path),
-        ["agents.root.toolsets[0].env.A"]
-      )
-    })
+        )
+        assert.strictEqual(config.toolsets.length, 1)
+        assert.deepStrictEqual(
+          config.warnings?.map((w) => w.path),
+          ["agents.root.toolsets[0].env.SLACK", "agents.root.toolsets[1].env.X", "mcps.gh.env.TOKEN"]
+        )
+        assert.include(config.warnings?.[0]?.message, "SLACK_TOKEN is not set")
+        const runs = yield* parse(agentYaml('      - { type: mcp, command: srv, env: { A: "${RUN_A}" } }\n'))
+        assert.deepStrictEqual(toolset(runs, "mcp/cmd/srv").unresolved, [
+          {
+            path: "agents.root.toolsets[0].env.A",
+            variable: "RUN_A",
+            message: "Environment variable RUN_A is not set (write ${RUN_A:-default} for a default)"
+          }
+        ])
+        assert.deepStrictEqual(
+          runs.warnings?.map((w) => w.path),
+          ["agents.root.toolsets[0].env.A"]
+        )
+      })
   )
 
   it.effect('version "0" agent-level think, todo and memory are built-ins, skipped with the version named', () =>

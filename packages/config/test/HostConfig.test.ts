@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
+import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -6,7 +7,6 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as ConfigLoader from "../src/ConfigLoader.ts"
-import * as EnvFile from "../src/EnvFile.ts"
 import { toolset } from "./helpers.ts"
 
 /** Parses JSON(C) as if read from `source` in /work/project/<dir>. */
@@ -85,7 +85,8 @@ describe("HostConfig: JSONC", () => {
         command: "node",
         args: ["server.js"],
         env: {},
-        cwd: undefined
+        // A host's `.vscode/` file: its servers run in the project above it, as in the host.
+        cwd: "/work/project"
       })
     })
   )
@@ -202,7 +203,7 @@ describe("HostConfig: each host's fields", () => {
         command: "pg-server",
         args: ["--db", "x"],
         env: { A: "1" },
-        cwd: undefined
+        cwd: "/work/project"
       })
       assert.deepStrictEqual(
         config.skipped.map((s) => s.reason),
@@ -222,7 +223,7 @@ describe("HostConfig: each host's fields", () => {
         command: "uv",
         args: ["run", "python", "server.py"],
         env: {},
-        cwd: undefined
+        cwd: "/work/project"
       })
       assert.strictEqual(weather?.prefix, "github_com_a_weather")
       const path = yield* host('{ "mcpServers": { "app": { "command": "/Applications/My App/bin/server" } } }')
@@ -261,7 +262,7 @@ describe("HostConfig: variables", () => {
         command: "/work/project/plugin/bin/server",
         args: ["/work/project/plugin", NodeOs.homedir(), "fast"],
         env: { TOKEN: "t-1234", KEY: "k-5678" },
-        cwd: undefined
+        cwd: "/work/project/plugin"
       })
       assert.deepStrictEqual(a.secrets, ["t-1234", "k-5678"])
       const vscode = yield* host(
@@ -275,7 +276,7 @@ describe("HostConfig: variables", () => {
           command: "x",
           args: ["/w/proj"],
           env: {},
-          cwd: undefined
+          cwd: "/w/proj"
         }
       )
     })
@@ -293,108 +294,85 @@ describe("HostConfig: variables", () => {
       assert.deepStrictEqual(a.transport._tag !== "stdio" && a.transport.headers, {
         Authorization: "Bearer sk-given-123"
       })
-      assert.deepStrictEqual(a.secrets, ["sk-given-123"])
+      assert.sameMembers([...a.secrets], ["sk-given-123", "Bearer sk-given-123"])
       const fromEnv = yield* host(text, source, { TOOLVISOR_INPUT_API_KEY: "sk-env-456" })
       assert.include(JSON.stringify(toolset(fromEnv, "mcp/a").transport), "sk-env-456")
-      const error = yield* issues(text, source)
-      assert.deepStrictEqual(error.issues, [
+      // Without a value the file is still valid: the toolset that needs it is unresolved, and named.
+      const without = yield* host(text, source)
+      assert.deepStrictEqual(without.warnings, [
         {
           path: "servers.a.headers.Authorization",
           message:
-            'Input api-key ("The API key") has no value: pass `--input api-key=VALUE` or set TOOLVISOR_INPUT_API_KEY'
+            'toolset a will not start: Input api-key ("The API key") has no value: pass `--input api-key=VALUE` or set TOOLVISOR_INPUT_API_KEY'
         }
       ])
+      assert.deepStrictEqual(
+        toolset(without, "mcp/a").unresolved?.map((lack) => lack.variable),
+        ["input:api-key"]
+      )
     })
   )
 
   it.effect("the hint for a secret-looking name is shown as written, never masked", () =>
     Effect.gen(function* () {
-      const error = yield* issues('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')
+      const config = yield* host('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')
       assert.include(
-        error.message,
+        config.warnings?.[0]?.message,
         "Environment variable GITHUB_TOKEN is not set (write ${GITHUB_TOKEN:-default} for a default)"
       )
+      // The reference left in the transport is the file's text, not a secret to mask.
+      assert.deepStrictEqual(toolset(config, "mcp/gh").secrets, [])
     })
   )
 })
 
-describe("HostConfig: headersHelper", () => {
-  const write = (text: string) => {
-    const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-helper-"))
-    const path = NodePath.join(dir, ".mcp.json")
-    NodeFs.writeFileSync(path, text)
-    return path
-  }
+describe("HostConfig: loading runs nothing", () => {
+  const project = () => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-untrusted-"))
 
-  it.effect("load runs it in the file's folder; its headers win and are secrets", () =>
+  it.effect("a headersHelper does not run and an envFile is not read; both wait in the transport for a connect", () =>
     Effect.gen(function* () {
-      const helper = `printf '{"Authorization": "Bearer %s"}' "$(basename "$PWD")-tok3n"`
-      const server = {
-        type: "http",
-        url: "https://api.example/mcp",
-        headers: { "X-Team": "a", Authorization: "none" },
-        headersHelper: helper
-      }
-      const path = write(JSON.stringify({ mcpServers: { api: server } }))
-      const config = yield* ConfigLoader.load(path, { env: {} })
-      const api = toolset(config, "mcp/api")
-      const token = `Bearer ${NodePath.basename(NodePath.dirname(path))}-tok3n`
-      assert.deepStrictEqual(api.transport._tag !== "stdio" && api.transport.headers, {
-        "X-Team": "a",
-        Authorization: token
-      })
-      assert.include(api.secrets, token)
-    })
-  )
-
-  it.effect("a helper that fails or prints no JSON object is an error at its path", () =>
-    Effect.gen(function* () {
-      const path = write(`{ "mcpServers": {
-        "a": { "type": "http", "url": "https://a.example/mcp", "headersHelper": "echo nope >&2; exit 3" },
-        "b": { "type": "http", "url": "https://b.example/mcp", "headersHelper": "echo '[1]'" }
-      } }`)
-      const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
-      assert.deepStrictEqual(error.issues, [
-        { path: "mcpServers.a.headersHelper", message: "headersHelper failed: nope" },
-        {
-          path: "mcpServers.b.headersHelper",
-          message: "headersHelper must print a JSON object of header names to values"
-        }
-      ])
-    })
-  )
-})
-
-describe("HostConfig: envFile", () => {
-  it("parses dotenv lines: comments, export, quotes", () => {
-    assert.deepStrictEqual(
-      EnvFile.parse("# a comment\nexport A=1\nB = \"two words\"\nC='x=y'\nD=plain # trailing\n\nnot a line\n"),
-      { A: "1", B: "two words", C: "x=y", D: "plain" }
-    )
-  })
-
-  it.effect("load reads it relative to the file; the server's own env wins; its values are secrets", () =>
-    Effect.gen(function* () {
-      const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-envfile-"))
+      const dir = project()
+      const marker = NodePath.join(dir, "helper-ran")
       NodeFs.mkdirSync(NodePath.join(dir, ".vscode"))
-      NodeFs.writeFileSync(NodePath.join(dir, ".env"), "API_KEY=sk-from-file-1\nMODE=file\n")
-      const path = NodePath.join(dir, ".vscode", "mcp.json")
+      // A FIFO nobody writes to: reading it would block the load, so finishing proves it was not read.
+      NodeChildProcess.execFileSync("mkfifo", [NodePath.join(dir, "secrets.env")])
+      const helper = `touch ${marker}; echo '{"Authorization": "Bearer x"}'`
+      const claude = NodePath.join(dir, ".mcp.json")
       NodeFs.writeFileSync(
-        path,
-        JSON.stringify({ servers: { a: { command: "x", envFile: "${workspaceFolder}/.env", env: { MODE: "own" } } } })
+        claude,
+        JSON.stringify({ mcpServers: { api: { type: "http", url: "https://api.example/mcp", headersHelper: helper } } })
       )
-      const config = yield* ConfigLoader.load(path, { env: {} })
-      const a = toolset(config, "mcp/a")
-      assert.deepStrictEqual(a.transport._tag === "stdio" && a.transport.env, {
-        API_KEY: "sk-from-file-1",
-        MODE: "own"
+      const vscode = NodePath.join(dir, ".vscode", "mcp.json")
+      NodeFs.writeFileSync(vscode, JSON.stringify({ servers: { a: { command: "x", envFile: "secrets.env" } } }))
+
+      const api = toolset(yield* ConfigLoader.load(claude, { env: {} }), "mcp/api")
+      const a = toolset(yield* ConfigLoader.load(vscode, { env: {} }), "mcp/a")
+      assert.isFalse(NodeFs.existsSync(marker))
+      assert.deepStrictEqual(api.transport._tag !== "stdio" && api.transport.headersHelper, {
+        command: helper,
+        cwd: dir
       })
-      assert.include(a.secrets, "sk-from-file-1")
-      NodeFs.rmSync(NodePath.join(dir, ".env"))
-      const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
-      assert.deepStrictEqual(
-        error.issues.map((i) => i.path),
-        ["servers.a.envFile"]
+      assert.deepStrictEqual(api.transport._tag !== "stdio" && api.transport.headers, {})
+      // Relative to the config's folder (for `.vscode/mcp.json`, the project), not to the process's.
+      assert.strictEqual(a.transport._tag === "stdio" && a.transport.envFile, NodePath.join(dir, "secrets.env"))
+      assert.deepStrictEqual(a.transport._tag === "stdio" && a.transport.env, {})
+    })
+  )
+
+  it.effect("a different helper or env file is a different definition (hot reload restarts the toolset)", () =>
+    Effect.gen(function* () {
+      const signatureOf = (server: object) =>
+        host(JSON.stringify({ servers: { a: server } }), "/work/project/.vscode/mcp.json").pipe(
+          Effect.map((config) => toolset(config, "mcp/a").signature)
+        )
+      const remote = { type: "http", url: "https://a.example/mcp" }
+      assert.notStrictEqual(
+        yield* signatureOf({ ...remote, headersHelper: "get-token a" }),
+        yield* signatureOf({ ...remote, headersHelper: "get-token b" })
+      )
+      assert.notStrictEqual(
+        yield* signatureOf({ command: "x", envFile: "a.env" }),
+        yield* signatureOf({ command: "x", envFile: "b.env" })
       )
     })
   )

@@ -1,7 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${VAR} is the config syntax under test, not a template
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import type * as AgentConfig from "../src/AgentConfig.ts"
 import * as ConfigError from "../src/ConfigError.ts"
+import * as ConfigLoader from "../src/ConfigLoader.ts"
 import * as Interpolation from "../src/Interpolation.ts"
 import { agentYaml, issuesOf, parse, toolset } from "./helpers.ts"
 
@@ -10,7 +12,8 @@ describe("Interpolation.expand", () => {
     assert.deepStrictEqual(Interpolation.expand("Bearer ${TOKEN}", { TOKEN: "abc123" }), {
       value: "Bearer abc123",
       secrets: ["abc123"],
-      problems: []
+      problems: [],
+      missing: []
     })
   })
 
@@ -18,7 +21,8 @@ describe("Interpolation.expand", () => {
     assert.deepStrictEqual(Interpolation.expand("${HOST:-localhost}:${PORT:-80}", { PORT: "" }), {
       value: "localhost:80",
       secrets: [],
-      problems: []
+      problems: [],
+      missing: []
     })
     assert.strictEqual(Interpolation.expand("${HOST:-localhost}", { HOST: "example.com" }).value, "example.com")
     assert.strictEqual(Interpolation.expand("${EMPTY:-}", {}).value, "")
@@ -28,16 +32,26 @@ describe("Interpolation.expand", () => {
     assert.strictEqual(Interpolation.expand("cost: $$5 and $HOME and $${X}", {}).value, "cost: $5 and $HOME and ${X}")
   })
 
-  it("a missing variable without default is a problem naming it", () => {
-    const expansion = Interpolation.expand("--token=${API_TOKEN}", {})
-    assert.deepStrictEqual(expansion.problems, [
-      "Environment variable API_TOKEN is not set (write ${API_TOKEN:-default} for a default)"
-    ])
+  it("a missing variable without default is missing from the environment, not a problem of the text; it stays as written", () => {
+    const expansion = Interpolation.expand("--token=${API_TOKEN} --mode=$MODE", {}, { bare: true })
+    assert.deepStrictEqual(expansion, {
+      value: "--token=${API_TOKEN} --mode=$MODE",
+      secrets: [],
+      problems: [],
+      missing: [
+        {
+          variable: "API_TOKEN",
+          message: "Environment variable API_TOKEN is not set (write ${API_TOKEN:-default} for a default)"
+        },
+        { variable: "MODE", message: "Environment variable MODE is not set" }
+      ]
+    })
   })
 
-  it("malformed and unterminated references are problems", () => {
+  it("malformed and unterminated references are problems of the text", () => {
     assert.strictEqual(Interpolation.expand("${1BAD}", {}).problems.length, 1)
     assert.match(Interpolation.expand("${OPEN", {}).problems[0] ?? "", /Unterminated/)
+    assert.deepStrictEqual(Interpolation.expand("${OPEN", {}).missing, [])
   })
 })
 
@@ -54,7 +68,7 @@ describe("Interpolation in a config", () => {
           headers: { Authorization: "Bearer \${WEB_TOKEN}" }
 `)
 
-  it.effect("expands command, args, env, url and headers; environment values become secrets", () =>
+  it.effect("expands command, args, env, url and headers; environment values (not paths, host names) are secrets", () =>
     Effect.gen(function* () {
       const env = {
         SERVER_BIN: "/opt/api-server",
@@ -69,37 +83,72 @@ describe("Interpolation in a config", () => {
         command: "/opt/api-server",
         args: ["--key", "k-0123456789", "--mode=fast"],
         env: { TOKEN: "k-0123456789", PLAIN: "$literal" },
-        cwd: undefined
+        cwd: "/project"
       })
-      assert.deepStrictEqual(api.secrets, ["/opt/api-server", "k-0123456789"])
+      // A path from the environment is a setting: masking it would garble every path in a result.
+      assert.sameMembers([...api.secrets], ["k-0123456789", "$literal"])
       const web = toolset(config, "mcp/web")
       assert.deepStrictEqual(web.transport, {
         _tag: "http",
         url: "https://mcp.example.com/mcp",
         headers: { Authorization: "Bearer w-secret-42" }
       })
-      assert.sameMembers([...web.secrets], ["mcp.example.com", "w-secret-42"])
+      // A host name is a setting too; the token is the secret.
+      assert.sameMembers([...web.secrets], ["w-secret-42", "Bearer w-secret-42"])
     })
   )
 
-  it.effect("every missing variable is reported with its path, together with the Schema's issues", () =>
+  it.effect("a file's problems fail the load; an unset variable is not one of them", () =>
     Effect.gen(function* () {
-      const issues = yield* issuesOf(`${yaml}      - { type: mcp, command: x, lazzy: true }\n`, {
+      const issues = yield* issuesOf(`${yaml}      - { type: mcp, command: x, lazzy: true, args: ["\${1BAD}"] }\n`, {
         HOST: "h.example.com"
       })
       assert.deepStrictEqual(
         issues.map((issue) => issue.path),
-        [
-          "agents.root.toolsets[2].lazzy",
-          "agents.root.toolsets[0].command",
-          "agents.root.toolsets[0].args[1]",
-          "agents.root.toolsets[0].env.TOKEN",
-          "agents.root.toolsets[1].remote.headers.Authorization"
-        ]
+        ["agents.root.toolsets[2].lazzy", "agents.root.toolsets[2].args[0]"]
       )
-      assert.include(issues[1]?.message, "SERVER_BIN is not set")
-      assert.include(issues[4]?.message, "WEB_TOKEN is not set")
     })
+  )
+
+  it.effect(
+    "every unset variable is named, with its path and toolset; only the toolsets that need one are unresolved",
+    () =>
+      Effect.gen(function* () {
+        const config = yield* parse(`${yaml}      - { type: mcp, name: plain, command: x }\n`, {
+          HOST: "h.example.com"
+        })
+        assert.deepStrictEqual(
+          config.warnings?.map((warning) => [warning.path, warning.message.replace(/ \(write .*\)$/, "")]),
+          [
+            [
+              "agents.root.toolsets[0].command",
+              "toolset api will not start: Environment variable SERVER_BIN is not set"
+            ],
+            ["agents.root.toolsets[0].args[1]", "toolset api will not start: Environment variable API_KEY is not set"],
+            [
+              "agents.root.toolsets[0].env.TOKEN",
+              "toolset api will not start: Environment variable API_KEY is not set"
+            ],
+            [
+              "agents.root.toolsets[1].remote.headers.Authorization",
+              "toolset web will not start: Environment variable WEB_TOKEN is not set"
+            ]
+          ]
+        )
+        assert.deepStrictEqual(
+          toolset(config, "mcp/api").unresolved?.map((lack) => lack.variable),
+          ["SERVER_BIN", "API_KEY", "API_KEY"]
+        )
+        assert.isUndefined(toolset(config, "mcp/plain").unresolved)
+        // The references stay as written: nothing runs with an empty token in their place.
+        const api = toolset(config, "mcp/api").transport
+        assert.deepStrictEqual(api._tag === "stdio" && [api.command, ...api.args], [
+          "${SERVER_BIN}",
+          "--key",
+          "${API_KEY}",
+          "--mode=fast"
+        ])
+      })
   )
 
   it.effect("two unnamed remote toolsets with different URLs are two toolsets, named deterministically", () =>
@@ -128,7 +177,7 @@ agents:
   )
 
   it("ConfigError masks environment values and credential shapes, never a variable reference in a hint", () => {
-    const problem = Interpolation.expand("${GITHUB_TOKEN}", {}).problems[0] ?? ""
+    const problem = Interpolation.expand("${GITHUB_TOKEN}", {}).missing[0]?.message ?? ""
     const error = ConfigError.make(
       "<inline>",
       [
@@ -141,4 +190,245 @@ agents:
     assert.notInclude(error.message, "sup3r-s3cret")
     assert.notInclude(error.message, "abc123def")
   })
+})
+
+/**
+ * Every field documented as interpolated, in each format that has it: expanded when the variable
+ * is set (the value a secret), and naming the variable at its path, the reference kept as written,
+ * when it is not. The table must cover `Interpolation.expandedFields`, so a field added there
+ * without a row here fails.
+ */
+describe("every interpolated field", () => {
+  const value = "Xv4lue42"
+  const env = { SECRET_V: value }
+  interface Row {
+    /** The entry of `Interpolation.expandedFields` it covers. */
+    readonly field: string
+    /** A docker-agent toolset entry (YAML flow mapping) or an mcpServers/context_servers server (JSON). */
+    readonly entry: string
+    readonly format: "docker-agent" | "mcpServers" | "zed"
+    /** Where a missing variable is reported, under the entry. */
+    readonly at: string
+    /** The field as the resolved transport holds it. */
+    readonly read: (transport: AgentConfig.Transport) => unknown
+    readonly expanded: unknown
+  }
+  const stdio = (f: (t: Extract<AgentConfig.Transport, { _tag: "stdio" }>) => unknown) => (t: AgentConfig.Transport) =>
+    t._tag === "stdio" ? f(t) : undefined
+  const remote = (f: (t: Exclude<AgentConfig.Transport, { _tag: "stdio" }>) => unknown) => (t: AgentConfig.Transport) =>
+    t._tag === "stdio" ? undefined : f(t)
+  const url = "https://a.example/mcp"
+  const rows: ReadonlyArray<Row> = [
+    {
+      field: "command",
+      format: "docker-agent",
+      entry: '{ type: mcp, command: "/opt/${SECRET_V}/server" }',
+      at: "command",
+      read: stdio((t) => t.command),
+      expanded: `/opt/${value}/server`
+    },
+    {
+      field: "command",
+      format: "mcpServers",
+      entry: '{ "command": "/opt/${SECRET_V}/server" }',
+      at: "command",
+      read: stdio((t) => t.command),
+      expanded: `/opt/${value}/server`
+    },
+    {
+      field: "command",
+      format: "zed",
+      entry: '{ "command": { "path": "/opt/${SECRET_V}", "args": ["${SECRET_V}"], "env": { "K": "${SECRET_V}" } } }',
+      at: "command.path",
+      read: stdio((t) => [t.command, t.args, t.env]),
+      expanded: [`/opt/${value}`, [value], { K: value }]
+    },
+    {
+      field: "args",
+      format: "docker-agent",
+      entry: '{ type: mcp, command: x, args: ["--key=${SECRET_V}"] }',
+      at: "args[0]",
+      read: stdio((t) => t.args),
+      expanded: [`--key=${value}`]
+    },
+    {
+      field: "args",
+      format: "mcpServers",
+      entry: '{ "command": "x", "args": ["--key=${SECRET_V}"] }',
+      at: "args[0]",
+      read: stdio((t) => t.args),
+      expanded: [`--key=${value}`]
+    },
+    {
+      field: "env",
+      format: "docker-agent",
+      entry: '{ type: mcp, command: x, env: { K: "$SECRET_V" } }',
+      at: "env.K",
+      read: stdio((t) => t.env),
+      expanded: { K: value }
+    },
+    {
+      field: "env",
+      format: "mcpServers",
+      entry: '{ "command": "x", "env": { "K": "${env:SECRET_V}" } }',
+      at: "env.K",
+      read: stdio((t) => t.env),
+      expanded: { K: value }
+    },
+    {
+      field: "working_dir",
+      format: "docker-agent",
+      entry: '{ type: mcp, command: x, working_dir: "/srv/${SECRET_V}" }',
+      at: "working_dir",
+      read: stdio((t) => t.cwd),
+      expanded: `/srv/${value}`
+    },
+    {
+      field: "cwd",
+      format: "mcpServers",
+      entry: '{ "command": "x", "cwd": "/srv/${SECRET_V}" }',
+      at: "cwd",
+      read: stdio((t) => t.cwd),
+      expanded: `/srv/${value}`
+    },
+    {
+      field: "env_file",
+      format: "docker-agent",
+      entry: '{ type: mcp, command: x, env_file: "/etc/${SECRET_V}.env" }',
+      at: "env_file",
+      read: stdio((t) => t.envFile),
+      expanded: `/etc/${value}.env`
+    },
+    {
+      field: "envFile",
+      format: "mcpServers",
+      entry: '{ "command": "x", "envFile": "/etc/${SECRET_V}.env" }',
+      at: "envFile",
+      read: stdio((t) => t.envFile),
+      expanded: `/etc/${value}.env`
+    },
+    {
+      field: "url",
+      format: "docker-agent",
+      entry: '{ type: mcp, remote: { url: "https://${SECRET_V}.example/mcp" } }',
+      at: "remote.url",
+      read: remote((t) => t.url),
+      expanded: `https://${value}.example/mcp`
+    },
+    {
+      field: "url",
+      format: "mcpServers",
+      entry: '{ "url": "https://${SECRET_V}.example/mcp" }',
+      at: "url",
+      read: remote((t) => t.url),
+      expanded: `https://${value}.example/mcp`
+    },
+    {
+      field: "serverUrl",
+      format: "mcpServers",
+      entry: '{ "serverUrl": "https://${SECRET_V}.example/mcp" }',
+      at: "serverUrl",
+      read: remote((t) => t.url),
+      expanded: `https://${value}.example/mcp`
+    },
+    {
+      field: "httpUrl",
+      format: "mcpServers",
+      entry: '{ "httpUrl": "https://${SECRET_V}.example/mcp" }',
+      at: "httpUrl",
+      read: remote((t) => t.url),
+      expanded: `https://${value}.example/mcp`
+    },
+    {
+      field: "headers",
+      format: "docker-agent",
+      entry: `{ type: mcp, remote: { url: "${url}", headers: { X-Key: "\${SECRET_V}" } } }`,
+      at: "remote.headers.X-Key",
+      read: remote((t) => t.headers),
+      expanded: { "X-Key": value }
+    },
+    {
+      field: "headers",
+      format: "mcpServers",
+      entry: `{ "url": "${url}", "headers": { "X-Key": "\${SECRET_V}" } }`,
+      at: "headers.X-Key",
+      read: remote((t) => t.headers),
+      expanded: { "X-Key": value }
+    },
+    {
+      field: "oauth",
+      format: "docker-agent",
+      entry: `{ type: mcp, remote: { url: "${url}", oauth: { clientId: "id-\${SECRET_V}", clientSecret: "\${SECRET_V}", scopes: ["read:\${SECRET_V}"], callbackRedirectURL: "http://127.0.0.1:\${callbackPort}/\${SECRET_V}" } } }`,
+      at: "remote.oauth.clientSecret",
+      read: remote((t) => t.oauth),
+      expanded: {
+        clientId: `id-${value}`,
+        clientSecret: value,
+        scopes: [`read:${value}`],
+        callbackRedirectURL: `http://127.0.0.1:\${callbackPort}/${value}`
+      }
+    },
+    {
+      field: "oauth",
+      format: "mcpServers",
+      entry: `{ "url": "${url}", "oauth": { "clientId": "id", "clientSecret": "\${SECRET_V}", "scopes": "a \${SECRET_V}" } }`,
+      at: "oauth.clientSecret",
+      read: remote((t) => t.oauth),
+      expanded: { clientId: "id", clientSecret: value, scopes: ["a", value] }
+    }
+  ]
+
+  const load = (row: Row, variables: Record<string, string>) => {
+    if (row.format === "docker-agent") return parse(agentYaml(`      - ${row.entry}\n`), variables)
+    const key = row.format === "zed" ? "context_servers" : "mcpServers"
+    const text = `{ "${key}": { "t": ${row.entry} } }`
+    return ConfigLoader.parse(text, { source: "/project/settings.json", baseDir: "/project", env: variables })
+  }
+  const entryPath = (row: Row) =>
+    row.format === "docker-agent"
+      ? "agents.root.toolsets[0]"
+      : row.format === "zed"
+        ? "context_servers.t"
+        : "mcpServers.t"
+
+  it("covers every field Interpolation expands", () => {
+    assert.sameMembers([...new Set(rows.map((row) => row.field))], [...Interpolation.expandedFields])
+  })
+
+  for (const row of rows) {
+    it.effect(`${row.format} ${row.field}: expanded, a secret; unset, named at ${row.at} and kept as written`, () =>
+      Effect.gen(function* () {
+        const set = yield* load(row, env)
+        const [toolset] = set.toolsets
+        assert.deepStrictEqual(toolset && row.read(toolset.transport), row.expanded)
+        assert.include(toolset?.secrets, value)
+        assert.isUndefined(toolset?.unresolved)
+        assert.deepStrictEqual(set.warnings, [])
+
+        const unset = yield* load(row, {})
+        const [held] = unset.toolsets
+        assert.deepStrictEqual(
+          held?.unresolved?.find((lack) => lack.path === `${entryPath(row)}.${row.at}`)?.variable,
+          "SECRET_V"
+        )
+        assert.include(
+          JSON.stringify(held && row.read(held.transport)),
+          row.format === "docker-agent" && row.field === "env" ? "$SECRET_V" : "${"
+        )
+        assert.notInclude(held?.secrets ?? [], "")
+      })
+    )
+  }
+
+  it.effect("headersHelper is run by a shell, which expands its variables: it is kept as written", () =>
+    Effect.gen(function* () {
+      const text = `{ "mcpServers": { "t": { "url": "${url}", "headersHelper": "echo \\"{\\\\\\"K\\\\\\": \\\\\\"$\{SECRET_V}\\\\\\"}\\"" } } }`
+      const config = yield* ConfigLoader.parse(text, { source: "/p/.mcp.json", baseDir: "/p", env })
+      const [toolset] = config.toolsets
+      const helper = toolset?.transport._tag === "stdio" ? undefined : toolset?.transport.headersHelper
+      assert.include(helper?.command, "${SECRET_V}")
+      assert.notInclude(helper?.command, value)
+      assert.isUndefined(toolset?.unresolved)
+    })
+  )
 })

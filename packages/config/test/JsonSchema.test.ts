@@ -38,7 +38,8 @@ describe("JsonSchema.make", () => {
     for (const field of ["command", "args", "env", "working_dir", "remote", "transport_type", "headers", "ref"]) {
       assert.include(text, `"${field}"`)
     }
-    for (const field of ["file_types", "tools", "lifecycle", "lazy", "mcps"]) assert.include(text, `"${field}"`)
+    for (const field of ["file_types", "allow_outside_workspace", "tools", "lifecycle", "lazy", "mcps"])
+      assert.include(text, `"${field}"`)
   })
 
   it("lists the lifecycle enums and bounds", () => {

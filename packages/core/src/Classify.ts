@@ -6,6 +6,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as LifecycleError from "./LifecycleError.ts"
+import * as Redaction from "./Redaction.ts"
 
 type Classified = LifecycleError.LifecycleError
 
@@ -35,7 +36,7 @@ const authRequired = (toolset: string, message: string, cause: unknown, challeng
     toolset,
     message: `${toolset}: authentication required: ${message}`,
     cause,
-    ...(challenge === undefined ? {} : { challenge: LifecycleError.redact(challenge) })
+    ...(challenge === undefined ? {} : { challenge: Redaction.redact(challenge) })
   })
 
 /** Node system error codes, as raised by spawn, net, http and streams. */
@@ -148,12 +149,14 @@ const headerOf = (e: unknown, name: string): string | undefined => {
 
 const hasAny = (text: string, needles: ReadonlyArray<string>): boolean => needles.some((n) => text.includes(n))
 
+/** `text` is matched lower-cased but shown as the server wrote it (a lower-cased secret would slip past masking). */
 const byStatus = (toolset: string, e: unknown, status: number, text: string, root: unknown): Classified => {
   const challenge = headerOf(e, "www-authenticate")
-  if ((status === 401 || status === 403) && (challenge !== undefined || hasAny(text, invalidToken))) {
+  const lower = text.toLowerCase()
+  if ((status === 401 || status === 403) && (challenge !== undefined || hasAny(lower, invalidToken))) {
     return authRequired(toolset, `HTTP ${status}: ${text}`, root, challenge)
   }
-  if ((status === 404 || status === 400) && text.includes("session")) {
+  if ((status === 404 || status === 400) && lower.includes("session")) {
     return sessionMissing(toolset, `HTTP ${status}: ${text}`, root)
   }
   if (status === 404 || status === 410) return unavailable(toolset, `HTTP ${status}: ${text}`, root)
@@ -161,11 +164,11 @@ const byStatus = (toolset: string, e: unknown, status: number, text: string, roo
 }
 
 const structural = (toolset: string, e: unknown, root: unknown): Classified | undefined => {
-  const text = LifecycleError.redact(messageOf(e))
+  const text = Redaction.redact(messageOf(e))
   const code = Predicate.hasProperty(e, "code") ? e.code : undefined
   if (Predicate.isString(code) && code in byNodeCode) return byNodeCode[code]!(toolset, `${code}: ${text}`, root)
   const status = httpStatusOf(e)
-  if (status !== undefined) return byStatus(toolset, e, status, text.toLowerCase(), root)
+  if (status !== undefined) return byStatus(toolset, e, status, text, root)
   if (Predicate.isNumber(code) && code in byRpcCode) return byRpcCode[code]!(toolset, `${text} (code ${code})`, root)
   return undefined
 }
@@ -193,7 +196,7 @@ export const classify = (toolset: string, u: unknown): Classified => {
     const found = structural(toolset, e, u)
     if (found !== undefined) return found
   }
-  const text = LifecycleError.redact(chain.map(messageOf).join(": "))
+  const text = Redaction.redact(chain.map(messageOf).join(": "))
   return (
     textual(toolset, text, u) ??
     new LifecycleError.TransportError({

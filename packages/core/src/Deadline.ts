@@ -1,10 +1,10 @@
 /**
- * The one deadline of a request. `Supervisor.use` sets it from `call_timeout` when a call starts
- * (a caller that set one already — a call that may be sent twice — keeps its own), so waiting for
- * Ready, the request and any resend share one budget. Transports whose requests take a timeout of
- * their own read what is left (`remaining`); everything else is bounded by `bound`. Wall-clock
- * time, like every budget about a real process: the bound's timer runs on Effect's clock, but
- * what is left is measured with `Date.now()`.
+ * The one deadline of a request. `Supervisor.use` makes it from `call_timeout` when a call starts
+ * (a caller that set one already — a call that may be sent twice — keeps its own) and gives it to
+ * the request, so waiting for Ready, the request and any resend share one budget. Transports
+ * whose requests take a timeout of their own read what is left (`remaining`); everything else is
+ * bounded by `bound`. Wall-clock time, like every budget about a real process: the bound's timer
+ * runs on Effect's clock, but what is left is measured with `Date.now()`.
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -32,8 +32,8 @@ export const within =
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     millis === undefined
       ? effect
-      : Effect.flatMap(Current, (current) =>
-          current === undefined ? Effect.provideService(effect, Current, after(millis)) : effect
+      : Effect.withFiber((fiber) =>
+          fiber.getRef(Current) === undefined ? Effect.provideService(effect, Current, after(millis)) : effect
         )
 
 /** Milliseconds left before `deadline`, never negative. */
@@ -47,15 +47,23 @@ export const exceeded = (toolset: string, deadline: Pick<Deadline, "millis">): L
     afterMillis: deadline.millis
   })
 
-/** Fails `effect` with `CallTimeout` when the current deadline passes first; unbounded without one. */
+/** Fails `effect` with `CallTimeout` when `deadline` passes first (counted from when it runs); unbounded without one. */
+export const boundTo = <A, E, R>(
+  toolset: string,
+  deadline: Deadline | undefined,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | LifecycleError.CallTimeout, R> =>
+  deadline === undefined
+    ? effect
+    : Effect.suspend(() =>
+        Effect.timeoutOrElse(effect, {
+          duration: Duration.millis(remaining(deadline)),
+          orElse: () => Effect.fail(exceeded(toolset, deadline))
+        })
+      )
+
+/** `boundTo` the current deadline. */
 export const bound =
   (toolset: string) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | LifecycleError.CallTimeout, R> =>
-    Effect.flatMap(Current, (deadline) =>
-      deadline === undefined
-        ? effect
-        : Effect.timeoutOrElse(effect, {
-            duration: Duration.millis(remaining(deadline)),
-            orElse: () => Effect.fail(exceeded(toolset, deadline))
-          })
-    )
+    Effect.withFiber((fiber) => boundTo(toolset, fiber.getRef(Current), effect))

@@ -1,50 +1,135 @@
 /**
  * The Supervisor's rules: one pure function from a machine and a message to the next machine and
- * the commands to run, in order (`Phase.ts` holds the data). A message about work that is no
- * longer current (an old connect, a cancelled timer, an ended session) names an id the phase no
- * longer holds, and is ignored here.
+ * the commands to run, in order (`Phase.ts` holds the data), and the table of every transition it
+ * can make. The table is data, not prose: each step `transition` returns names the row it took
+ * (`Step.rule`), and `Lifecycle.test.ts` checks, over every phase, message and policy it can
+ * generate, that the function only ever moves as the row it names says — and walks every row.
+ * DESIGN.md keeps a summary; this table is the authority.
  *
- * The transition table of DESIGN.md, row by row (`Lifecycle.test.ts` walks every row):
- *
- * | from              | message                                   | to                                   |
- * |-------------------|-------------------------------------------|--------------------------------------|
- * | Stopped           | Start                                     | Starting (adopts a parked connect)   |
- * | Starting          | Connected ok                              | Live (Ready); waiters released after |
- * | Starting          | Connected fails, no retry                 | Stopped, error to the caller         |
- * | Starting          | Connected fails, retry (optional toolset) | Backoff (Restarting), error to caller|
- * | Starting          | StartupTimeout, no retry                  | Stopped; the connect stays parked    |
- * | Starting          | StartupTimeout, retry                     | Backoff; the connect is discarded    |
- * | Live              | Ended with error, Lost, policy allows     | Backoff (Restarting)                 |
- * | Live              | Ended cleanly                             | Backoff if `always`, else Failed     |
- * | Live              | Ended with a permanent error              | Failed, budget untouched             |
- * | Backoff           | BackoffElapsed                            | Reconnecting; restarts += 1          |
- * | Reconnecting      | Connected ok                              | Live (Ready)                         |
- * | Reconnecting      | Connected fails / StartupTimeout, budget  | Backoff, next delay                  |
- * | Reconnecting      | fails, budget spent or permanent          | Failed, last error kept              |
- * | Live              | Stable (Ready lasted `reset_after`)       | Live, attempt reset to 0             |
- * | Live (Ready)      | Probed fails                              | Live (Degraded)                      |
- * | Live (Degraded)   | Probed ok                                 | Live (Ready)                         |
- * | Live (Degraded)   | `health.failures` probe failures in a row | Reconnecting, counts as a restart    |
- * | Live              | Restart (forced)                          | Reconnecting at once                 |
- * | Backoff           | Restart (forced)                          | Reconnecting at once (wait cut short)|
- * | Starting/Reconn.  | Restart (forced)                          | unchanged: shares the connect        |
- * | Stopped / Failed  | Restart                                   | Starting                             |
- * | any               | Stop                                      | Stopped; everything in flight closed |
+ * A message about work that is no longer current (an old connect, a cancelled timer, an ended
+ * session) names an id the phase no longer holds, and is ignored (row `ignored`).
  */
 import * as LifecycleError from "./LifecycleError.ts"
 import type * as Phase from "./Phase.ts"
 import * as Policy from "./Policy.ts"
 
-/** The pure transition: the next machine and the commands to run, in order. */
+/**
+ * Where a machine stands, finer than its `State`: a parked connect and the two halves of
+ * Restarting lead to different rows.
+ */
+export type View =
+  | "Stopped"
+  /** A first start timed out; its connect runs on, for the next start to adopt. */
+  | "Stopped, parked"
+  /** That connect finished: its session waits, alive, for the next start. */
+  | "Stopped, parked (connected)"
+  | "Starting"
+  | "Ready"
+  | "Degraded"
+  | "Restarting (backoff)"
+  | "Restarting (reconnecting)"
+  | "Failed"
+
+export const viewOf = (machine: Phase.Machine): View => {
+  const phase = machine.phase
+  switch (phase._tag) {
+    case "Stopped":
+      return phase.parked === undefined
+        ? "Stopped"
+        : phase.parked.done
+          ? "Stopped, parked (connected)"
+          : "Stopped, parked"
+    case "Live":
+      return phase.probeFailures > 0 ? "Degraded" : "Ready"
+    case "Backoff":
+      return "Restarting (backoff)"
+    case "Reconnecting":
+      return "Restarting (reconnecting)"
+    case "Starting":
+    case "Failed":
+      return phase._tag
+  }
+}
+
+/** One row: from one of `from`, on one of `on`, when `when` holds, the machine moves to `to`. */
+export interface Row {
+  readonly from: ReadonlyArray<View> | "any"
+  readonly on: ReadonlyArray<Phase.Message["_tag"]> | "any"
+  readonly when: string
+  /** `"unchanged"`: the view stays (counters, waiters or the tool count may change). */
+  readonly to: View | "unchanged"
+}
+
+const row = (from: Row["from"], on: Row["on"], to: Row["to"], when: string): Row => ({ from, on, to, when })
+
+const live: ReadonlyArray<View> = ["Ready", "Degraded"]
+const connecting: ReadonlyArray<View> = ["Starting", "Restarting (reconnecting)"]
+const backoff: View = "Restarting (backoff)"
+const reconnecting: View = "Restarting (reconnecting)"
+const parked: View = "Stopped, parked"
+const parkedConnected: View = "Stopped, parked (connected)"
+/** Where a connect or a session can fail: a connect in flight, or the live session. */
+const failing: ReadonlyArray<View> = ["Starting", reconnecting, "Ready", "Degraded"]
+const starts: Row["on"] = ["Start", "Restart"]
+
+/**
+ * The transition table: every transition `transition` can make, one row each. "The budget"
+ * is `max_restarts` reconnects per episode; a forced restart starts a new episode.
+ */
+export const table = {
+  startLive: row(live, ["Start"], "unchanged", "answered at once"),
+  start: row(["Stopped", "Failed"], starts, "Starting", "a fresh connect; counters reset"),
+  startAdopt: row([parked], starts, "Starting", "adopts the parked connect, under a new startup deadline"),
+  startAdoptConnected: row([parkedConnected], starts, "Ready", "adopts the parked session: a live one only"),
+  startWait: row(["Starting", backoff, reconnecting], ["Start"], "unchanged", "waits for Ready or a terminal state"),
+  restartJoin: row(connecting, ["Restart"], "unchanged", "shares the connect in flight"),
+  restartBackoff: row([backoff], ["Restart"], reconnecting, "the wait cut short; the crash budget not charged"),
+  restartLive: row(live, ["Restart"], reconnecting, "bypasses the policy; the crash budget not charged"),
+  stop: row("any", ["Stop"], "Stopped", "everything in flight closed, waiters fail"),
+  connected: row(connecting, ["Connected"], "Ready", "ok; waiters answered once Ready"),
+  startFailed: row(["Starting"], ["Connected"], "Stopped", "fails: required, restart: never, or permanent"),
+  startTimedOut: row(["Starting"], ["StartupTimeout"], parked, "required or restart: never; the connect runs on"),
+  backoff: row(failing, ["Connected", "StartupTimeout", "Ended"], backoff, "failed (†), transient, budget left"),
+  giveUp: row(failing, ["Connected", "StartupTimeout", "Ended"], "Failed", "failed (†), budget spent"),
+  permanent: row(failing.slice(1), ["Connected", "Ended"], "Failed", "a permanent error; budget untouched"),
+  never: row(failing.slice(1), ["Connected", "StartupTimeout", "Ended"], "Failed", "failed (†), restart: never"),
+  endedCleanly: row(live, ["Ended"], "Failed", "closed cleanly, restart is not always"),
+  elapsed: row([backoff], ["BackoffElapsed"], reconnecting, "restarts += 1, attempt += 1"),
+  parkedConnected: row([parked], ["Connected"], parkedConnected, "ok: kept, alive, for the next start"),
+  parkedFailed: row([parked], ["Connected"], "Stopped", "fails: let go"),
+  parkedEnded: row([parkedConnected], ["Ended"], "Stopped", "the parked session ended: let go, never adopted"),
+  probeOk: row(["Ready"], ["Probed"], "unchanged", "ok"),
+  probeRecovered: row(["Degraded"], ["Probed"], "Ready", "ok: the error cleared"),
+  probeFailed: row(live, ["Probed"], "Degraded", "fails, fewer than health.failures in a row"),
+  probeRestart: row(live, ["Probed"], reconnecting, "health.failures in a row (‡), budget left: a restart"),
+  probeGiveUp: row(live, ["Probed"], "Failed", "health.failures in a row (‡), restart: never or budget spent"),
+  stable: row(live, ["Stable"], "unchanged", "Ready lasted reset_after: attempt back to 0"),
+  toolCount: row(live, ["ToolCount"], "unchanged", "the session re-listed its tools: toolsVersion += 1"),
+  defect: row("any", ["Defect"], "Failed", "everything held released; waiters fail with the defect"),
+  ignored: row("any", "any", "unchanged", "about superseded work: an id the phase no longer holds")
+} satisfies Record<string, Row>
+
+/*
+ * † A connect failed or timed out (from Starting: optional toolsets only, which retry; a first
+ *   start with `max_restarts: 0` gives up at once), or the session ended with an error, or
+ *   cleanly under `restart: always`.
+ * ‡ From Ready directly when `health.failures` is 1: such a toolset is never Degraded.
+ */
+
+/** The name of a row of `table`. */
+export type Rule = keyof typeof table
+
+/** The pure transition: the next machine and the commands to run, in order, and the row taken. */
 export const transition = (context: Phase.Context, machine: Phase.Machine, message: Phase.Message): Phase.Step => {
   const phase = machine.phase
   switch (message._tag) {
     case "Start":
-      if (phase._tag === "Live")
-        return { machine, commands: [{ _tag: "Settle", waiters: [message.reply], exit: "ready" }] }
+      if (phase._tag === "Live") {
+        return { machine, commands: [{ _tag: "Settle", waiters: [message.reply], exit: "ready" }], rule: "startLive" }
+      }
       return phase._tag === "Stopped" || phase._tag === "Failed"
         ? beginStart(context, machine, [...machine.waiters, message.reply])
-        : stay(wait(machine, message.reply))
+        : stay(wait(machine, message.reply), "startWait")
     case "Restart":
       return onRestart(context, wait(machine, message.reply))
     case "Stop":
@@ -54,25 +139,39 @@ export const transition = (context: Phase.Context, machine: Phase.Machine, messa
     case "StartupTimeout":
       return onStartupTimeout(context, machine, message.id)
     case "Ended":
-      if (phase._tag !== "Live" || phase.session !== message.id) return stay(machine)
+      if (phase._tag === "Stopped" && phase.parked?.id === message.id && phase.parked.done) {
+        return {
+          machine: { ...machine, phase: { _tag: "Stopped", parked: undefined } },
+          commands: [{ _tag: "Discard", id: message.id }],
+          rule: "parkedEnded"
+        }
+      }
+      if (phase._tag !== "Live" || phase.session !== message.id) return ignore(machine)
       return ended(context, machine, message.error)
     case "BackoffElapsed":
-      return phase._tag === "Backoff" && phase.timer === message.id ? reconnect(machine, []) : stay(machine)
+      return phase._tag === "Backoff" && phase.timer === message.id
+        ? reconnect({ ...machine, attempt: machine.attempt + 1 }, [], "elapsed")
+        : ignore(machine)
     case "Probed":
-      if (phase._tag !== "Live" || phase.session !== message.id) return stay(machine)
+      if (phase._tag !== "Live" || phase.session !== message.id) return ignore(machine)
       return onProbed(context, machine, phase, message.error)
     case "Stable":
-      return phase._tag === "Live" && phase.session === message.id && machine.attempt !== 0
-        ? stay({ ...machine, attempt: 0 })
-        : stay(machine)
+      if (phase._tag !== "Live" || phase.session !== message.id) return ignore(machine)
+      return stay(machine.attempt === 0 ? machine : { ...machine, attempt: 0 }, "stable")
     case "ToolCount":
       return phase._tag === "Live" && phase.session === message.id
-        ? stay({ ...machine, toolCount: message.count, toolsVersion: machine.toolsVersion + 1 })
-        : stay(machine)
+        ? stay({ ...machine, toolCount: message.count, toolsVersion: machine.toolsVersion + 1 }, "toolCount")
+        : ignore(machine)
+    case "Defect":
+      return terminal(context, machine, { _tag: "Failed" }, message.error, "a defect", "defect", [
+        { _tag: "ReleaseAll", error: message.error }
+      ])
   }
 }
 
-const stay = (machine: Phase.Machine): Phase.Step => ({ machine, commands: [] })
+const stay = (machine: Phase.Machine, rule: Rule): Phase.Step => ({ machine, commands: [], rule })
+
+const ignore = (machine: Phase.Machine): Phase.Step => ({ machine, commands: [], rule: "ignored" })
 
 const wait = (machine: Phase.Machine, reply: Phase.Reply): Phase.Machine => ({
   ...machine,
@@ -103,8 +202,9 @@ const beginStart = (
   waiters: ReadonlyArray<Phase.Reply>
 ): Phase.Step => {
   const parked = machine.phase._tag === "Stopped" ? machine.phase.parked : undefined
-  if (parked?.done === true)
-    return goLive({ ...machine, restarts: 0, attempt: 0, error: undefined, waiters }, parked.id)
+  if (parked?.done === true) {
+    return goLive({ ...machine, restarts: 0, attempt: 0, error: undefined, waiters }, parked.id, "startAdoptConnected")
+  }
   const connect = parked?.id ?? machine.nextId + 1
   const retry = !context.policy.required && context.policy.restart !== "never"
   return {
@@ -117,12 +217,13 @@ const beginStart = (
       waiters,
       nextId: Math.max(connect, machine.nextId)
     },
-    commands: [parked === undefined ? { _tag: "Connect", id: connect } : { _tag: "ArmStartup", id: connect }]
+    commands: [parked === undefined ? { _tag: "Connect", id: connect } : { _tag: "ArmStartup", id: connect }],
+    rule: parked === undefined ? "start" : "startAdopt"
   }
 }
 
 /** A connect's session becomes the live one; waiters are released after the state is Ready. */
-const goLive = (machine: Phase.Machine, id: number): Phase.Step => ({
+const goLive = (machine: Phase.Machine, id: number, rule: Rule): Phase.Step => ({
   machine: {
     ...machine,
     phase: { _tag: "Live", session: id, probeFailures: 0 },
@@ -132,7 +233,8 @@ const goLive = (machine: Phase.Machine, id: number): Phase.Step => ({
     waiters: []
   },
   // Only an episode with restarts has a step to reset: a first start arms no `reset_after` timer.
-  commands: [{ _tag: "GoLive", id, stable: machine.attempt > 0 }, ...settle(machine, "ready")]
+  commands: [{ _tag: "GoLive", id, stable: machine.attempt > 0 }, ...settle(machine, "ready")],
+  rule
 })
 
 const settle = (machine: Phase.Machine, exit: "ready" | LifecycleError.LifecycleError): ReadonlyArray<Phase.Command> =>
@@ -145,11 +247,13 @@ const terminal = (
   phase: Phase.Phase,
   error: LifecycleError.LifecycleError | undefined,
   reason: string,
+  rule: Rule,
   before: ReadonlyArray<Phase.Command>
 ): Phase.Step => {
   const failure = error ?? LifecycleError.notStarted(context.name, reason)
-  const warn: ReadonlyArray<Phase.Command> =
-    phase._tag === "Failed" ? [{ _tag: "Warn", message: `${context.name} failed: ${error?.message ?? reason}` }] : []
+  const message =
+    error === undefined ? `${context.name} failed: ${reason}` : `${context.name} failed (${reason}): ${error.message}`
+  const warn: ReadonlyArray<Phase.Command> = phase._tag === "Failed" ? [{ _tag: "Warn", message }] : []
   return {
     machine: {
       ...machine,
@@ -158,7 +262,8 @@ const terminal = (
       waiters: [],
       attempt: phase._tag === "Stopped" ? 0 : machine.attempt
     },
-    commands: [...before, ...settle(machine, failure), ...warn]
+    commands: [...before, ...settle(machine, failure), ...warn],
+    rule
   }
 }
 
@@ -167,9 +272,14 @@ const stop = (context: Phase.Context, machine: Phase.Machine): Phase.Step => ({
   commands: [
     ...release(machine.phase, LifecycleError.notStarted(context.name, "stopped while the request was in flight")),
     ...settle(machine, LifecycleError.notStarted(context.name, "stopped"))
-  ]
+  ],
+  rule: "stop"
 })
 
+/**
+ * A forced restart starts a new episode: the reconnect counts in `restarts`, but not against the
+ * crash budget (`attempt` stays 0), so the next real crash is the first of its episode.
+ */
 const onRestart = (context: Phase.Context, machine: Phase.Machine): Phase.Step => {
   const phase = machine.phase
   switch (phase._tag) {
@@ -178,28 +288,35 @@ const onRestart = (context: Phase.Context, machine: Phase.Machine): Phase.Step =
       return beginStart(context, machine, machine.waiters)
     case "Starting":
     case "Reconnecting":
-      return stay(machine)
+      return stay(machine, "restartJoin")
     case "Backoff":
-      return reconnect(machine, [{ _tag: "CancelBackoff", id: phase.timer }])
+      return reconnect({ ...machine, attempt: 0 }, [{ _tag: "CancelBackoff", id: phase.timer }], "restartBackoff")
     case "Live":
-      return reconnect({ ...machine, attempt: 0, error: undefined }, [
-        { _tag: "EndLive", error: LifecycleError.notStarted(context.name, "restarted while the request was in flight") }
-      ])
+      return reconnect(
+        { ...machine, attempt: 0, error: undefined },
+        [
+          {
+            _tag: "EndLive",
+            error: LifecycleError.notStarted(context.name, "restarted while the request was in flight")
+          }
+        ],
+        "restartLive"
+      )
   }
 }
 
-/** One reconnect of the episode: it counts against the budget whether or not it succeeds. */
-const reconnect = (machine: Phase.Machine, before: ReadonlyArray<Phase.Command>): Phase.Step => {
+/** A reconnect: `restarts` counts it; the caller has moved `attempt` when the budget pays for it. */
+const reconnect = (machine: Phase.Machine, before: ReadonlyArray<Phase.Command>, rule: Rule): Phase.Step => {
   const id = machine.nextId + 1
   return {
     machine: {
       ...machine,
       nextId: id,
       phase: { _tag: "Reconnecting", connect: id },
-      attempt: machine.attempt + 1,
       restarts: machine.restarts + 1
     },
-    commands: [...before, { _tag: "Connect", id }]
+    commands: [...before, { _tag: "Connect", id }],
+    rule
   }
 }
 
@@ -216,19 +333,20 @@ const scheduleReconnect = (
   const { policy } = context
   const failed: Phase.Phase = { _tag: "Failed" }
   if (error !== undefined && LifecycleError.isPermanent(error)) {
-    return terminal(context, machine, failed, error, "failed", before)
+    return terminal(context, machine, failed, error, "a permanent error", "permanent", before)
   }
   if (policy.restart === "never") {
-    return terminal(context, machine, failed, error, "session ended (restart: never)", before)
+    return terminal(context, machine, failed, error, "restart: never", "never", before)
   }
   const last = error ?? machine.error
   if (!Policy.hasBudget(policy, machine.attempt)) {
-    return terminal(context, machine, failed, last, `gave up after ${machine.attempt} restarts`, before)
+    return terminal(context, machine, failed, last, `gave up after ${machine.attempt} restarts`, "giveUp", before)
   }
   const id = machine.nextId + 1
   return {
     machine: { ...machine, nextId: id, phase: { _tag: "Backoff", timer: id }, error: last },
-    commands: [...before, { _tag: "Backoff", id, attempt: machine.attempt }]
+    commands: [...before, { _tag: "Backoff", id, attempt: machine.attempt }],
+    rule: "backoff"
   }
 }
 
@@ -247,6 +365,7 @@ const ended = (
       { _tag: "Failed" },
       undefined,
       `session closed cleanly (restart: ${context.policy.restart})`,
+      "endedCleanly",
       before
     )
   }
@@ -260,14 +379,18 @@ const onConnected = (
   error: LifecycleError.LifecycleError | undefined
 ): Phase.Step => {
   const phase = machine.phase
-  if (phase._tag === "Stopped" && phase.parked?.id === id) {
+  if (phase._tag === "Stopped" && phase.parked?.id === id && !phase.parked.done) {
     // A late connect that finished while Stopped: kept for the next start, or let go if it failed.
     return error === undefined
-      ? stay({ ...machine, phase: { _tag: "Stopped", parked: { id, done: true } } })
-      : { machine: { ...machine, phase: { _tag: "Stopped", parked: undefined } }, commands: [{ _tag: "Discard", id }] }
+      ? stay({ ...machine, phase: { _tag: "Stopped", parked: { id, done: true } } }, "parkedConnected")
+      : {
+          machine: { ...machine, phase: { _tag: "Stopped", parked: undefined } },
+          commands: [{ _tag: "Discard", id }],
+          rule: "parkedFailed"
+        }
   }
-  if ((phase._tag !== "Starting" && phase._tag !== "Reconnecting") || phase.connect !== id) return stay(machine)
-  if (error === undefined) return goLive(machine, id)
+  if ((phase._tag !== "Starting" && phase._tag !== "Reconnecting") || phase.connect !== id) return ignore(machine)
+  if (error === undefined) return goLive(machine, id, "connected")
   return connectFailed(context, machine, error, [{ _tag: "Discard", id }])
 }
 
@@ -280,22 +403,31 @@ const connectFailed = (
   const phase = machine.phase
   if (phase._tag !== "Starting") return scheduleReconnect(context, machine, error, before)
   if (!phase.retry || LifecycleError.isPermanent(error)) {
-    return terminal(context, machine, { _tag: "Stopped", parked: undefined }, error, "start failed", before)
+    return terminal(
+      context,
+      machine,
+      { _tag: "Stopped", parked: undefined },
+      error,
+      "start failed",
+      "startFailed",
+      before
+    )
   }
   // An optional toolset: the caller learns of the failure now, and the Supervisor keeps trying by
   // the policy — a phase that `stop` ends, not a retry loop outside it.
   const next = scheduleReconnect(context, { ...machine, waiters: [] }, error, before)
-  return { machine: next.machine, commands: [...settle(machine, error), ...next.commands] }
+  return { ...next, commands: [...settle(machine, error), ...next.commands] }
 }
 
 const onStartupTimeout = (context: Phase.Context, machine: Phase.Machine, id: number): Phase.Step => {
   const phase = machine.phase
-  if ((phase._tag !== "Starting" && phase._tag !== "Reconnecting") || phase.connect !== id) return stay(machine)
+  if ((phase._tag !== "Starting" && phase._tag !== "Reconnecting") || phase.connect !== id) return ignore(machine)
   const error = context.initTimeout()
   if (phase._tag === "Starting" && !phase.retry) {
     // The first start keeps its connect running, so that a later start adopts it instead of
     // opening a second one.
-    return terminal(context, machine, { _tag: "Stopped", parked: { id, done: false } }, error, "start timed out", [])
+    const parked: Phase.Phase = { _tag: "Stopped", parked: { id, done: false } }
+    return terminal(context, machine, parked, error, "start timed out", "startTimedOut", [])
   }
   // A connect that hangs while the Supervisor retries is abandoned and counts as a failed attempt.
   return connectFailed(context, machine, error, [{ _tag: "Discard", id }])
@@ -304,25 +436,28 @@ const onStartupTimeout = (context: Phase.Context, machine: Phase.Machine, id: nu
 const onProbed = (
   context: Phase.Context,
   machine: Phase.Machine,
-  phase: Extract<Phase.Phase, { _tag: "Live" }>,
+  phase: Extract<Phase.Phase, { readonly _tag: "Live" }>,
   error: LifecycleError.LifecycleError | undefined
 ): Phase.Step => {
-  const health = context.policy.health
+  const { policy } = context
   if (error === undefined) {
     return phase.probeFailures === 0
-      ? stay(machine)
-      : stay({ ...machine, phase: { ...phase, probeFailures: 0 }, error: undefined })
+      ? stay(machine, "probeOk")
+      : stay({ ...machine, phase: { ...phase, probeFailures: 0 }, error: undefined }, "probeRecovered")
   }
   const failures = phase.probeFailures + 1
-  if (failures < (health?.failures ?? 1)) {
-    return stay({ ...machine, phase: { ...phase, probeFailures: failures }, error })
+  if (failures < (policy.health?.failures ?? 1)) {
+    return stay({ ...machine, phase: { ...phase, probeFailures: failures }, error }, "probeFailed")
   }
-  const before: ReadonlyArray<Phase.Command> = [
-    { _tag: "Warn", message: `${context.name}: ${failures} health probes failed in a row, restarting` },
-    { _tag: "EndLive", error: LifecycleError.crashedInFlight(context.name, error) }
-  ]
-  if (context.policy.restart === "never" || !Policy.hasBudget(context.policy, machine.attempt)) {
-    return terminal(context, machine, { _tag: "Failed" }, error, "health probes failed", before)
+  const endLive: Phase.Command = { _tag: "EndLive", error: LifecycleError.crashedInFlight(context.name, error) }
+  const failed = `${failures} health probes failed in a row`
+  if (policy.restart === "never" || !Policy.hasBudget(policy, machine.attempt)) {
+    const why = policy.restart === "never" ? "restart: never" : `gave up after ${machine.attempt} restarts`
+    return terminal(context, machine, { _tag: "Failed" }, error, `${failed} (${why})`, "probeGiveUp", [endLive])
   }
-  return reconnect({ ...machine, error }, before)
+  return reconnect(
+    { ...machine, error, attempt: machine.attempt + 1 },
+    [{ _tag: "Warn", message: `${context.name}: ${failed}, restarting` }, endLive],
+    "probeRestart"
+  )
 }

@@ -106,24 +106,15 @@ const permanent: { readonly [K in Tag]: boolean } = {
 /** Restarting cannot fix a permanent error: the supervisor parks the toolset as Failed. */
 export const isPermanent = (error: LifecycleError): boolean => permanent[error._tag]
 
+const permanentTags: ReadonlySet<string> = new Set(
+  Object.entries(permanent).flatMap(([tag, isPermanent]) => (isPermanent ? [tag] : []))
+)
+
+/** `isPermanent` for an error known only by its tag, as a status snapshot carries it. */
+export const isPermanentTag = (tag: string): boolean => permanentTags.has(tag)
+
 /** The complement of `isPermanent`: a reconnect may help. */
 export const isTransient = (error: LifecycleError): boolean => !permanent[error._tag]
-
-const secrets: ReadonlyArray<readonly [RegExp, string]> = [
-  // A credential (token68) has a digit or a symbol in it ("the basic configuration" is prose), and is not an
-  // auth-param such as the `realm="..."` of a `WWW-Authenticate` challenge.
-  [/\b(bearer|basic)\s+(?![A-Za-z0-9_-]+\s*=\s*[^\s=,])(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}/gi, "$1 ***"],
-  [/\b(authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi, "$1$2***"],
-  [
-    /\b([a-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|apikey|access[_-]?key)[a-z0-9_-]*)(["']?\s*[:=]\s*["']?)[^\s"'&,}]+/gi,
-    "$1$2***"
-  ],
-  [/(\/\/[^/:@\s]+:)[^@/\s]+@/g, "$1***@"]
-]
-
-/** Masks credentials (bearer tokens, `token=…`, URL passwords) so messages are safe to show and log. */
-export const redact = (text: string): string =>
-  secrets.reduce((out, [pattern, replacement]) => out.replace(pattern, replacement), text)
 
 /** `NotStarted`, its message led by the toolset's name as every error's is. */
 export const notStarted = (toolset: string, message: string, cause?: LifecycleError): NotStarted =>

@@ -4,13 +4,17 @@
  * process group. So every server carries its owner's mark in its environment, which its children
  * inherit — the owner's pid and start time, because pids are reused and a new process with the
  * owner's pid is not the owner — and a sweep kills the groups of marked processes whose owner is
- * gone. Linux only (it reads /proc): elsewhere servers go unmarked and a sweep logs that it cannot
- * look.
+ * gone. Three things read the marks: this process's watchdog, which ends them once this process is
+ * gone however it died; the end of a server, which ends what escaped its process group; and a
+ * sweep at start (and every few seconds), for what a Toolvisor whose watchdog died with it left.
+ * Linux only (it reads /proc): elsewhere servers go unmarked and a sweep logs that it cannot look.
  */
+import type * as NodeChildProcess from "node:child_process"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as ProcessGroup from "./internal/processGroup.ts"
+import * as Watchdog from "./internal/watchdog.ts"
 import * as Procfs from "./Procfs.ts"
 
 /** The environment variable that holds the mark: `<owner pid>/<owner start time>`. */
@@ -36,8 +40,59 @@ const selfStat = Procfs.stat(process.pid)
 export const self: Owner | undefined =
   selfStat === undefined ? undefined : { pid: process.pid, startTime: selfStat.startTime }
 
-/** The environment entry that marks a server as this process's (none without /proc). */
-export const mark: Readonly<Record<string, string>> = self === undefined ? {} : { [envKey]: encode(self) }
+/**
+ * The environment variable that tells a server from its owner's other servers: a number, unique
+ * for the owner's life, which whatever the server starts inherits with the owner's mark.
+ */
+export const serverKey = "TOOLVISOR_SERVER"
+
+/** One server's marks. */
+export interface Claim {
+  /** The server's number among this process's servers. */
+  readonly server: string
+  /** What to add to the server's environment, last, so that no spec overrides it (none without /proc). */
+  readonly env: Readonly<Record<string, string>>
+}
+
+let claimed = 0
+
+/**
+ * Marks a new server as this process's. The first claim (and the first after the watchdog died)
+ * starts this process's watchdog, which ends every marked process once this process is gone.
+ */
+export const claim: Effect.Effect<Claim> = Effect.suspend(() => {
+  claimed += 1
+  const server = String(claimed)
+  if (self === undefined) return Effect.succeed({ server, env: {} })
+  const env = { [envKey]: encode(self), [serverKey]: server }
+  return Effect.as(watch(self), { server, env })
+})
+
+/** How long the watchdog gives the servers of a gone owner between SIGTERM and SIGKILL. */
+const watchdogGrace = 1000
+
+let watchdog: NodeChildProcess.ChildProcess | undefined
+
+/** Starts this process's watchdog unless it runs; waits until it has started, or says why it could not. */
+const watch = (owner: Owner): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (watchdog !== undefined) return Effect.void
+    // Not a server: a mark this process inherited would let its own owner's sweeps take the watchdog for one.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => key !== envKey && key !== serverKey))
+    const child = Watchdog.start({ key: envKey, owner: encode(owner), graceMillis: watchdogGrace, env })
+    watchdog = child
+    const forget = () => {
+      if (watchdog === child) watchdog = undefined
+    }
+    child.once("exit", forget)
+    return Effect.callback<void>((resume) => {
+      child.once("spawn", () => resume(Effect.void))
+      child.on("error", (cause) => {
+        forget()
+        resume(Effect.logWarning(`no watchdog: servers outlive a SIGKILL of this process: ${cause.message}`))
+      })
+    })
+  })
 
 /** True while the owner runs: its pid is alive and still names the process that started then. */
 export const isAlive = (owner: Owner): boolean => {
@@ -91,11 +146,16 @@ const groupsOf = (marked: ReadonlyArray<Marked>, select: (marked: Marked) => boo
 const killWait = Duration.seconds(5)
 
 /**
- * Kills the marked groups `select` picks with SIGKILL (their owner is not there to close them
- * politely, and a stopped process dies of it too) and returns them once they are gone. It waits on
- * the groups' members, not on marks: a process being torn down has lost its environment already.
+ * Ends the marked groups `select` picks and returns them once they are gone. With `term`, they get
+ * SIGCONT and SIGTERM and that long to exit first; then SIGKILL, which a stopped process dies of
+ * too, goes to the groups still marked (one that emptied may have passed its number on). It waits
+ * on the groups' members, not on marks: a process being torn down has lost its environment already.
  */
-export const sweep = (why: string, select: (marked: Marked) => boolean): Effect.Effect<ReadonlyArray<number>> =>
+export const sweep = (
+  why: string,
+  select: (marked: Marked) => boolean,
+  term?: Duration.Duration
+): Effect.Effect<ReadonlyArray<number>> =>
   Effect.gen(function* () {
     if (!Procfs.available) {
       yield* Effect.logWarning("no /proc on this system: left-over server processes cannot be found")
@@ -103,8 +163,15 @@ export const sweep = (why: string, select: (marked: Marked) => boolean): Effect.
     }
     const groups = groupsOf(scan(), select)
     if (groups.length === 0) return groups
-    yield* Effect.logWarning(`killing ${groups.length} process group(s) ${why}: ${groups.join(", ")}`)
-    for (const pgid of groups) ProcessGroup.signal(pgid, "SIGKILL")
+    yield* Effect.logWarning(`ending ${groups.length} process group(s) ${why}: ${groups.join(", ")}`)
+    if (term !== undefined) {
+      for (const pgid of groups) {
+        ProcessGroup.signal(pgid, "SIGCONT")
+        ProcessGroup.signal(pgid, "SIGTERM")
+      }
+      yield* Effect.forEach(groups, (pgid) => ProcessGroup.awaitGone(pgid, term), { concurrency: "unbounded" })
+    }
+    for (const pgid of term === undefined ? groups : groupsOf(scan(), select)) ProcessGroup.signal(pgid, "SIGKILL")
     const gone = yield* Effect.forEach(groups, (pgid) => ProcessGroup.awaitGone(pgid, killWait), {
       concurrency: "unbounded"
     })
@@ -112,6 +179,22 @@ export const sweep = (why: string, select: (marked: Marked) => boolean): Effect.
     if (left.length > 0) yield* Effect.logWarning(`process group(s) still there after SIGKILL: ${left.join(", ")}`)
     return groups
   })
+
+/**
+ * Ends what one of this process's servers left outside its process group, once that group is
+ * gone: a descendant that called `setsid` leads a group of its own but carries the server's marks.
+ * Only that server's: this process's other servers have other numbers.
+ */
+export const endEscaped = (toolset: string, claim: Claim, term: Duration.Duration): Effect.Effect<void> =>
+  claim.env[serverKey] === undefined
+    ? Effect.void
+    : Effect.asVoid(
+        sweep(
+          `that escaped the process group of ${toolset}'s server`,
+          (m) => m.env.get(envKey) === claim.env[envKey] && m.env.get(serverKey) === claim.server,
+          term
+        )
+      )
 
 /** Kills what owners that are gone left behind. */
 export const sweepOrphans: Effect.Effect<ReadonlyArray<number>> = sweep(

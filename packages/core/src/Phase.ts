@@ -6,6 +6,7 @@
  * commands name (connects, the live session, timers) by id, and never decides anything itself.
  */
 import type * as Deferred from "effect/Deferred"
+import type * as Lifecycle from "./Lifecycle.ts"
 import type * as LifecycleError from "./LifecycleError.ts"
 import type * as Policy from "./Policy.ts"
 import type * as State from "./State.ts"
@@ -40,6 +41,8 @@ export type Message =
   | { readonly _tag: "Probed"; readonly id: number; readonly error: LifecycleError.LifecycleError | undefined }
   | { readonly _tag: "Stable"; readonly id: number }
   | { readonly _tag: "ToolCount"; readonly id: number; readonly count: number }
+  /** Handling a message hit a defect (`error` holds it as its cause): the toolset must not wedge. */
+  | { readonly _tag: "Defect"; readonly error: LifecycleError.NotStarted }
 
 /** What the actor does for a transition, in order. Ids name the resources it holds. */
 export type Command =
@@ -66,6 +69,11 @@ export type Command =
       readonly exit: "ready" | LifecycleError.LifecycleError
     }
   | { readonly _tag: "Warn"; readonly message: string }
+  /**
+   * Close everything held — connects, the live session, timers — whatever the phase says: after
+   * a defect, what is held may not be what the phase names. Requests in flight fail with `error`.
+   */
+  | { readonly _tag: "ReleaseAll"; readonly error: LifecycleError.NotStarted }
 
 /** Everything the actor knows besides resources: the phase and the counters a snapshot shows. */
 export interface Machine {
@@ -112,6 +120,8 @@ export const stateOf = (machine: Machine): State.State => {
 export interface Step {
   readonly machine: Machine
   readonly commands: ReadonlyArray<Command>
+  /** The row of `Lifecycle.table` this step took. */
+  readonly rule: Lifecycle.Rule
 }
 
 /** What a transition needs to know about the toolset besides its machine. */

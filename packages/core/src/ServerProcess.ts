@@ -2,21 +2,29 @@
  * The one place that runs a server as a child process, for MCP stdio and LSP alike. The process
  * leads its own process group, so closing it reaches every descendant (an `npx` or `uvx` wrapper's
  * real server too). Closing asks politely first — stdin end, then SIGTERM, then SIGKILL to the
- * whole group — and returns only when no process of the group is left. Every server carries this
- * process's owner mark, so a sweep can find it if this process dies without closing it (`Owner`).
+ * whole group — and returns only when no process of the group is left, nor any that escaped it.
+ * Every server carries this process's owner mark and a number of its own, so what escapes its group
+ * is found at its close, and all of it if this process dies without closing it (`Owner`); none
+ * inherits Toolvisor's own variables (its tokens and keys). However much a server writes to stderr,
+ * it costs a tail of short lines and a bounded rate of reading; a server that closes its stdout but
+ * runs on ends its session all the same.
  */
 import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import type * as NodeStream from "node:stream"
-import { StringDecoder } from "node:string_decoder"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Classify from "./Classify.ts"
 import * as ProcessGroup from "./internal/processGroup.ts"
+import * as Stderr from "./internal/stderr.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 import * as Owner from "./Owner.ts"
 import { groupAlive } from "./Procfs.ts"
+import * as Redaction from "./Redaction.ts"
 import * as WallClock from "./WallClock.ts"
 
 export interface Spec {
@@ -25,7 +33,7 @@ export interface Spec {
   /** Added to (and overriding) the parent's environment. */
   readonly env?: Readonly<Record<string, string>>
   readonly cwd?: string
-  /** How many stderr lines to keep for error messages (default 50). */
+  /** How many stderr lines to keep for error messages (default 50), each cut at `maxStderrLineBytes`. */
   readonly stderrLines?: number
   /** How long to wait after ending stdin, then after SIGTERM (defaults 2 s each). */
   readonly grace?: { readonly stdin?: Duration.Input; readonly term?: Duration.Input }
@@ -49,6 +57,12 @@ export interface ServerProcess {
   readonly established: Effect.Effect<void>
   /** Completes when the process exits: success only for a clean exit after `established`. */
   readonly exited: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
+  /**
+   * Completes when the session over the pipes is over: as `exited` when the process exits, and
+   * with `ServerCrashed` when it closes its stdout but does not exit soon after — it can never
+   * answer again, so it is as good as crashed (closing the scope then ends it).
+   */
+  readonly ended: Effect.Effect<void, LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed>
   /** Whether `exited` has completed: lets a finalizer tell a process that died from one it ends. */
   readonly hasExited: () => boolean
   /** Runs `effect`, failing it at once if the process exits first (a handshake must not hang on a dead server). */
@@ -56,6 +70,17 @@ export interface ServerProcess {
     effect: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | LifecycleError.ServerUnavailable | LifecycleError.ServerCrashed, R>
 }
+
+/**
+ * Told of every server spawned where it is provided, with that server's stderr tail. The runtime
+ * provides one around each toolset it builds (as it does `Redaction.Current`), so an operator can
+ * read what the latest server said, also after it died — and a server that dies before its
+ * handshake never makes a session. Outside one, nobody is told.
+ */
+export const StderrWatch = Context.Reference<((stderrTail: () => ReadonlyArray<string>) => void) | undefined>(
+  "@toolvisor/core/ServerProcess/StderrWatch",
+  { defaultValue: () => undefined }
+)
 
 /** Lines a runtime prints after the error itself: a stack frame, a version banner, a blank. */
 const noise = [/^\s*$/, /^\s+at\s/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^Traceback \(most recent call last\)/]
@@ -77,9 +102,15 @@ export const spawn = (
 ): Effect.Effect<ServerProcess, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const exit = yield* Deferred.make<Exited>()
-    const tail = makeTail(spec.stderrLines ?? 50)
-    const child = yield* Effect.acquireRelease(start(toolset, spec, exit, tail), (child) =>
-      close(child, Deferred.await(exit), spec.grace)
+    const outputClosed = yield* Deferred.make<void>()
+    const tail = new Stderr.Tail(spec.stderrLines ?? 50)
+    const watch = yield* StderrWatch
+    watch?.(tail.lines)
+    // Runs after the close below (finalizers run in reverse): the group is gone, stderr may flow.
+    yield* Effect.addFinalizer(() => Effect.sync(() => tail.stop()))
+    const claim = yield* Owner.claim
+    const child = yield* Effect.acquireRelease(start(toolset, spec, claim, exit, outputClosed, tail), (child) =>
+      close(toolset, child, claim, Deferred.await(exit), spec.grace)
     )
     let isEstablished = false
     const commandLine = [spec.command, ...(spec.args ?? [])].join(" ")
@@ -93,7 +124,7 @@ export const spawn = (
           return Effect.fail(
             new LifecycleError.ServerUnavailable({
               toolset,
-              message: LifecycleError.redact(`${toolset}: "${commandLine}" exited (${how}) before it was ready${last}`),
+              message: Redaction.redact(`${toolset}: "${commandLine}" exited (${how}) before it was ready${last}`),
               exitCode: info.code,
               signal: info.signal,
               stderr
@@ -104,13 +135,30 @@ export const spawn = (
         return Effect.fail(
           new LifecycleError.ServerCrashed({
             toolset,
-            message: LifecycleError.redact(`${toolset}: server exited unexpectedly (${how})${last}`),
+            message: Redaction.redact(`${toolset}: server exited unexpectedly (${how})${last}`),
             exitCode: info.code,
             signal: info.signal,
             stderr
           })
         )
       })
+    )
+    const stillRunning = Effect.suspend(() =>
+      Effect.fail(
+        new LifecycleError.ServerCrashed({
+          toolset,
+          message: `${toolset}: the server closed its stdout but kept running, so it can no longer answer`,
+          exitCode: null,
+          signal: null,
+          stderr: tail.lines()
+        })
+      )
+    )
+    const ended = Effect.raceFirst(
+      exited,
+      Deferred.await(outputClosed).pipe(
+        Effect.andThen(Effect.raceFirst(exited, WallClock.sleep(exitReportGrace).pipe(Effect.andThen(stillRunning))))
+      )
     )
     const pid = child.pid
     if (pid === undefined) return yield* Effect.die(new Error("spawned process has no pid"))
@@ -123,6 +171,7 @@ export const spawn = (
         isEstablished = true
       }),
       exited,
+      ended,
       hasExited: () => Deferred.isDoneUnsafe(exit),
       whileRunning: (effect) => {
         const exitFailure = Effect.flatMap(exited, () =>
@@ -151,20 +200,45 @@ type Child = NodeChildProcess.ChildProcessWithoutNullStreams
 /** How long an exit report waits for the last of stderr. */
 const stderrGrace = 200
 
-/** How long a failure on a closed pipe waits for the exit that usually follows it. */
+/** How long a failure on a closed pipe, or a closed stdout, waits for the exit that usually follows it. */
 const exitReportGrace = 500
 
-const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tail: Tail) =>
+/**
+ * Toolvisor's own variables: its HTTP token (`TOOLVISOR_HTTP_TOKEN`), its cluster key
+ * (`TOOLVISOR_CLUSTER_KEY`), the directory of its OAuth tokens (`TOOLVISOR_STATE_DIR`), the
+ * inputs a config asks for (`TOOLVISOR_INPUT_*`), a runner's id. They are addressed to Toolvisor
+ * and none to a server, so the whole prefix is held back — a list would miss the next secret
+ * someone adds. A server that needs one gets it from its config's `env`, which passes as written.
+ */
+export const isOwnVariable = (name: string): boolean => name.startsWith("TOOLVISOR_")
+
+/** What a server's environment is: this process's, less its own variables, plus the spec's, plus the owner mark. */
+const environment = (spec: Spec, claim: Owner.Claim): NodeJS.ProcessEnv => {
+  const inherited: NodeJS.ProcessEnv = {}
+  for (const name in process.env) if (!isOwnVariable(name)) inherited[name] = process.env[name]
+  // The owner mark comes last: a server is this process's whatever its spec says.
+  return { ...inherited, ...spec.env, ...claim.env }
+}
+
+const start = (
+  toolset: string,
+  spec: Spec,
+  claim: Owner.Claim,
+  exit: Deferred.Deferred<Exited>,
+  outputClosed: Deferred.Deferred<void>,
+  tail: Stderr.Tail
+) =>
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
     const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
       cwd: spec.cwd,
-      // The owner mark comes last: a server is this process's whatever its spec says.
-      env: { ...process.env, ...spec.env, ...Owner.mark },
+      env: environment(spec, claim),
       detached: true,
       stdio: ["pipe", "pipe", "pipe"]
     })
-    const decoder = new StringDecoder("utf8")
-    child.stderr.on("data", (chunk: Buffer) => tail.push(decoder.write(chunk)))
+    tail.read(child.stderr)
+    const onOutputClosed = () => Deferred.doneUnsafe(outputClosed, Effect.void)
+    child.stdout.once("end", onOutputClosed)
+    child.stdout.once("close", onOutputClosed)
     // A server that dies while we write to it must not take the host down with EPIPE.
     child.stdin.on("error", () => {})
     // "exit" can come before the last stderr bytes are read; wait (briefly: a grandchild may hold
@@ -184,12 +258,12 @@ const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tai
     child.once("error", (cause) => {
       // After a successful spawn, errors come from kill/stdio; the exit event reports the outcome.
       if (child.pid !== undefined) return
-      const classified = Classify.classify(toolset, cause)
+      const why = isNotFound(cause) ? notFound(spec) : Classify.classify(toolset, cause).message
       resume(
         Effect.fail(
           new LifecycleError.ServerUnavailable({
             toolset,
-            message: `${toolset}: cannot run "${spec.command}": ${classified.message}`,
+            message: Redaction.redact(`${toolset}: cannot run "${spec.command}": ${why}`),
             cause
           })
         )
@@ -197,13 +271,50 @@ const start = (toolset: string, spec: Spec, exit: Deferred.Deferred<Exited>, tai
     })
   })
 
+const isNotFound = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
+
+/**
+ * Where a spawn looked and found nothing. Node says only `spawn X ENOENT`, for a missing program,
+ * a missing working directory and a script whose `#!` interpreter is missing alike.
+ */
+const notFound = (spec: Spec): string => {
+  const folder = spec.cwd ?? process.cwd()
+  if (!NodeFs.existsSync(folder)) return `its working directory ${folder} does not exist`
+  if (!spec.command.includes("/")) {
+    const path = spec.env?.PATH ?? process.env.PATH ?? ""
+    return `not found in any folder on PATH (${path.length > 300 ? `${path.slice(0, 300)}…` : path})`
+  }
+  const file = NodePath.resolve(folder, spec.command)
+  return NodeFs.existsSync(file)
+    ? `${file} exists, but the interpreter its #! line names was not found`
+    : `there is no ${file}${file === spec.command ? "" : ` (looked in ${folder})`}`
+}
+
+/** Ends the server's group, then what escaped it (a `setsid` descendant); returns once none is left. */
+const close = (
+  toolset: string,
+  child: Child,
+  claim: Owner.Claim,
+  awaitExit: Effect.Effect<Exited>,
+  grace: Spec["grace"]
+) =>
+  Effect.gen(function* () {
+    const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
+    yield* endGroup(child, awaitExit, Duration.fromInputUnsafe(grace?.stdin ?? "2 seconds"), termGrace)
+    yield* Owner.endEscaped(toolset, claim, termGrace)
+  })
+
 /** Ends stdin, then SIGTERM, then SIGKILL to the group; returns once no member is left. */
-const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grace"]) =>
+const endGroup = (
+  child: Child,
+  awaitExit: Effect.Effect<Exited>,
+  stdinGrace: Duration.Duration,
+  termGrace: Duration.Duration
+) =>
   Effect.gen(function* () {
     const pgid = child.pid
     if (pgid === undefined) return
-    const stdinGrace = Duration.fromInputUnsafe(grace?.stdin ?? "2 seconds")
-    const termGrace = Duration.fromInputUnsafe(grace?.term ?? "2 seconds")
     child.stdin.end()
     // A stopped (SIGSTOP) server would read neither the end of its input nor a SIGTERM.
     ProcessGroup.signal(pgid, "SIGCONT")
@@ -215,27 +326,7 @@ const close = (child: Child, awaitExit: Effect.Effect<Exited>, grace: Spec["grac
     yield* ProcessGroup.awaitGone(pgid, Duration.seconds(5))
   })
 
+/** The bounds on what a server's stderr costs: the length of a line kept, and how fast it is read. */
+export { maxLineBytes as maxStderrLineBytes, readBytesPerSecond as stderrBytesPerSecond } from "./internal/stderr.ts"
 /** Liveness of a server (zombies excluded) and of its process group, read from /proc where there is one. */
 export { groupAlive, isAlive } from "./Procfs.ts"
-
-interface Tail {
-  readonly push: (text: string) => void
-  readonly lines: () => ReadonlyArray<string>
-}
-
-/** A ring of the last `size` complete lines, plus the line being written. */
-const makeTail = (size: number): Tail => {
-  const lines: Array<string> = []
-  let partial = ""
-  return {
-    push: (text) => {
-      const parts = (partial + text).split(/\r?\n/)
-      partial = parts.pop() ?? ""
-      for (const line of parts) {
-        lines.push(line)
-        if (lines.length > size) lines.shift()
-      }
-    },
-    lines: () => (partial === "" ? [...lines] : [...lines, partial].slice(-size))
-  }
-}

@@ -17,9 +17,9 @@ export interface Session<A> {
    */
   readonly ended: Effect.Effect<void, LifecycleError.LifecycleError>
   /**
-   * True when requests on `handle` fail as soon as the session closes and honour
-   * `Deadline.Current` themselves: `Supervisor.use` then runs them directly, with no race against
-   * the session's end and no timer of its own.
+   * True when requests on `handle` fail as soon as the session closes and honour their deadline
+   * themselves (the one `use` gives them, or `Deadline.Current`): `Supervisor.use` then runs them
+   * directly, with no race against the session's end and no timer of its own.
    */
   readonly selfBounded?: boolean
   /** A cheap request that proves the server still answers, for health checks. */

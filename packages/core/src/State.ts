@@ -36,8 +36,15 @@ export const StatusSnapshot = Schema.Struct({
   restarts: Schema.Int,
   /** Position in the current restart episode; back to 0 once Ready has lasted `reset_after`. */
   attempt: Schema.Int,
-  /** The process backing the session, when it is local. */
+  /**
+   * The process backing the session, when it is local; while Stopped, the process of a late first
+   * connect kept (parked) for the next start, which adopts it.
+   */
   pid: Schema.optionalKey(Schema.Int),
+  /**
+   * The tools the live session offers. A registry's snapshots count them after the toolset's
+   * `tools:` filter, which is the number every status output shows.
+   */
   toolCount: Schema.optionalKey(Schema.Int),
   /**
    * Bumped whenever the toolset's tool list may have changed (each Ready, each re-listing), so a

@@ -11,6 +11,7 @@
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
+import type * as Deadline from "./Deadline.ts"
 import * as Actor from "./internal/actor.ts"
 import type * as Sessions from "./internal/sessions.ts"
 import type * as LifecycleError from "./LifecycleError.ts"
@@ -63,8 +64,14 @@ export interface Supervisor<A> {
    * caller set one): waits for Ready while starting or restarting, fails at once when the
    * toolset is terminal or when the session dies mid-request. A session whose requests bound
    * themselves (`Session.selfBounded`) runs the request directly, at no extra cost.
+   *
+   * The request is given the deadline. One that does not take it (a function of one argument)
+   * reads it as `Deadline.Current`; one that takes it is run with nothing added to its context —
+   * every call passes here, and setting the context costs more than the request's own work.
    */
-  readonly use: <B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>) => Effect.Effect<B, E | UseError, R>
+  readonly use: <B, E, R>(
+    f: (handle: A, deadline: Deadline.Deadline | undefined) => Effect.Effect<B, E, R>
+  ) => Effect.Effect<B, E | UseError, R>
   /**
    * The session `use` would run a request on at once, without waiting: the live one, when the
    * toolset is usable; `undefined` otherwise. For callers outside the Effect runtime that send the

@@ -98,6 +98,11 @@ export interface Toolset {
     args: { readonly [key: string]: unknown }
   ) => Effect.Effect<ToolResult, ToolError | LifecycleError.LifecycleError>
   /**
+   * The last lines the toolset's latest server process wrote to stderr, oldest first, kept after
+   * it died (that is when they matter); absent for a toolset without a local process of its own.
+   */
+  readonly stderr?: Effect.Effect<ReadonlyArray<string>>
+  /**
    * The same call for a caller that lives in Promises (an MCP server's handler), sent at once
    * without entering the Effect runtime while nothing has to wait: the toolset is usable (it ends
    * with the session, as in `Supervisor.use`). `undefined` when the call must go through `callTool`. A

@@ -17,16 +17,12 @@ export interface Options {
 export const isTraced = (context: Context.Context<never>): boolean =>
   Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
 
-/** `Effect.withSpan`, without a stack trace (the call site is always the same), when traced. */
+/** `Effect.withSpan` without a stack trace (the call site is always the same), for a caller that knows it is traced. */
+export const withSpan = <A, E, R>(effect: Effect.Effect<A, E, R>, name: string, options: Options) =>
+  Effect.withSpan(effect, name, { attributes: options.attributes(), captureStackTrace: false })
+
+/** `withSpan` when traced. */
 export const span =
   (name: string, options: Options) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.withFiber((fiber) =>
-      isTraced(fiber.context)
-        ? Effect.withSpan(effect, name, { attributes: options.attributes(), captureStackTrace: false })
-        : effect
-    )
-
-/** `Effect.annotateCurrentSpan` for a span made by `span`: nothing to annotate when none was made. */
-export const annotate = (key: string, value: unknown): Effect.Effect<void> =>
-  Effect.withFiber((fiber) => (isTraced(fiber.context) ? Effect.annotateCurrentSpan(key, value) : Effect.void))
+    Effect.withFiber((fiber) => (isTraced(fiber.context) ? withSpan(effect, name, options) : effect))

@@ -8,8 +8,11 @@ import type * as State from "../src/State.ts"
 import { auth, crash, policy, refused } from "./fakes.ts"
 
 /**
- * Walks every row of the transition table in Lifecycle.ts's header: one case per row, from a machine
- * in the row's phase, the row's message, to the row's state and the commands that matter.
+ * The transition table is `Lifecycle.table`. Two walks: hand-written cases, one or more per row,
+ * from a machine in the row's phase, the row's message, to the row's state and the commands that
+ * matter; and every phase × message × policy the generator below can build, each step checked
+ * against the row it names — so a transition the table does not list fails, and a row no input
+ * reaches fails too.
  */
 const context = (overrides: Parameters<typeof policy>[0] = {}): Phase.Context => ({
   name: "t",
@@ -28,6 +31,7 @@ const live: Phase.Phase = { _tag: "Live", session: 3, probeFailures: 0 }
 
 interface Row {
   readonly row: string
+  readonly rule: Lifecycle.Rule
   readonly context?: Phase.Context
   readonly from: Phase.Machine
   readonly message: Phase.Message
@@ -39,6 +43,7 @@ interface Row {
 const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   {
     row: "Stopped + Start → Starting with a fresh connect",
+    rule: "start",
     from: at({ _tag: "Stopped", parked: undefined }),
     message: { _tag: "Start", reply },
     to: "Starting",
@@ -46,6 +51,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Stopped (parked connect in flight) + Start → Starting, adopting it",
+    rule: "startAdopt",
     from: at({ _tag: "Stopped", parked: { id: 4, done: false } }),
     message: { _tag: "Start", reply },
     to: "Starting",
@@ -54,6 +60,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Stopped (parked connect done) + Start → Ready at once",
+    rule: "startAdoptConnected",
     from: at({ _tag: "Stopped", parked: { id: 4, done: true } }),
     message: { _tag: "Start", reply },
     to: "Ready",
@@ -61,6 +68,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Starting + Connected ok → Ready, waiters released",
+    rule: "connected",
     from: at({ _tag: "Starting", connect: 4, retry: true }, { waiters: [reply] }),
     message: { _tag: "Connected", id: 4, error: undefined },
     to: "Ready",
@@ -68,6 +76,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Starting + Connected fails, no retry (required) → Stopped, error to the caller",
+    rule: "startFailed",
     from: at({ _tag: "Starting", connect: 4, retry: false }, { waiters: [reply] }),
     message: { _tag: "Connected", id: 4, error: refused() },
     to: "Stopped",
@@ -76,6 +85,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Starting + Connected fails, retry (optional) → Restarting (backoff), error to the caller",
+    rule: "backoff",
     from: at({ _tag: "Starting", connect: 4, retry: true }, { waiters: [reply] }),
     message: { _tag: "Connected", id: 4, error: refused() },
     to: "Restarting",
@@ -84,6 +94,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Starting + Connected fails with a permanent error, even with retry → Stopped",
+    rule: "startFailed",
     from: at({ _tag: "Starting", connect: 4, retry: true }),
     message: { _tag: "Connected", id: 4, error: auth() },
     to: "Stopped",
@@ -91,6 +102,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Starting + StartupTimeout, no retry → Stopped, the connect parked",
+    rule: "startTimedOut",
     from: at({ _tag: "Starting", connect: 4, retry: false }, { waiters: [reply] }),
     message: { _tag: "StartupTimeout", id: 4 },
     to: "Stopped",
@@ -99,6 +111,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Starting + StartupTimeout, retry → Restarting, the connect discarded",
+    rule: "backoff",
     from: at({ _tag: "Starting", connect: 4, retry: true }, { waiters: [reply] }),
     message: { _tag: "StartupTimeout", id: 4 },
     to: "Restarting",
@@ -107,6 +120,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Live + Ended with an error, budget left → Restarting, crash recorded with its cause",
+    rule: "backoff",
     from: at(live),
     message: { _tag: "Ended", id: 3, error: crash("killed") },
     to: "Restarting",
@@ -115,6 +129,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Live + Ended cleanly, on_failure → Failed",
+    rule: "endedCleanly",
     from: at(live),
     message: { _tag: "Ended", id: 3, error: undefined },
     to: "Failed",
@@ -122,6 +137,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Live + Ended cleanly, always → Restarting",
+    rule: "backoff",
     context: context({ restart: "always" }),
     from: at(live),
     message: { _tag: "Ended", id: 3, error: undefined },
@@ -130,6 +146,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Live + Ended with a permanent error → Failed, budget untouched",
+    rule: "permanent",
     from: at(live, { attempt: 1 }),
     message: { _tag: "Ended", id: 3, error: auth() },
     to: "Failed",
@@ -138,6 +155,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Backoff + BackoffElapsed → Restarting (reconnecting), restarts += 1",
+    rule: "elapsed",
     from: at({ _tag: "Backoff", timer: 7 }, { restarts: 2, attempt: 2 }),
     message: { _tag: "BackoffElapsed", id: 7 },
     to: "Restarting",
@@ -146,6 +164,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Reconnecting + Connected ok → Ready, error cleared",
+    rule: "connected",
     from: at({ _tag: "Reconnecting", connect: 8 }, { error: crash() }),
     message: { _tag: "Connected", id: 8, error: undefined },
     to: "Ready",
@@ -154,6 +173,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Reconnecting + Connected fails, budget left → Restarting, next delay",
+    rule: "backoff",
     from: at({ _tag: "Reconnecting", connect: 8 }, { attempt: 1 }),
     message: { _tag: "Connected", id: 8, error: refused() },
     to: "Restarting",
@@ -161,6 +181,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Reconnecting + StartupTimeout, budget left → Restarting",
+    rule: "backoff",
     from: at({ _tag: "Reconnecting", connect: 8 }, { attempt: 1 }),
     message: { _tag: "StartupTimeout", id: 8 },
     to: "Restarting",
@@ -168,6 +189,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Reconnecting + Connected fails, budget spent → Failed, last error kept",
+    rule: "giveUp",
     from: at({ _tag: "Reconnecting", connect: 8 }, { attempt: 5 }),
     message: { _tag: "Connected", id: 8, error: refused() },
     to: "Failed",
@@ -176,6 +198,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Reconnecting + Connected fails permanently → Failed",
+    rule: "permanent",
     from: at({ _tag: "Reconnecting", connect: 8 }),
     message: { _tag: "Connected", id: 8, error: auth() },
     to: "Failed",
@@ -183,6 +206,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Live + Stable → the episode's attempt resets",
+    rule: "stable",
     from: at(live, { attempt: 3 }),
     message: { _tag: "Stable", id: 3 },
     to: "Ready",
@@ -191,6 +215,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Ready + Probed fails → Degraded",
+    rule: "probeFailed",
     context: context({ health: { interval: "1s", failures: 3 } }),
     from: at(live),
     message: { _tag: "Probed", id: 3, error: crash("probe") },
@@ -199,6 +224,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Degraded + Probed ok → Ready",
+    rule: "probeRecovered",
     context: context({ health: { interval: "1s", failures: 3 } }),
     from: at({ _tag: "Live", session: 3, probeFailures: 1 }, { error: crash("probe") }),
     message: { _tag: "Probed", id: 3, error: undefined },
@@ -208,6 +234,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Degraded + health.failures probe failures in a row → Restarting, counted",
+    rule: "probeRestart",
     context: context({ health: { interval: "1s", failures: 2 } }),
     from: at({ _tag: "Live", session: 3, probeFailures: 1 }),
     message: { _tag: "Probed", id: 3, error: crash("probe") },
@@ -216,22 +243,27 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
     check: (m) => assert.strictEqual(m.restarts, 1)
   },
   {
-    row: "Live + Restart → Restarting at once, bypassing the policy",
+    row: "Live + Restart → Restarting at once, bypassing the policy and the crash budget",
+    rule: "restartLive",
     context: context({ restart: "never" }),
-    from: at(live),
+    from: at(live, { restarts: 2, attempt: 2 }),
     message: { _tag: "Restart", reply },
     to: "Restarting",
-    commands: ["EndLive", "Connect"]
+    commands: ["EndLive", "Connect"],
+    check: (m) => assert.deepStrictEqual([m.restarts, m.attempt], [3, 0])
   },
   {
-    row: "Backoff + Restart → the wait cut short",
-    from: at({ _tag: "Backoff", timer: 7 }),
+    row: "Backoff + Restart → the wait cut short, the crash budget not charged",
+    rule: "restartBackoff",
+    from: at({ _tag: "Backoff", timer: 7 }, { restarts: 1, attempt: 1 }),
     message: { _tag: "Restart", reply },
     to: "Restarting",
-    commands: ["CancelBackoff", "Connect"]
+    commands: ["CancelBackoff", "Connect"],
+    check: (m) => assert.deepStrictEqual([m.restarts, m.attempt], [2, 0])
   },
   {
     row: "Reconnecting + Restart → shares the connect in flight",
+    rule: "restartJoin",
     from: at({ _tag: "Reconnecting", connect: 8 }),
     message: { _tag: "Restart", reply },
     to: "Restarting",
@@ -239,6 +271,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Failed + Restart → Starting afresh",
+    rule: "start",
     from: at({ _tag: "Failed" }, { restarts: 5, attempt: 5, error: crash() }),
     message: { _tag: "Restart", reply },
     to: "Starting",
@@ -247,6 +280,7 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Backoff (first-start retry) + Stop → Stopped, the timer cancelled",
+    rule: "stop",
     from: at({ _tag: "Backoff", timer: 7 }, { error: refused() }),
     message: { _tag: "Stop" },
     to: "Stopped",
@@ -254,13 +288,159 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
   },
   {
     row: "Live + Stop → Stopped, the session closed",
+    rule: "stop",
     from: at(live),
     message: { _tag: "Stop" },
     to: "Stopped",
     commands: ["EndLive"]
   },
   {
+    row: "Ready + Start → answered at once",
+    rule: "startLive",
+    from: at(live),
+    message: { _tag: "Start", reply },
+    to: "Ready",
+    commands: ["Settle"]
+  },
+  {
+    row: "Restarting + Start → the caller waits",
+    rule: "startWait",
+    from: at({ _tag: "Backoff", timer: 7 }),
+    message: { _tag: "Start", reply },
+    to: "Restarting",
+    commands: [],
+    check: (m) => assert.deepStrictEqual(m.waiters, [reply])
+  },
+  {
+    row: "Failed + Start → Starting afresh",
+    rule: "start",
+    from: at({ _tag: "Failed" }, { restarts: 5, attempt: 5, error: crash() }),
+    message: { _tag: "Start", reply },
+    to: "Starting",
+    commands: ["Connect"],
+    check: (m) => assert.deepStrictEqual([m.restarts, m.attempt, m.error], [0, 0, undefined])
+  },
+  {
+    row: "Stopped (parked) + Connected ok → Stopped, the session kept for the next start",
+    rule: "parkedConnected",
+    from: at({ _tag: "Stopped", parked: { id: 4, done: false } }),
+    message: { _tag: "Connected", id: 4, error: undefined },
+    to: "Stopped",
+    commands: [],
+    check: (m) => assert.deepStrictEqual(m.phase, { _tag: "Stopped", parked: { id: 4, done: true } })
+  },
+  {
+    row: "Stopped (parked) + Connected fails → Stopped, the connect let go",
+    rule: "parkedFailed",
+    from: at({ _tag: "Stopped", parked: { id: 4, done: false } }),
+    message: { _tag: "Connected", id: 4, error: refused() },
+    to: "Stopped",
+    commands: ["Discard"],
+    check: (m) => assert.deepStrictEqual(m.phase, { _tag: "Stopped", parked: undefined })
+  },
+  {
+    row: "Stopped (parked, connected) + Ended → Stopped, the dead session let go, never adopted",
+    rule: "parkedEnded",
+    from: at({ _tag: "Stopped", parked: { id: 4, done: true } }),
+    message: { _tag: "Ended", id: 4, error: crash() },
+    to: "Stopped",
+    commands: ["Discard"],
+    check: (m) => assert.deepStrictEqual(m.phase, { _tag: "Stopped", parked: undefined })
+  },
+  {
+    row: "optional first start with max_restarts: 0 + Connected fails → Failed, error to the caller",
+    rule: "giveUp",
+    context: context({ max_restarts: 0 }),
+    from: at({ _tag: "Starting", connect: 4, retry: true }, { waiters: [reply] }),
+    message: { _tag: "Connected", id: 4, error: refused() },
+    to: "Failed",
+    commands: ["Settle", "Discard", "Warn"]
+  },
+  {
+    row: "Live + Ended with an error, budget spent → Failed",
+    rule: "giveUp",
+    context: context({ max_restarts: 2 }),
+    from: at(live, { attempt: 2 }),
+    message: { _tag: "Ended", id: 3, error: crash() },
+    to: "Failed",
+    commands: ["EndLive", "Warn"]
+  },
+  {
+    row: "Live + Ended with an error, restart: never → Failed",
+    rule: "never",
+    context: context({ restart: "never" }),
+    from: at(live),
+    message: { _tag: "Ended", id: 3, error: crash() },
+    to: "Failed",
+    commands: ["EndLive", "Warn"]
+  },
+  {
+    row: "Reconnecting (a forced restart) + Connected fails, restart: never → Failed",
+    rule: "never",
+    context: context({ restart: "never" }),
+    from: at({ _tag: "Reconnecting", connect: 8 }),
+    message: { _tag: "Connected", id: 8, error: refused() },
+    to: "Failed",
+    commands: ["Discard", "Warn"]
+  },
+  {
+    row: "Ready + Probed fails with health.failures: 1 → Restarting at once, never Degraded",
+    rule: "probeRestart",
+    context: context({ health: { interval: "1s", failures: 1 } }),
+    from: at(live),
+    message: { _tag: "Probed", id: 3, error: crash("probe") },
+    to: "Restarting",
+    commands: ["Warn", "EndLive", "Connect"],
+    check: (m) => assert.deepStrictEqual([m.restarts, m.attempt], [1, 1])
+  },
+  {
+    row: "Degraded + health.failures probe failures, restart: never → Failed",
+    rule: "probeGiveUp",
+    context: context({ restart: "never", health: { interval: "1s", failures: 2 } }),
+    from: at({ _tag: "Live", session: 3, probeFailures: 1 }),
+    message: { _tag: "Probed", id: 3, error: crash("probe") },
+    to: "Failed",
+    commands: ["EndLive", "Warn"]
+  },
+  {
+    row: "Degraded + health.failures probe failures, budget spent → Failed",
+    rule: "probeGiveUp",
+    context: context({ max_restarts: 1, health: { interval: "1s", failures: 2 } }),
+    from: at({ _tag: "Live", session: 3, probeFailures: 1 }, { attempt: 1 }),
+    message: { _tag: "Probed", id: 3, error: crash("probe") },
+    to: "Failed",
+    commands: ["EndLive", "Warn"]
+  },
+  {
+    row: "Ready + Probed ok → unchanged",
+    rule: "probeOk",
+    context: context({ health: { interval: "1s" } }),
+    from: at(live),
+    message: { _tag: "Probed", id: 3, error: undefined },
+    to: "Ready",
+    commands: []
+  },
+  {
+    row: "Live + ToolCount → the count kept, toolsVersion bumped",
+    rule: "toolCount",
+    from: at(live, { toolsVersion: 2 }),
+    message: { _tag: "ToolCount", id: 3, count: 11 },
+    to: "Ready",
+    commands: [],
+    check: (m) => assert.deepStrictEqual([m.toolCount, m.toolsVersion], [11, 3])
+  },
+  {
+    row: "Live + Defect → Failed, everything released, waiters fail with the defect",
+    rule: "defect",
+    from: at(live, { waiters: [reply] }),
+    message: { _tag: "Defect", error: LifecycleError.notStarted("t", "supervisor defect") },
+    to: "Failed",
+    commands: ["ReleaseAll", "Settle", "Warn"],
+    check: (m) => assert.strictEqual(m.error?._tag, "NotStarted")
+  },
+  {
     row: "a report about superseded work is ignored",
+    rule: "ignored",
     from: at({ _tag: "Reconnecting", connect: 8 }),
     message: { _tag: "Ended", id: 3, error: crash() },
     to: "Restarting",
@@ -274,6 +454,7 @@ describe("Lifecycle.transition", () => {
       const reply = yield* Deferred.make<void, LifecycleError.LifecycleError>()
       for (const row of rows(reply)) {
         const step = Lifecycle.transition(row.context ?? context(), row.from, row.message)
+        assert.strictEqual(step.rule, row.rule, row.row)
         assert.strictEqual(Phase.stateOf(step.machine), row.to, row.row)
         assert.deepStrictEqual(
           step.commands.map((c) => c._tag),
@@ -282,6 +463,101 @@ describe("Lifecycle.transition", () => {
         )
         row.check?.(step.machine)
       }
+    })
+  )
+})
+
+/** Every phase the generator starts from, with the ids its messages name (3: live, 4: a connect…). */
+const phases: ReadonlyArray<Phase.Phase> = [
+  { _tag: "Stopped", parked: undefined },
+  { _tag: "Stopped", parked: { id: 4, done: false } },
+  { _tag: "Stopped", parked: { id: 4, done: true } },
+  { _tag: "Failed" },
+  { _tag: "Starting", connect: 4, retry: true },
+  { _tag: "Starting", connect: 4, retry: false },
+  { _tag: "Live", session: 3, probeFailures: 0 },
+  { _tag: "Live", session: 3, probeFailures: 1 },
+  { _tag: "Backoff", timer: 7 },
+  { _tag: "Reconnecting", connect: 8 }
+]
+
+const policies: ReadonlyArray<Parameters<typeof policy>[0]> = ["never", "on_failure", "always"].flatMap((restart) =>
+  [true, false].flatMap((required) =>
+    [0, 2].flatMap((max_restarts) =>
+      [undefined, 1, 2].map((failures) => ({
+        restart: restart as "never" | "on_failure" | "always",
+        required,
+        max_restarts,
+        ...(failures === undefined ? {} : { health: { interval: "1s", failures } })
+      }))
+    )
+  )
+)
+
+const messages = (reply: Phase.Reply): ReadonlyArray<Phase.Message> => {
+  const errors = [undefined, refused(), auth()]
+  return [
+    { _tag: "Start", reply },
+    { _tag: "Restart", reply },
+    { _tag: "Stop" },
+    { _tag: "Defect", error: LifecycleError.notStarted("t", "supervisor defect") },
+    ...[3, 4, 7, 8].flatMap(
+      (id): ReadonlyArray<Phase.Message> => [
+        ...errors.map((error) => ({ _tag: "Connected", id, error }) as const),
+        ...errors.map((error) => ({ _tag: "Ended", id, error }) as const),
+        ...errors.map((error) => ({ _tag: "Probed", id, error }) as const),
+        { _tag: "StartupTimeout", id },
+        { _tag: "BackoffElapsed", id },
+        { _tag: "Stable", id },
+        { _tag: "ToolCount", id, count: 2 }
+      ]
+    )
+  ]
+}
+
+const listed = (list: ReadonlyArray<string> | "any", item: string) => list === "any" || list.includes(item)
+
+describe("Lifecycle.table", () => {
+  it.effect("every transition the function makes is the row it names, and every row is reached", () =>
+    Effect.gen(function* () {
+      const reply = yield* Deferred.make<void, LifecycleError.LifecycleError>()
+      const waiting = yield* Deferred.make<void, LifecycleError.LifecycleError>()
+      const reached = new Set<Lifecycle.Rule>()
+      for (const overrides of policies) {
+        const ctx = context(overrides)
+        const retry = !ctx.policy.required && ctx.policy.restart !== "never"
+        // A first start retries exactly when its policy allows it: no other Starting exists.
+        for (const phase of phases.filter((p) => p._tag !== "Starting" || p.retry === retry)) {
+          for (const attempt of [0, 2]) {
+            const from = at(phase, { attempt, waiters: [waiting] })
+            for (const message of messages(reply)) {
+              const step = Lifecycle.transition(ctx, from, message)
+              const row: Lifecycle.Row = Lifecycle.table[step.rule]
+              const before = Lifecycle.viewOf(from)
+              const after = Lifecycle.viewOf(step.machine)
+              const where = `${before} + ${message._tag} ${JSON.stringify(overrides)} attempt ${attempt} → ${after} (${step.rule})`
+              reached.add(step.rule)
+              assert.isTrue(listed(row.from, before), `not from this view: ${where}`)
+              assert.isTrue(listed(row.on, message._tag), `not on this message: ${where}`)
+              assert.strictEqual(after, row.to === "unchanged" ? before : row.to, where)
+              if (step.rule === "ignored") assert.strictEqual(step.machine, from, where)
+              // Nobody is stranded: every caller waits on, or is answered by, this step.
+              const settled = step.commands.flatMap((c) => (c._tag === "Settle" ? c.waiters : []))
+              const owed = "reply" in message ? [waiting, message.reply] : [waiting]
+              for (const caller of owed) {
+                assert.isTrue(step.machine.waiters.includes(caller) || settled.includes(caller), `stranded: ${where}`)
+              }
+              // The log tells the truth: "restarting" only when it restarts.
+              for (const command of step.commands) {
+                if (command._tag === "Warn" && command.message.includes("restarting")) {
+                  assert.strictEqual(after, "Restarting (reconnecting)", where)
+                }
+              }
+            }
+          }
+        }
+      }
+      assert.deepStrictEqual(Array.from(reached).sort(), Object.keys(Lifecycle.table).sort())
     })
   )
 })

@@ -7,53 +7,7 @@ import * as Scope from "effect/Scope"
 import * as Owner from "../src/Owner.ts"
 import * as Procfs from "../src/Procfs.ts"
 import * as ServerProcess from "../src/ServerProcess.ts"
-
-/**
- * Runs `script` under bash, leading a process group of its own, with `env` added; the group is
- * killed when the test's scope closes, whatever the test did. Returns once bash has started.
- */
-const group = (script: string, env: Readonly<Record<string, string>>) =>
-  Effect.acquireRelease(
-    Effect.callback<number>((resume) => {
-      const child = NodeChildProcess.spawn("bash", ["-c", script], {
-        detached: true,
-        stdio: "ignore",
-        env: { ...process.env, ...env }
-      })
-      child.once("spawn", () => resume(Effect.succeed(child.pid ?? 0)))
-    }),
-    (pgid) =>
-      Effect.sync(() => {
-        try {
-          process.kill(-pgid, "SIGKILL")
-        } catch {
-          // Swept already.
-        }
-      })
-  )
-
-/** A server that ignores stdin EOF and SIGTERM, with a grandchild, marked as `owner`'s. */
-const stubborn = (owner: string) => group("trap '' TERM; sleep 1000 & wait", { [Owner.envKey]: owner })
-
-/** Waits until the scan sees every member of the group the test started. */
-const awaitMarked = (pgid: number, members: number) =>
-  Effect.sync(() => Owner.scan().filter((m) => m.pgid === pgid).length).pipe(
-    Effect.repeat({ until: (seen) => seen >= members, schedule: Schedule.spaced("10 millis"), times: 500 })
-  )
-
-/** An owner that existed and is gone: a process that ran, with its start time, then was killed. */
-const goneOwner = Effect.gen(function* () {
-  const pid = yield* Effect.callback<number>((resume) => {
-    const child = NodeChildProcess.spawn("sleep", ["1000"], { stdio: "ignore" })
-    child.once("spawn", () => resume(Effect.succeed(child.pid ?? 0)))
-  })
-  const startTime = Procfs.stat(pid)?.startTime ?? 0
-  process.kill(pid, "SIGKILL")
-  yield* Effect.sync(() => Procfs.isAlive(pid)).pipe(
-    Effect.repeat({ until: (alive) => !alive, schedule: Schedule.spaced("10 millis"), times: 500 })
-  )
-  return Owner.encode({ pid, startTime })
-})
+import { awaitMarked, goneOwner, group, stubborn, until } from "./processes.ts"
 
 const self = Owner.self ?? { pid: process.pid, startTime: 0 }
 
@@ -74,7 +28,6 @@ describe("owner marks", () => {
     assert.strictEqual(Owner.self?.pid, process.pid)
     assert.isTrue(Owner.isAlive(self))
     assert.isFalse(Owner.isAlive({ ...self, startTime: self.startTime + 1 }))
-    assert.deepStrictEqual(Owner.mark, { [Owner.envKey]: Owner.encode(self) })
   })
 
   it.live.runIf(Procfs.available)("every server carries this process's mark, whatever its spec's env says", () =>
@@ -83,14 +36,52 @@ describe("owner marks", () => {
       const proc = yield* ServerProcess.spawn("marked", {
         command: "sleep",
         args: ["1000"],
-        env: { [Owner.envKey]: "1/1" },
+        env: { [Owner.envKey]: "1/1", [Owner.serverKey]: "0" },
         grace: { stdin: "10 millis", term: "10 millis" }
       }).pipe(Scope.provide(scope))
       assert.strictEqual(Procfs.environ(proc.pid)?.get(Owner.envKey), Owner.encode(self))
+      assert.match(Procfs.environ(proc.pid)?.get(Owner.serverKey) ?? "", /^[1-9]\d*$/)
       const [marked] = Owner.scan().filter((m) => m.pid === proc.pid)
       assert.deepStrictEqual(marked?.owner, self)
       assert.strictEqual(marked?.pgid, proc.pid)
       yield* Scope.close(scope, Exit.void)
+    })
+  )
+})
+
+/**
+ * A server (bash, then `sleep`) whose child calls `setsid`, as a daemon does, and ignores SIGTERM:
+ * it leaves the server's process group and session. Returns the server and the escapee's pid once
+ * it runs; the escapee is killed when the test's scope closes, whatever the test did.
+ */
+const escaping = (toolset: string) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const server = yield* ServerProcess.spawn(toolset, {
+      command: "bash",
+      args: ["-c", `setsid sh -c "trap '' TERM; exec sleep 1000" </dev/null >/dev/null 2>&1 & exec sleep 1000`],
+      grace: { stdin: "100 millis", term: "100 millis" }
+    }).pipe(Scope.provide(scope))
+    const number = Procfs.environ(server.pid)?.get(Owner.serverKey)
+    const find = () =>
+      Owner.scan().find((m) => m.env.get(Owner.serverKey) === number && m.pgid === m.pid && m.pid !== server.pid)
+    yield* until(() => find() !== undefined)
+    const escapee = find()?.pid ?? 0
+    yield* Effect.addFinalizer(() => Effect.sync(() => Procfs.isAlive(escapee) && process.kill(escapee, "SIGKILL")))
+    return { server, escapee, close: Scope.close(scope, Exit.void) }
+  })
+
+describe.runIf(Procfs.available)("escaped descendants", () => {
+  it.live("closing a server ends what left its group with setsid, and only that server's", () =>
+    Effect.gen(function* () {
+      const first = yield* escaping("first")
+      const second = yield* escaping("second")
+      assert.notStrictEqual(Procfs.stat(first.escapee)?.pgrp, first.server.pid, "the escapee left the server's group")
+      yield* first.close
+      assert.isFalse(Procfs.isAlive(first.escapee), "gone once the close returns")
+      assert.isTrue(Procfs.isAlive(second.escapee), "another server's escapee stays")
+      yield* second.close
+      assert.isFalse(Procfs.isAlive(second.escapee))
     })
   )
 })

@@ -104,7 +104,7 @@ describe("ServerProcess", () => {
       )
       assert.strictEqual(error._tag, "ServerUnavailable")
       assert.include(error.message, "toolvisor-no-such-binary-xyz")
-      assert.include(error.message, "ENOENT")
+      assert.include(error.message, "not found in any folder on PATH")
       assert.strictEqual(error.toolset, "test")
     })
   )
@@ -175,6 +175,135 @@ describe("ServerProcess", () => {
       assert.strictEqual(error.stderr?.length, 50)
       assert.strictEqual(error.stderr?.[0], "line 71")
       assert.strictEqual(error.stderr?.[49], "line 120")
+      yield* close
+    })
+  )
+
+  it.live("a 20 MiB stderr line and a flood after it leave a tail of short lines and a short message", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: [
+          "-e",
+          `const x = "x".repeat(1 << 20)
+          for (let i = 0; i < 20; i++) process.stderr.write(x)
+          process.stderr.write("\\n" + "é".repeat(3000) + "\\n")
+          for (let i = 0; i < 2000; i++) process.stderr.write("y".repeat(5000) + "\\n")
+          process.stderr.write("fatal: the real reason\\n" + "z".repeat(1 << 20))
+          process.exitCode = 1`
+        ],
+        stderrLines: 50
+      })
+      const error = yield* Effect.flip(proc.exited)
+      const stderr = error.stderr ?? []
+      assert.strictEqual(stderr.length, 50)
+      for (const line of stderr) assert.isAtMost(Buffer.byteLength(line), ServerProcess.maxStderrLineBytes + 40)
+      assert.strictEqual(stderr.at(-2), "fatal: the real reason")
+      assert.match(stderr.at(-1) ?? "", /^z{1000}… \(1047576 more bytes\)$/)
+      assert.include(error.message, "fatal: the real reason")
+      assert.isBelow(error.message.length, 2_000)
+      yield* close
+    })
+  )
+
+  it.live("a server that floods stderr is read at most 8 MiB a second: it blocks on its own writes", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: [
+          "-e",
+          `const fs = require("fs"), block = Buffer.alloc(1 << 16, 121), until = Date.now() + 2000
+          let written = 0
+          while (Date.now() < until) written += fs.writeSync(2, block)
+          console.log(written)`
+        ]
+      })
+      const [written] = yield* readLines(proc, 1)
+      // Two seconds and a partial third of reading, plus what the pipe holds; unread, it is gigabytes.
+      assert.isBelow(Number(written), 4 * ServerProcess.stderrBytesPerSecond)
+      assert.isAbove(Number(written), ServerProcess.stderrBytesPerSecond)
+      yield* close
+    })
+  )
+
+  it.live("a character split between two reads of stderr is decoded whole", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: [
+          "-e",
+          `const bytes = Buffer.from("Error: naïve café\\n")
+          process.stderr.write(bytes.subarray(0, 10), () => setTimeout(() => { process.stderr.write(bytes.subarray(10)); process.exitCode = 1 }, 50))`
+        ]
+      })
+      const error = yield* Effect.flip(proc.exited)
+      assert.deepStrictEqual(error.stderr, ["Error: naïve café"])
+      yield* close
+    })
+  )
+
+  it.live("Toolvisor's own variables are not inherited; the spec's env passes, its TOOLVISOR_* ones too", () =>
+    Effect.gen(function* () {
+      const own = ["TOOLVISOR_HTTP_TOKEN", "TOOLVISOR_CLUSTER_KEY", "TOOLVISOR_STATE_DIR", "TOOLVISOR_INPUT_API_KEY"]
+      const saved = own.map((name) => [name, process.env[name]] as const)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          for (const [name, value] of saved) {
+            if (value === undefined) delete process.env[name]
+            else process.env[name] = value
+          }
+        })
+      )
+      for (const name of own) process.env[name] = `secret-of-${name}`
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "console.log(JSON.stringify(process.env))"],
+        env: { TOOLVISOR_INPUT_API_KEY: "asked-for" }
+      })
+      const [line] = yield* readLines(proc, 1)
+      const env: Record<string, string> = JSON.parse(line ?? "{}")
+      assert.deepStrictEqual(
+        Object.keys(env)
+          .filter((name) => name.startsWith("TOOLVISOR_"))
+          .sort(),
+        ["TOOLVISOR_INPUT_API_KEY", "TOOLVISOR_OWNER", "TOOLVISOR_SERVER"]
+      )
+      assert.strictEqual(env.TOOLVISOR_INPUT_API_KEY, "asked-for")
+      assert.strictEqual(env.PATH, process.env.PATH)
+      yield* close
+    })
+  )
+
+  it.live("a process that closes its stdout and stays alive ends the session with ServerCrashed", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "require('fs').closeSync(1); console.error('stdout is gone'); setInterval(() => {}, 1000)"]
+      })
+      proc.stdout.resume()
+      yield* proc.established
+      const error = yield* Effect.flip(proc.ended)
+      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.include(error.message, "closed its stdout but kept running")
+      assert.deepStrictEqual(error.stderr, ["stdout is gone"])
+      assert.isTrue(ServerProcess.isAlive(proc.pid))
+      yield* close
+      assert.isFalse(ServerProcess.isAlive(proc.pid))
+    })
+  )
+
+  it.live("a process that exits ends the session with its exit, not as a closed stdout", () =>
+    Effect.gen(function* () {
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: ["-e", "process.stdin.once('data', () => { console.error('fatal: bye'); process.exit(4) })"]
+      })
+      proc.stdout.resume()
+      yield* proc.established
+      proc.stdin.write("go\n")
+      const error = yield* Effect.flip(proc.ended)
+      assert.strictEqual(error.exitCode, 4)
+      assert.include(error.message, "fatal: bye")
       yield* close
     })
   )

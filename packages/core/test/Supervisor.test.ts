@@ -7,8 +7,10 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { TestClock } from "effect/testing"
+import * as Deadline from "../src/Deadline.ts"
 import * as LifecycleError from "../src/LifecycleError.ts"
 import type * as Policy from "../src/Policy.ts"
+import type * as Session from "../src/Session.ts"
 import * as Supervisor from "../src/Supervisor.ts"
 import {
   auth,
@@ -161,6 +163,42 @@ describe("Supervisor", () => {
         yield* supervisor.start
         assert.strictEqual(script.connects(), 1)
         assert.isFalse(script.last().closed)
+      })
+    )
+
+    it.effect("a parked session's process shows in the snapshot while Stopped, and goes with stop", () =>
+      Effect.gen(function* () {
+        const { supervisor, script, gate } = yield* hanging
+        const first = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+        yield* TestClock.adjust("5 seconds")
+        yield* Fiber.join(first)
+        yield* Deferred.succeed(gate, undefined)
+        const parked = yield* until(supervisor, (s) => s.pid !== undefined)
+        assert.strictEqual(parked.state, "Stopped")
+        assert.strictEqual(parked.pid, 1001)
+        yield* supervisor.stop
+        assert.isUndefined((yield* supervisor.state).pid)
+        assert.isTrue(script.last().closed)
+      })
+    )
+
+    it.effect("a parked session that ends is let go: the next start connects anew instead of adopting it", () =>
+      Effect.gen(function* () {
+        const { supervisor, script, gate } = yield* hanging
+        const first = yield* Effect.forkChild(Effect.flip(supervisor.start), { startImmediately: true })
+        yield* TestClock.adjust("5 seconds")
+        yield* Fiber.join(first)
+        yield* Deferred.succeed(gate, undefined)
+        yield* until(supervisor, (s) => s.pid === 1001)
+        yield* Deferred.fail(script.last().ended, crash("died while parked"))
+        yield* until(supervisor, (s) => s.pid === undefined)
+        yield* supervisor.start
+        assert.isTrue(script.sessions[0]!.closed)
+        const ready = yield* supervisor.state
+        assert.strictEqual(ready.state, "Ready")
+        assert.strictEqual(ready.pid, 1002)
+        assert.strictEqual(script.connects(), 2)
+        assert.strictEqual(yield* supervisor.use((s) => Effect.succeed(s.id)), 2)
       })
     )
 
@@ -586,6 +624,23 @@ describe("Supervisor", () => {
       })
     )
 
+    it.effect("it does not count against the crash budget: the next crash is the first of its episode", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make([], policy({ max_restarts: 1 }))
+        yield* supervisor.start
+        yield* supervisor.restart
+        const restarted = yield* supervisor.state
+        assert.deepStrictEqual([restarted.state, restarted.restarts, restarted.attempt], ["Ready", 1, 0])
+        yield* crashSession(script.last())
+        const crashed = yield* inState(supervisor, "Restarting")
+        assert.strictEqual(crashed.attempt, 0)
+        yield* elapse(1)
+        const ready = yield* inState(supervisor, "Ready")
+        assert.deepStrictEqual([ready.restarts, ready.attempt], [2, 1])
+        assert.strictEqual(script.connects(), 3)
+      })
+    )
+
     it.effect("it bypasses the policy: restart works under restart: never", () =>
       Effect.gen(function* () {
         const { supervisor, script } = yield* make([], policy({ restart: "never" }))
@@ -827,6 +882,46 @@ describe("Supervisor", () => {
         })
     )
 
+    it.effect("a request is given the call's deadline: call_timeout from when the call started", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([], policy({ call_timeout: "2s" }), { selfBounded: true })
+        yield* supervisor.start
+        const before = Date.now()
+        const given = yield* supervisor.use((_, deadline) => Effect.succeed(deadline))
+        const after = Date.now()
+        assert.strictEqual(given?.millis, 2_000)
+        assert.isAtLeast(given?.at ?? 0, before + 2_000)
+        assert.isAtMost(given?.at ?? Infinity, after + 2_000)
+        // A request that does not take it reads it from its context.
+        assert.strictEqual((yield* supervisor.use(() => Deadline.Current))?.millis, 2_000)
+      })
+    )
+
+    it.effect("a caller's own deadline is kept and given to the request, on any session", () =>
+      Effect.gen(function* () {
+        for (const selfBounded of [true, false]) {
+          const { supervisor } = yield* make([], policy({ call_timeout: "2s" }), { selfBounded })
+          yield* supervisor.start
+          const mine = Deadline.after(60_000)
+          const given = yield* supervisor
+            .use((_, deadline) => Effect.succeed(deadline))
+            .pipe(Effect.provideService(Deadline.Current, mine))
+          assert.strictEqual(given, mine)
+          const read = yield* supervisor.use(() => Deadline.Current).pipe(Effect.provideService(Deadline.Current, mine))
+          assert.strictEqual(read, mine)
+        }
+      })
+    )
+
+    it.effect("with call_timeout 0 (none) a request is given no deadline", () =>
+      Effect.gen(function* () {
+        const { supervisor } = yield* make([], policy({ call_timeout: "0s" }), { selfBounded: true })
+        yield* supervisor.start
+        assert.isUndefined(yield* supervisor.use((_, deadline) => Effect.succeed(deadline)))
+        assert.isUndefined(yield* supervisor.use(() => Deadline.Current))
+      })
+    )
+
     it.effect("the request's own typed error passes through", () =>
       Effect.gen(function* () {
         const { supervisor } = yield* make([])
@@ -914,6 +1009,45 @@ describe("Supervisor", () => {
         yield* supervisor.start
         const first = yield* supervisor.changes.pipe(Stream.take(1), Stream.runCollect)
         assert.strictEqual(first[0]?.state, "Ready")
+      })
+    )
+
+    it.effect("a defect as the session goes live fails start with a typed error; stop and scope close complete", () =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        let opened = 0
+        let closed = 0
+        // A session whose fields throw: the actor hits a defect while it makes the session live.
+        const connector: Session.Connector<number> = {
+          connect: Effect.sync(() => ++opened).pipe(
+            Effect.tap(() => Effect.addFinalizer(() => Effect.sync(() => closed++))),
+            Effect.map(
+              (handle): Session.Session<number> => ({
+                handle,
+                ended: Effect.never,
+                get toolCountChanges(): Stream.Stream<number> {
+                  throw new Error("broken session")
+                }
+              })
+            )
+          )
+        }
+        const supervisor = yield* Supervisor.make({ name: "broken", kind: "test", connector }).pipe(
+          Scope.provide(scope)
+        )
+        const error = yield* Effect.flip(supervisor.start)
+        assert.strictEqual(error._tag, "NotStarted")
+        assert.include(error.message, "broken session")
+        assert.instanceOf(error.cause, Error)
+        const failed = yield* supervisor.state
+        assert.strictEqual(failed.state, "Failed")
+        assert.strictEqual(failed.lastError?.tag, "NotStarted")
+        // Not wedged: a request fails at once, and a new start tries again and fails the same way.
+        assert.strictEqual((yield* Effect.flip(supervisor.use(() => Effect.void)))._tag, "NotStarted")
+        assert.strictEqual((yield* Effect.flip(supervisor.start))._tag, "NotStarted")
+        yield* supervisor.stop
+        assert.deepStrictEqual([opened, closed], [2, 2])
+        yield* Scope.close(scope, Exit.void)
       })
     )
 

@@ -3,18 +3,23 @@
  * (`textDocument/diagnostic`) when the server offers that — the answer is for that version, no
  * waiting — otherwise waited for as pushes, within the tool call's deadline. A server can switch
  * to pull after the handshake (pyright registers it right after `initialized` and from then on
- * pushes nothing), so a wait for a push also ends when that happens.
+ * pushes nothing), so a wait for a push also ends when that happens. A server that reports work
+ * in progress when the wait runs out (typescript-language-server loading the project of the file
+ * just opened) is waited for, within the call's deadline, and then for its push.
  */
 
-import { Deadline } from "@toolvisor/core"
+import { Deadline, WallClock } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
 import type * as Documents from "./Documents.ts"
 import type * as LspConnector from "./LspConnector.ts"
 import type * as Requests from "./Requests.ts"
 
-/** How long to wait for a push after opening a file, and after re-syncing one; then for quiet. */
-export const waits = { opened: 10_000, changed: 3_000, settle: 500 } as const
+/**
+ * How long to wait for a push after opening a file, and after re-syncing one; then for quiet; and
+ * for a server's work in progress when the call has no deadline of its own.
+ */
+export const waits = { opened: 10_000, changed: 3_000, settle: 500, working: 60_000 } as const
 
 export interface Current {
   readonly items: ReadonlyArray<Protocol.Diagnostic>
@@ -42,15 +47,25 @@ const awaitPushed = (session: LspConnector.LspSession, document: Documents.Docum
     const wait = document.version === 1 ? waits.opened : waits.changed
     const deadline = yield* Deadline.Current
     const within = deadline === undefined ? wait : Math.min(wait, Deadline.remaining(deadline))
-    const fresh = yield* Effect.raceFirst(
-      session.diagnostics.awaitFresh(document.path, document.sentAt, {
-        within,
-        settle: waits.settle,
-        unless: () => pulls(session)
-      }),
-      session.lost
-    )
-    if (!fresh && deadline !== undefined && within < wait && Deadline.remaining(deadline) === 0) {
+    const pushed = (within: number) =>
+      Effect.raceFirst(
+        session.diagnostics.awaitFresh(document.path, document.sentAt, {
+          within,
+          settle: waits.settle,
+          unless: () => pulls(session)
+        }),
+        session.lost
+      )
+    let fresh = yield* pushed(within)
+    let cut = within < wait
+    if (!fresh && session.work.working() && !pulls(session)) {
+      const left = deadline === undefined ? waits.working : Deadline.remaining(deadline)
+      const idle = yield* Effect.raceFirst(Effect.as(session.work.idle, true), Effect.as(WallClock.sleep(left), false))
+      const then = deadline === undefined ? waits.changed : Math.min(waits.changed, Deadline.remaining(deadline))
+      if (idle) fresh = yield* pushed(then)
+      cut = !idle || then < waits.changed
+    }
+    if (!fresh && cut && deadline !== undefined && Deadline.remaining(deadline) === 0) {
       return yield* Effect.fail(Deadline.exceeded(session.name, deadline))
     }
     return fresh

@@ -2,15 +2,32 @@
  * Applies text edits and workspace edits (from `lsp_rename`, `lsp_format` and the server's
  * `workspace/applyEdit`) to files on disk. Edits of one file are applied from the end backwards,
  * so earlier offsets stay valid; positions count UTF-16 code units, like JavaScript strings.
+ *
+ * An edit comes from the server, so it is decoded before use, and only files inside the workspace
+ * are touched. A workspace edit is all or nothing: every file it names (text edits, and the files
+ * it creates, renames and deletes) is checked before the first write, and one outside refuses the
+ * whole edit, naming it. A rename applied in part would leave the code half renamed and broken,
+ * and a hostile server would get the part it asked for. Each file is checked again right before
+ * it is written, to keep the window for a symlink swapped in since small.
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import type * as Protocol from "vscode-languageserver-protocol"
-import * as Paths from "./Paths.ts"
+import * as Workspace from "./Workspace.ts"
 
 export class EditFailed extends Data.TaggedError("EditFailed")<{ readonly path: string; readonly message: string }> {}
+
+/** The server's edit is not one: not the shape the protocol gives it. Nothing was written. */
+export class MalformedEdit extends Schema.TaggedError<MalformedEdit>()("MalformedEdit", {
+  message: Schema.String
+}) {}
+
+/** Why an edit was not applied at all: malformed, or it names a file it may not touch. */
+export type Refused = MalformedEdit | Workspace.InvalidPath | Workspace.OutsideWorkspace
 
 /** What one file went through. */
 export interface Change {
@@ -60,55 +77,196 @@ const editFile = (path: string, edits: ReadonlyArray<Protocol.TextEdit>) =>
     await NodeFs.writeFile(path, applyTextEdits(text, edits))
   })
 
+// What a server may send, as far as applying it needs: decoded, since its answers are hostile input.
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Position = Schema.Struct({ line: Count, character: Count })
+const Range = Schema.Struct({ start: Position, end: Position })
+/** A text edit, an annotated one (its annotation is not needed) or a snippet edit. */
+const AnyTextEdit = Schema.Union([
+  Schema.Struct({ range: Range, newText: Schema.String }),
+  Schema.Struct({ range: Range, snippet: Schema.Struct({ value: Schema.String }) })
+])
+const TextEdits = Schema.Array(AnyTextEdit)
+const Flag = Schema.optionalKey(Schema.Boolean)
+const DocumentChange = Schema.Union([
+  Schema.Struct({ textDocument: Schema.Struct({ uri: Schema.String }), edits: TextEdits }),
+  Schema.Struct({
+    kind: Schema.Literal("create"),
+    uri: Schema.String,
+    options: Schema.optionalKey(Schema.Struct({ overwrite: Flag, ignoreIfExists: Flag }))
+  }),
+  Schema.Struct({ kind: Schema.Literal("rename"), oldUri: Schema.String, newUri: Schema.String }),
+  Schema.Struct({
+    kind: Schema.Literal("delete"),
+    uri: Schema.String,
+    options: Schema.optionalKey(Schema.Struct({ recursive: Flag, ignoreIfNotExists: Flag }))
+  })
+])
+const WorkspaceEdit = Schema.Struct({
+  changes: Schema.optionalKey(Schema.Record(Schema.String, TextEdits)),
+  documentChanges: Schema.optionalKey(Schema.Array(DocumentChange))
+})
+
+/** A decoder, built once, whose failure is a `MalformedEdit`. */
+const decoder = <S extends Schema.ConstraintDecoder<unknown>>(schema: S) => {
+  const decode = Schema.decodeUnknownResult(schema)
+  return (input: unknown): Effect.Effect<S["Type"], MalformedEdit> => {
+    const decoded = decode(input)
+    return Result.isSuccess(decoded)
+      ? Effect.succeed(decoded.success)
+      : Effect.fail(new MalformedEdit({ message: `the server's edit is malformed: ${decoded.failure.message}` }))
+  }
+}
+const decodeWorkspaceEdit = decoder(WorkspaceEdit)
+const decodeTextEdits = decoder(TextEdits)
+
 /** Snippet edits carry a snippet string; its plain text is what lands in the file. */
-const plainEdits = (
-  edits: ReadonlyArray<Protocol.TextEdit | Protocol.AnnotatedTextEdit | Protocol.SnippetTextEdit>
-): ReadonlyArray<Protocol.TextEdit> =>
+const plainEdits = (edits: typeof TextEdits.Type): ReadonlyArray<Protocol.TextEdit> =>
   edits.map((edit) => ("snippet" in edit ? { range: edit.range, newText: edit.snippet.value } : edit))
 
-type DocumentChange = NonNullable<Protocol.WorkspaceEdit["documentChanges"]>[number]
+/** A file an edit names, inside the workspace: where in the edit it is named, its URI, its path. */
+interface Located {
+  readonly at: string
+  readonly uri: string
+  readonly path: string
+}
 
-const applyChange = (change: DocumentChange): Effect.Effect<Change, EditFailed> => {
+/** One thing a workspace edit does, its files located. */
+type Step =
+  | { readonly kind: "edit"; readonly file: Located; readonly edits: ReadonlyArray<Protocol.TextEdit> }
+  | { readonly kind: "create"; readonly file: Located; readonly overwrite: boolean; readonly ignoreIfExists: boolean }
+  | { readonly kind: "rename"; readonly from: Located; readonly file: Located }
+  | {
+      readonly kind: "delete"
+      readonly file: Located
+      readonly recursive: boolean
+      readonly ignoreIfNotExists: boolean
+    }
+
+const locate = (workspace: Workspace.Workspace, at: string, uri: string): Result.Result<Located, Refused> =>
+  Result.map(
+    Result.flatMap(Workspace.fromFileUri(at, uri), (path) => Workspace.confine(workspace, at, path, uri)),
+    (path) => ({ at, uri, path })
+  )
+
+const stepOf = (
+  workspace: Workspace.Workspace,
+  change: typeof DocumentChange.Type,
+  at: string
+): Result.Result<Step, Refused> => {
   if (!("kind" in change)) {
-    const path = Paths.fromUri(change.textDocument.uri)
-    return editFile(path, plainEdits(change.edits)).pipe(Effect.as({ path, kind: "edit", edits: change.edits.length }))
+    return Result.map(locate(workspace, `${at}.textDocument.uri`, change.textDocument.uri), (file) => ({
+      kind: "edit",
+      file,
+      edits: plainEdits(change.edits)
+    }))
   }
   switch (change.kind) {
-    case "create": {
-      const path = Paths.fromUri(change.uri)
-      return attempt(path, async () => {
-        await NodeFs.mkdir(NodePath.dirname(path), { recursive: true })
-        await NodeFs.writeFile(path, "", { flag: change.options?.overwrite === true ? "w" : "wx" }).catch(
-          (error: unknown) => {
-            if (change.options?.ignoreIfExists !== true) throw error
-          }
-        )
-      }).pipe(Effect.as({ path, kind: "create", edits: 0 }))
-    }
-    case "rename": {
-      const path = Paths.fromUri(change.newUri)
-      return attempt(path, () => NodeFs.rename(Paths.fromUri(change.oldUri), path)).pipe(
-        Effect.as({ path, kind: "rename", edits: 0 })
+    case "create":
+      return Result.map(locate(workspace, `${at}.uri`, change.uri), (file) => ({
+        kind: "create",
+        file,
+        overwrite: change.options?.overwrite === true,
+        ignoreIfExists: change.options?.ignoreIfExists === true
+      }))
+    case "rename":
+      return Result.flatMap(locate(workspace, `${at}.oldUri`, change.oldUri), (from) =>
+        Result.map(locate(workspace, `${at}.newUri`, change.newUri), (file) => ({ kind: "rename", from, file }))
       )
-    }
-    case "delete": {
-      const path = Paths.fromUri(change.uri)
-      return attempt(path, () =>
-        NodeFs.rm(path, { recursive: change.options?.recursive === true, force: change.options?.ignoreIfNotExists })
-      ).pipe(Effect.as({ path, kind: "delete", edits: 0 }))
-    }
+    case "delete":
+      return Result.map(locate(workspace, `${at}.uri`, change.uri), (file) => ({
+        kind: "delete",
+        file,
+        recursive: change.options?.recursive === true,
+        ignoreIfNotExists: change.options?.ignoreIfNotExists === true
+      }))
   }
 }
 
-/** Applies a workspace edit in order: `documentChanges` when present, else `changes`. */
-export const applyWorkspaceEdit = (edit: Protocol.WorkspaceEdit): Effect.Effect<ReadonlyArray<Change>, EditFailed> =>
-  edit.documentChanges !== undefined
-    ? Effect.forEach(edit.documentChanges, applyChange)
-    : Effect.forEach(Object.entries(edit.changes ?? {}), ([uri, edits]) => {
-        const path = Paths.fromUri(uri)
-        return editFile(path, edits).pipe(Effect.as<Change>({ path, kind: "edit", edits: edits.length }))
-      })
+/** Every step of the edit, in order, or why it is refused: the first file it names outside. */
+const plan = (
+  workspace: Workspace.Workspace,
+  edit: typeof WorkspaceEdit.Type
+): Result.Result<ReadonlyArray<Step>, Refused> =>
+  Result.all(
+    edit.documentChanges !== undefined
+      ? edit.documentChanges.map((change, index) => stepOf(workspace, change, `documentChanges[${index}]`))
+      : Object.entries(edit.changes ?? {}).map(([uri, edits]) =>
+          Result.map(
+            locate(workspace, "changes", uri),
+            (file): Step => ({ kind: "edit", file, edits: plainEdits(edits) })
+          )
+        )
+  )
 
-/** Applies edits to one file. */
-export const applyToFile = (path: string, edits: ReadonlyArray<Protocol.TextEdit>): Effect.Effect<Change, EditFailed> =>
-  editFile(path, edits).pipe(Effect.as<Change>({ path, kind: "edit", edits: edits.length }))
+const refusedWhole = (error: Refused): Refused => {
+  if (error._tag === "MalformedEdit") return error
+  const message = `the server's edit was refused whole, nothing was written: ${error.message}`
+  return error._tag === "InvalidPath"
+    ? new Workspace.InvalidPath({ argument: error.argument, message })
+    : new Workspace.OutsideWorkspace({
+        argument: error.argument,
+        path: error.path,
+        resolved: error.resolved,
+        root: error.root,
+        message
+      })
+}
+
+/** Right before a file is written, it is checked again: a symlink may have been swapped in since. */
+const recheck = (workspace: Workspace.Workspace, file: Located) =>
+  Effect.fromResult(Workspace.confine(workspace, file.at, file.path, file.uri))
+
+const run = (workspace: Workspace.Workspace, step: Step): Effect.Effect<Change, EditFailed | Refused> =>
+  Effect.gen(function* () {
+    const { path } = step.file
+    yield* recheck(workspace, step.file)
+    switch (step.kind) {
+      case "edit":
+        yield* editFile(path, step.edits)
+        return { path, kind: "edit", edits: step.edits.length }
+      case "create":
+        yield* attempt(path, async () => {
+          await NodeFs.mkdir(NodePath.dirname(path), { recursive: true })
+          await NodeFs.writeFile(path, "", { flag: step.overwrite ? "w" : "wx" }).catch((error: unknown) => {
+            if (!step.ignoreIfExists) throw error
+          })
+        })
+        return { path, kind: "create", edits: 0 }
+      case "rename":
+        yield* recheck(workspace, step.from)
+        yield* attempt(path, () => NodeFs.rename(step.from.path, path))
+        return { path, kind: "rename", edits: 0 }
+      case "delete":
+        yield* attempt(path, () => NodeFs.rm(path, { recursive: step.recursive, force: step.ignoreIfNotExists }))
+        return { path, kind: "delete", edits: 0 }
+    }
+  })
+
+/**
+ * Applies a workspace edit in order: `documentChanges` when present, else `changes`; refused
+ * whole, before anything is written, if it is malformed or names a file outside the workspace.
+ */
+export const applyWorkspaceEdit = (
+  workspace: Workspace.Workspace,
+  edit: unknown
+): Effect.Effect<ReadonlyArray<Change>, EditFailed | Refused> =>
+  Effect.gen(function* () {
+    const decoded = yield* decodeWorkspaceEdit(edit)
+    const steps = yield* Effect.fromResult(plan(workspace, decoded)).pipe(Effect.mapError(refusedWhole))
+    return yield* Effect.forEach(steps, (step) => run(workspace, step))
+  })
+
+/** Applies the server's edits to one file, the `argument` of a tool, if it is inside the workspace. */
+export const applyToFile = (
+  workspace: Workspace.Workspace,
+  argument: string,
+  path: string,
+  edits: unknown
+): Effect.Effect<Change, EditFailed | Refused> =>
+  Effect.gen(function* () {
+    const decoded = plainEdits(yield* decodeTextEdits(edits))
+    yield* recheck(workspace, { at: argument, uri: path, path })
+    yield* editFile(path, decoded)
+    return { path, kind: "edit", edits: decoded.length }
+  })

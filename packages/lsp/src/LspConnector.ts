@@ -1,11 +1,13 @@
 /**
  * Opens an LSP session for the Supervisor: spawns the server through `ServerProcess`, speaks
- * JSON-RPC to it with `vscode-jsonrpc` (requests through `Requests`, so each carries the tool
+ * JSON-RPC to it with `vscode-jsonrpc` (reading through the bounded `StdoutReader`, writing
+ * through `StdinWriter`; requests through `Requests`, so each carries the tool
  * call's deadline and fails when the connection is lost), runs `initialize` → `initialized`,
- * answers the requests a server sends the client, and keeps the session's capabilities,
- * documents and diagnostics. Closing the session sends `shutdown` + `exit` (bounded), because
- * some servers ignore a closed stdin; ServerProcess then escalates to SIGTERM and SIGKILL for the
- * ones that ignore that too.
+ * answers the requests a server sends the client, waits for the server to settle (the work
+ * `initialized` sets off, see `WorkProgress`) so that Ready means it answers, and keeps the
+ * session's capabilities, documents and diagnostics. Closing the session sends `shutdown` +
+ * `exit` (bounded), because some servers ignore a closed stdin; ServerProcess then escalates to
+ * SIGTERM and SIGKILL for the ones that ignore that too.
  */
 import * as NodePath from "node:path"
 import { Classify, LifecycleError, ServerProcess, type Session, WallClock } from "@toolvisor/core"
@@ -24,14 +26,21 @@ import * as LspTools from "./LspTools.ts"
 import * as Paths from "./Paths.ts"
 import * as Requests from "./Requests.ts"
 import * as StdinWriter from "./StdinWriter.ts"
+import * as StdoutReader from "./StdoutReader.ts"
+import * as WorkProgress from "./WorkProgress.ts"
+import * as Workspace from "./Workspace.ts"
 
 /** What tool requests run on. */
 export interface LspSession {
   readonly name: string
   readonly spec: LspSpec.LspSpec
+  /** Where the tools may read and write, its roots resolved when the session began. */
+  readonly workspace: Workspace.Workspace
   readonly capabilities: Capabilities.Capabilities
   readonly documents: Documents.Documents
   readonly diagnostics: Diagnostics.Diagnostics
+  /** The work the server reports it is doing (work-done progress), for a query to wait on. */
+  readonly work: WorkProgress.WorkProgress
   readonly server: { readonly name: string; readonly version: string }
   /**
    * The JSON-RPC connection itself, for a caller that needs what `request` does not wrap (a
@@ -47,12 +56,15 @@ export interface LspSession {
   readonly speculate: Requests.Requests["speculate"]
   /** Fails once the session is lost or closed: race it against waits that are not requests. */
   readonly lost: Requests.Requests["lost"]
-  /** Applies a workspace edit to disk and re-syncs the open documents it touched. */
+  /**
+   * Applies a workspace edit to disk and re-syncs the open documents it touched; refused whole if
+   * it touches a file outside the workspace.
+   */
   readonly applyEdit: (
     edit: Protocol.WorkspaceEdit
   ) => Effect.Effect<
     ReadonlyArray<Edits.Change>,
-    Edits.EditFailed | Documents.FileProblem | LifecycleError.LifecycleError
+    Edits.EditFailed | Edits.Refused | Documents.FileProblem | LifecycleError.LifecycleError
   >
 }
 
@@ -60,7 +72,16 @@ export interface Options {
   readonly name: string
   readonly spec: LspSpec.LspSpec
   readonly clientInfo?: { readonly name: string; readonly version: string }
+  /**
+   * How long after the spawn the handshake may wait for the server to settle, in milliseconds
+   * (default `defaultSettle`); past it the server is Ready as it is. `LspToolset` gives half the
+   * `startup_timeout`, so a server that stays busy is Ready late rather than failed.
+   */
+  readonly settleWithin?: number
 }
+
+/** How long a handshake waits for the server to settle when no budget is given. */
+export const defaultSettle = 15_000
 
 /** How long closing waits for `shutdown` before sending `exit` anyway. */
 const shutdownBudget = 800
@@ -144,6 +165,7 @@ export const clientCapabilities: Protocol.ClientCapabilities = {
 export const make = (options: Options): Session.Connector<LspSession> => ({
   connect: Effect.gen(function* () {
     const { name, spec } = options
+    const began = Date.now()
     const proc = yield* ServerProcess.spawn(name, {
       command: spec.command,
       args: spec.args,
@@ -151,9 +173,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       ...(spec.env === undefined ? {} : { env: spec.env })
     })
     const connection = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        Rpc.createMessageConnection(new Rpc.StreamMessageReader(proc.stdout), StdinWriter.make(proc.stdin))
-      ),
+      Effect.sync(() => Rpc.createMessageConnection(StdoutReader.make(proc.stdout), StdinWriter.make(proc.stdin))),
       (connection) => Effect.sync(() => connection.dispose())
     )
     const requests = Requests.make(name, connection)
@@ -202,15 +222,17 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
 
     // Registered before `listen`, so nothing the server sends early goes unanswered.
     const diagnostics = Diagnostics.make()
+    const work = WorkProgress.make(connection)
     const toolCounts = yield* Queue.unbounded<number>()
     let capabilities = Capabilities.make({})
     let documents: Documents.Documents | undefined
     const rootUri = Paths.toUri(spec.cwd)
+    const workspace = yield* Effect.sync(() => Workspace.make(spec.cwd, spec.allowOutsideWorkspace))
     const folders = [{ uri: rootUri, name: NodePath.basename(spec.cwd) }]
 
     const applyEdit = (edit: Protocol.WorkspaceEdit) =>
       Effect.gen(function* () {
-        const changes = yield* Edits.applyWorkspaceEdit(edit)
+        const changes = yield* Edits.applyWorkspaceEdit(workspace, edit)
         const open = documents
         if (open !== undefined) {
           yield* Effect.forEach(changes, (change) => open.refresh(change.path), { discard: true })
@@ -231,17 +253,36 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     }
 
     connection.onNotification(Protocol.PublishDiagnosticsNotification.type, diagnostics.publishUnsafe)
-    connection.onRequest(Protocol.ConfigurationRequest.type, (params) =>
-      params.items.map((item) => LspSpec.section(spec, item.section))
+    // Every request from the server counts as activity for `WorkProgress.settle`.
+    connection.onRequest(
+      Protocol.ConfigurationRequest.type,
+      work.noting((params: Protocol.ConfigurationParams) =>
+        params.items.map((item) => LspSpec.section(spec, item.section))
+      )
     )
-    connection.onRequest(Protocol.WorkDoneProgressCreateRequest.type, () => undefined)
-    connection.onRequest(Protocol.WorkspaceFoldersRequest.type, () => folders)
-    connection.onRequest(Protocol.ShowMessageRequest.type, () => null)
-    connection.onRequest(Protocol.RegistrationRequest.type, (params) =>
-      reregister(() => capabilities.register(params.registrations))
+    connection.onRequest(
+      Protocol.WorkDoneProgressCreateRequest.type,
+      work.noting(() => undefined)
     )
-    connection.onRequest(Protocol.UnregistrationRequest.type, (params) =>
-      reregister(() => capabilities.unregister(params.unregisterations))
+    connection.onRequest(
+      Protocol.WorkspaceFoldersRequest.type,
+      work.noting(() => folders)
+    )
+    connection.onRequest(
+      Protocol.ShowMessageRequest.type,
+      work.noting(() => null)
+    )
+    connection.onRequest(
+      Protocol.RegistrationRequest.type,
+      work.noting((params: Protocol.RegistrationParams) =>
+        reregister(() => capabilities.register(params.registrations))
+      )
+    )
+    connection.onRequest(
+      Protocol.UnregistrationRequest.type,
+      work.noting((params: Protocol.UnregistrationParams) =>
+        reregister(() => capabilities.unregister(params.unregisterations))
+      )
     )
     // A refresh asks the client to pull again what it shows; every tool call pulls afresh, so an
     // answer is all it takes. It must be an answer: pyright sends `workspace/diagnostic/refresh`
@@ -256,13 +297,19 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       Protocol.InlineValueRefreshRequest.method,
       Protocol.FoldingRangeRefreshRequest.method
     ]) {
-      connection.onRequest(refresh, () => null)
+      connection.onRequest(
+        refresh,
+        work.noting(() => null)
+      )
     }
-    connection.onRequest(Protocol.ApplyWorkspaceEditRequest.type, (params) =>
-      runPromise(
-        applyEdit(params.edit).pipe(
-          Effect.as<Protocol.ApplyWorkspaceEditResult>({ applied: true }),
-          Effect.catch((error) => Effect.succeed({ applied: false, failureReason: error.message }))
+    connection.onRequest(
+      Protocol.ApplyWorkspaceEditRequest.type,
+      work.noting((params: Protocol.ApplyWorkspaceEditParams) =>
+        runPromise(
+          applyEdit(params.edit).pipe(
+            Effect.as<Protocol.ApplyWorkspaceEditResult>({ applied: true }),
+            Effect.catch((error) => Effect.succeed({ applied: false, failureReason: error.message }))
+          )
         )
       )
     )
@@ -291,6 +338,11 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     if (spec.settings !== undefined) {
       yield* requests.notify(Protocol.DidChangeConfigurationNotification.type, { settings: spec.settings })
     }
+    yield* WorkProgress.settle(
+      work,
+      requests.request(ping, {}).pipe(Effect.catchTag("ResponseFailed", () => Effect.void)),
+      (options.settleWithin ?? defaultSettle) - (Date.now() - began)
+    )
     yield* proc.established
     // Runs first on close (finalizers are LIFO): the polite goodbye, then dispose, then the process.
     yield* Effect.addFinalizer(() =>
@@ -308,9 +360,11 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     const session: LspSession = {
       name,
       spec,
+      workspace,
       capabilities,
       documents,
       diagnostics,
+      work,
       connection,
       // Not every server names itself (typescript-language-server does not): the command does.
       server:

@@ -4,15 +4,18 @@
  * (`lsp_workspace`, `lsp_workspace_symbols`) go to every usable server and their answers are
  * merged. Each backend keeps its own supervisor and status; the router's status summarizes them.
  */
+import * as NodePath from "node:path"
 import { type LifecycleError, State, Toolset } from "@toolvisor/core"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
-import * as Paths from "./Paths.ts"
 import * as ToolHandlers from "./ToolHandlers.ts"
+import * as ToolResults from "./ToolResults.ts"
+import * as Workspace from "./Workspace.ts"
 
 /** A language-server toolset as the router sees it: any toolset with the spec that says what files it takes. */
 export interface Backend extends Toolset.Toolset {
@@ -107,10 +110,10 @@ export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter 
           ? exit.value === undefined
             ? []
             : [exit.value]
-          : [{ backend: backends[index]?.name ?? "", result: ToolHandlers.failure(String(exit.cause)) }]
+          : [{ backend: backends[index]?.name ?? "", result: ToolResults.failure(String(exit.cause)) }]
       )
       if (answers.length === 0) {
-        return ToolHandlers.failure(`${name}: no language server that offers ${tool} is ready`)
+        return ToolResults.failure(`${name}: no language server that offers ${tool} is ready`)
       }
       const text = answers
         .map(
@@ -145,14 +148,14 @@ export const make = (name: string, backends: ReadonlyArray<Backend>): LspRouter 
       )
     }
     if (LspTools.workspaceWide.has(tool)) return broadcast(tool, args)
-    const file = args.file
-    if (typeof file !== "string" || file === "") {
-      return Effect.succeed(ToolHandlers.failure(`Invalid arguments for ${tool}: file: a file path is required`))
-    }
-    const backend = backends.find((b) => LspSpec.handles(b.spec, Paths.resolve(b.spec.cwd, file)))
+    // The extension picks the server, and it is the same whatever root a relative path is
+    // resolved against; the backend resolves it against its own, and confines it.
+    const path = Workspace.given(NodePath.sep, "file", args.file)
+    if (Result.isFailure(path)) return Effect.succeed(ToolResults.refusal(path.failure))
+    const backend = backends.find((b) => LspSpec.handles(b.spec, path.success))
     if (backend === undefined) {
       const types = backends.map((b) => `${b.name}: ${b.spec.fileTypes.join(", ") || "all"}`).join("; ")
-      return Effect.succeed(ToolHandlers.failure(`file: no language server handles ${file} (${types})`))
+      return Effect.succeed(ToolResults.failure(`file: no language server handles ${args.file} (${types})`))
     }
     return backend.callTool(tool, args)
   }

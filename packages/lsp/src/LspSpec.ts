@@ -1,7 +1,8 @@
 /**
  * How to run a language server: the command, its arguments and environment, the workspace root
- * it serves (its working directory and `rootUri`), the file types it is responsible for, and the
- * server's own settings. A Schema, so config files decode into it with errors that name the field.
+ * it serves (its working directory and `rootUri`, and where its tools may read and write), the
+ * file types it is responsible for, and the server's own settings. A Schema, so config files
+ * decode into it with errors that name the field.
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
@@ -12,8 +13,17 @@ export class LspSpec extends Schema.Class<LspSpec>("LspSpec")({
   command: Schema.NonEmptyString,
   args: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([]))),
   env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
-  /** The workspace root: the server's working directory, `rootUri` and only workspace folder. */
+  /**
+   * The workspace root: the server's working directory, `rootUri` and only workspace folder, and
+   * the folder its tools stay inside (see `Workspace`).
+   */
   cwd: Schema.NonEmptyString,
+  /**
+   * Where the tools may also read and write: anywhere (`true`), or these extra folders (relative
+   * ones against `cwd`). Absent, every file an agent names and every file a server's edit touches
+   * must lie inside `cwd`.
+   */
+  allowOutsideWorkspace: Schema.optionalKey(Schema.Union([Schema.Literal(true), Schema.Array(Schema.String)])),
   /** Extensions this server handles, with or without the dot, any case; empty means every file. */
   fileTypes: Schema.Array(Schema.String).pipe(Schema.withDecodingDefault(Effect.succeed([]))),
   /**
@@ -32,6 +42,7 @@ export const make = (fields: {
   readonly args?: ReadonlyArray<string>
   readonly env?: Readonly<Record<string, string>>
   readonly cwd: string
+  readonly allowOutsideWorkspace?: true | ReadonlyArray<string>
   readonly fileTypes?: ReadonlyArray<string>
   readonly settings?: { readonly [section: string]: unknown }
   readonly initializationOptions?: unknown
@@ -42,6 +53,7 @@ export const make = (fields: {
     cwd: fields.cwd,
     fileTypes: fields.fileTypes ?? [],
     ...(fields.env === undefined ? {} : { env: fields.env }),
+    ...(fields.allowOutsideWorkspace === undefined ? {} : { allowOutsideWorkspace: fields.allowOutsideWorkspace }),
     ...(fields.settings === undefined ? {} : { settings: fields.settings }),
     ...(fields.initializationOptions === undefined ? {} : { initializationOptions: fields.initializationOptions })
   })

@@ -8,7 +8,7 @@
  * soon as the connection is lost, so `Supervisor.use` runs a call on it directly, with no race
  * against the session's end and no sleeping deadline fiber.
  */
-import { LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import { LifecycleError, Policy, Redaction, State, Supervisor, Toolset } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -17,6 +17,7 @@ import * as LspConnector from "./LspConnector.ts"
 import type * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
 import * as ToolHandlers from "./ToolHandlers.ts"
+import * as ToolResults from "./ToolResults.ts"
 
 export interface Options {
   readonly name: string
@@ -44,14 +45,23 @@ export const effectivePolicy = (policy: Policy.Policy): Policy.Policy => ({
   health: policy.health ?? defaultHealth
 })
 
+/**
+ * How long a handshake waits for the server to finish what `initialized` set off: half the
+ * `startup_timeout`, so a server still busy then is Ready (and answers, if incompletely) instead
+ * of failing its start.
+ */
+export const settleWithin = (policy: Policy.Policy): number =>
+  policy.startupTimeout === undefined ? LspConnector.defaultSettle : Duration.toMillis(policy.startupTimeout) / 2
+
 export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, spec } = options
+    const policy = effectivePolicy(options.policy ?? Policy.defaults)
     const supervisor = yield* Supervisor.make({
       name,
       kind: "lsp",
-      policy: effectivePolicy(options.policy ?? Policy.defaults),
-      connector: LspConnector.make({ name, spec })
+      policy,
+      connector: LspConnector.make({ name, spec, settleWithin: settleWithin(policy) })
     })
 
     /** The capabilities of the last session, kept across disconnects for the incomplete listing. */
@@ -79,21 +89,26 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
     type CallResult = Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
 
     /**
-     * What a handler's failure is to the agent: a bad file or edit is a result it reads and acts
-     * on, a server's error answer a typed failure; the session's own errors pass as they are.
+     * What a handler's failure is to the agent: a bad file or edit, or a path outside the
+     * workspace, is a result it reads and acts on, a server's error answer a typed failure; the
+     * session's own errors pass as they are.
      */
     const recover = (tool: string, error: ToolHandlers.HandlerError): CallResult => {
       switch (error._tag) {
         case "FileProblem":
-          return Effect.succeed(ToolHandlers.failure(error.message))
+          return Effect.succeed(ToolResults.failure(error.message))
+        case "InvalidPath":
+        case "OutsideWorkspace":
+          return Effect.succeed(ToolResults.refusal(error))
         case "EditFailed":
-          return Effect.succeed(ToolHandlers.failure(`${tool}: ${error.message}`))
+        case "MalformedEdit":
+          return Effect.succeed(ToolResults.failure(`${tool}: ${error.message}`))
         case "ResponseFailed":
           return Effect.fail(
             new Toolset.ToolCallFailed({
               toolset: name,
               tool,
-              message: `${name}/${tool}: ${error.method} failed: ${LifecycleError.redact(error.message)}`,
+              message: `${name}/${tool}: ${error.method} failed: ${Redaction.redact(error.message)}`,
               code: error.code
             })
           )

@@ -7,9 +7,6 @@ import * as NodePath from "node:path"
 import * as NodeUrl from "node:url"
 import type * as Protocol from "vscode-languageserver-protocol"
 
-/** An absolute path: `file` as given if absolute, else relative to the workspace root. */
-export const resolve = (root: string, file: string): string => NodePath.resolve(root, file)
-
 export const toUri = (path: string): string => NodeUrl.pathToFileURL(path).href
 
 /** The path of a `file:` URI; any other URI is kept as it is. */

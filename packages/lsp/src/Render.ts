@@ -3,8 +3,10 @@
  * and 1-based positions, and the same data as plain structured values.
  */
 import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import * as Protocol from "vscode-languageserver-protocol"
 import * as Paths from "./Paths.ts"
+import * as Workspace from "./Workspace.ts"
 
 export interface Place {
   readonly file: string
@@ -40,14 +42,19 @@ export const locations = (
   )
 }
 
-/** Reads source lines for snippets, each file once per answer. */
-export const snippets = (root: string) => {
+/**
+ * Reads source lines for snippets, each file once per answer, and only inside the workspace: a
+ * place comes from the server, which an agent can steer to any file (a `/// <reference>` to a key
+ * file, and its definition's "line" would be the key).
+ */
+export const snippets = (workspace: Workspace.Workspace) => {
   const files = new Map<string, ReadonlyArray<string>>()
   return (p: Place): string => {
     let lines = files.get(p.file)
     if (lines === undefined) {
+      const path = NodePath.resolve(workspace.root, p.file)
       try {
-        lines = NodeFs.readFileSync(Paths.resolve(root, p.file), "utf8").split(/\r?\n/)
+        lines = Workspace.contains(workspace, path) ? NodeFs.readFileSync(path, "utf8").split(/\r?\n/) : []
       } catch {
         lines = []
       }
@@ -59,8 +66,8 @@ export const snippets = (root: string) => {
 }
 
 /** One place per line, with the source line it points at. */
-export const placesText = (root: string, places: ReadonlyArray<Place>): string => {
-  const snippet = snippets(root)
+export const placesText = (workspace: Workspace.Workspace, places: ReadonlyArray<Place>): string => {
+  const snippet = snippets(workspace)
   return places.map((p) => `${where(p)}: ${snippet(p)}`).join("\n")
 }
 

@@ -1,28 +1,28 @@
 /**
- * What each tool does on a live session: validate the arguments, open or re-sync the file,
- * send the request with 0-based positions, and render the answer. Argument and file problems
- * become results with `isError: true` that name the argument; a server's error answer stays a
- * typed failure for the toolset to map.
+ * What each tool does on a live session: validate the arguments, confine the file to the
+ * workspace, open or re-sync it, send the request with 0-based positions, and render the answer.
+ * Argument and file problems become results with `isError: true` that name the argument; a
+ * server's error answer stays a typed failure for the toolset to map.
  */
 import type { Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
-import type * as Rpc from "vscode-jsonrpc/node"
 import * as Protocol from "vscode-languageserver-protocol"
 import * as Capabilities from "./Capabilities.ts"
 import * as DocumentDiagnostics from "./DocumentDiagnostics.ts"
-import * as Documents from "./Documents.ts"
+import type * as Documents from "./Documents.ts"
 import * as Edits from "./Edits.ts"
+import * as FileArgument from "./FileArgument.ts"
 import type * as LspConnector from "./LspConnector.ts"
-import * as LspSpec from "./LspSpec.ts"
 import * as LspTools from "./LspTools.ts"
 import * as Paths from "./Paths.ts"
 import * as Render from "./Render.ts"
 import type * as Requests from "./Requests.ts"
+import * as ToolResults from "./ToolResults.ts"
 import * as TypeHierarchy from "./TypeHierarchy.ts"
 
-export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed
+export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed | Edits.Refused
 
 export interface Handler {
   readonly definition: LspTools.Definition<Schema.ConstraintDecoder<unknown>>
@@ -31,13 +31,6 @@ export interface Handler {
     args: { readonly [key: string]: unknown }
   ) => Effect.Effect<Toolset.ToolResult, HandlerError>
 }
-
-export const result = (text: string, structured: { readonly [key: string]: unknown }): Toolset.ToolResult => ({
-  content: [{ type: "text", text }],
-  structuredContent: structured
-})
-
-export const failure = (text: string): Toolset.ToolResult => ({ content: [{ type: "text", text }], isError: true })
 
 const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   definition: LspTools.Definition<S>,
@@ -48,51 +41,11 @@ const bind = <S extends Schema.ConstraintDecoder<unknown>>(
     definition,
     call: (session, args) => {
       const decoded = validate(args)
-      return Result.isSuccess(decoded) ? run(session, decoded.success) : Effect.succeed(failure(decoded.failure))
+      return Result.isSuccess(decoded)
+        ? run(session, decoded.success)
+        : Effect.succeed(ToolResults.failure(decoded.failure))
     }
   }
-}
-
-/** The path of the file argument, or a problem if this server does not handle its type. */
-const pathOf = (session: LspConnector.LspSession, file: string): Result.Result<string, Documents.FileProblem> => {
-  const path = Paths.resolve(session.spec.cwd, file)
-  if (LspSpec.handles(session.spec, path)) return Result.succeed(path)
-  return Result.fail(
-    new Documents.FileProblem({
-      argument: "file",
-      path,
-      message: `file: ${session.name} handles only ${session.spec.fileTypes.join(", ")} files, not ${file}`
-    })
-  )
-}
-
-/** Opens (or re-syncs) the file argument, refusing files of a type this server does not handle. */
-const open = (session: LspConnector.LspSession, file: string) =>
-  Result.match(pathOf(session, file), {
-    onFailure: Effect.fail,
-    onSuccess: (path) => session.documents.sync(path)
-  })
-
-/**
- * Sends a request about the file argument, answered about its text on disk now. An open document
- * is taken to be unchanged and the request written at once: the file is checked while the server
- * works, and if it changed, that request is dropped and sent again once the document is re-synced.
- * Checking first would put a stat between the call and the server; after the write, it runs while
- * the server works (on a core the server does not need).
- */
-const ask = <P, R, E>(
-  session: LspConnector.LspSession,
-  file: string,
-  type: Rpc.RequestType<P, R, E>,
-  params: (document: Documents.Document) => Rpc.RequestParam<P>
-): Effect.Effect<R, HandlerError> => {
-  const path = pathOf(session, file)
-  if (Result.isFailure(path)) return Effect.fail(path.failure)
-  const synced = () =>
-    Effect.flatMap(session.documents.sync(path.success), ({ document }) => session.request(type, params(document)))
-  const guess = session.documents.opened(path.success)
-  if (guess === undefined) return synced()
-  return session.speculate(type, params(guess), () => session.documents.unchanged(guess), synced)
 }
 
 const positionParams = (
@@ -108,8 +61,10 @@ const at = (file: string, args: { readonly line: number; readonly character: num
 
 const placesResult = (session: LspConnector.LspSession, what: string, places: ReadonlyArray<Render.Place>) =>
   places.length === 0
-    ? result(`No ${what} found.`, { [what]: [] })
-    : result(`${places.length} ${what}:\n${Render.placesText(session.spec.cwd, places)}`, { [what]: places })
+    ? ToolResults.result(`No ${what} found.`, { [what]: [] })
+    : ToolResults.result(`${places.length} ${what}:\n${Render.placesText(session.workspace, places)}`, {
+        [what]: places
+      })
 
 const changesText = (session: LspConnector.LspSession, changes: ReadonlyArray<Edits.Change>) =>
   changes
@@ -144,7 +99,7 @@ const workspace = bind(LspTools.workspace, (session) =>
       `Open documents: ${open.length === 0 ? "none" : open.map((d) => `${d.file} (v${d.version})`).join(", ")}`,
       `Documents with diagnostics: ${diagnostics.length === 0 ? "none" : diagnostics.map((d) => `${d.file} (${d.count})`).join(", ")}`
     ].join("\n")
-    return result(text, {
+    return ToolResults.result(text, {
       server: session.server,
       root,
       fileTypes: session.spec.fileTypes,
@@ -159,7 +114,7 @@ const workspace = bind(LspTools.workspace, (session) =>
 
 const diagnostics = bind(LspTools.diagnostics, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
+    const { document } = yield* FileArgument.open(session, args.file)
     const { items, fresh, mode } = yield* DocumentDiagnostics.current(session, document)
     const list = items.map((item) => Render.diagnostic(session.spec.cwd, document.uri, item))
     const file = Paths.display(session.spec.cwd, document.path)
@@ -168,38 +123,38 @@ const diagnostics = bind(LspTools.diagnostics, (session, args) =>
       list.length === 0
         ? `No diagnostics in ${file}${note}.`
         : `${list.length} diagnostics in ${file}${note}:\n${list.map(Render.diagnosticText).join("\n")}`
-    return result(text, { file, version: document.version, fresh, mode, diagnostics: list })
+    return ToolResults.result(text, { file, version: document.version, fresh, mode, diagnostics: list })
   })
 )
 
 const hover = bind(LspTools.hover, (session, args) =>
   Effect.map(
-    ask(session, args.file, Protocol.HoverRequest.type, (d) => positionParams(d, args)),
+    FileArgument.ask(session, args.file, Protocol.HoverRequest.type, (d) => positionParams(d, args)),
     (answer) => {
       const text = answer === null ? "" : Render.hover(answer.contents)
-      if (text === "") return result(`No hover information at ${at(args.file, args)}.`, { hover: null })
-      return result(text, { hover: text })
+      if (text === "") return ToolResults.result(`No hover information at ${at(args.file, args)}.`, { hover: null })
+      return ToolResults.result(text, { hover: text })
     }
   )
 )
 
 const definition = bind(LspTools.definition, (session, args) =>
   Effect.map(
-    ask(session, args.file, Protocol.DefinitionRequest.type, (d) => positionParams(d, args)),
+    FileArgument.ask(session, args.file, Protocol.DefinitionRequest.type, (d) => positionParams(d, args)),
     (answer) => placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
   )
 )
 
 const implementations = bind(LspTools.implementations, (session, args) =>
   Effect.map(
-    ask(session, args.file, Protocol.ImplementationRequest.type, (d) => positionParams(d, args)),
+    FileArgument.ask(session, args.file, Protocol.ImplementationRequest.type, (d) => positionParams(d, args)),
     (answer) => placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
   )
 )
 
 const references = bind(LspTools.references, (session, args) =>
   Effect.map(
-    ask(session, args.file, Protocol.ReferencesRequest.type, (d) => ({
+    FileArgument.ask(session, args.file, Protocol.ReferencesRequest.type, (d) => ({
       ...positionParams(d, args),
       context: { includeDeclaration: args.include_declaration ?? true }
     })),
@@ -209,11 +164,13 @@ const references = bind(LspTools.references, (session, args) =>
 
 const documentSymbols = bind(LspTools.documentSymbols, (session, args) =>
   Effect.map(
-    ask(session, args.file, Protocol.DocumentSymbolRequest.type, (d) => ({ textDocument: { uri: d.uri } })),
+    FileArgument.ask(session, args.file, Protocol.DocumentSymbolRequest.type, (d) => ({
+      textDocument: { uri: d.uri }
+    })),
     (answer) => {
       const symbols = Render.documentSymbols(answer)
-      if (symbols.length === 0) return result(`No symbols in ${args.file}.`, { symbols })
-      return result(Render.symbolsText(symbols), { symbols })
+      if (symbols.length === 0) return ToolResults.result(`No symbols in ${args.file}.`, { symbols })
+      return ToolResults.result(Render.symbolsText(symbols), { symbols })
     }
   )
 )
@@ -232,20 +189,20 @@ const workspaceSymbols = bind(LspTools.workspaceSymbols, (session, args) =>
         ...(s.containerName === undefined || s.containerName === "" ? {} : { container: s.containerName })
       }
     })
-    if (symbols.length === 0) return result(`No symbols match "${args.query}".`, { symbols })
+    if (symbols.length === 0) return ToolResults.result(`No symbols match "${args.query}".`, { symbols })
     const text = symbols
       .map(
         (s) =>
           `${s.kind} ${s.name}${"container" in s ? ` (in ${s.container})` : ""} ${s.file}${"line" in s ? `:${s.line}` : ""}`
       )
       .join("\n")
-    return result(text, { symbols })
+    return ToolResults.result(text, { symbols })
   })
 )
 
 const codeActions = bind(LspTools.codeActions, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
+    const { document } = yield* FileArgument.open(session, args.file)
     const end = Math.max(args.end_line ?? args.start_line, args.start_line)
     const range: Protocol.Range = {
       start: { line: args.start_line - 1, character: 0 },
@@ -263,21 +220,24 @@ const codeActions = bind(LspTools.codeActions, (session, args) =>
       title: a.title,
       ...("kind" in a && typeof a.kind === "string" ? { kind: a.kind } : {})
     }))
-    if (actions.length === 0) return result(`No code actions for ${args.file}:${args.start_line}-${end}.`, { actions })
-    return result(actions.map((a) => `- ${a.title}${"kind" in a ? ` (${a.kind})` : ""}`).join("\n"), { actions })
+    if (actions.length === 0)
+      return ToolResults.result(`No code actions for ${args.file}:${args.start_line}-${end}.`, { actions })
+    return ToolResults.result(actions.map((a) => `- ${a.title}${"kind" in a ? ` (${a.kind})` : ""}`).join("\n"), {
+      actions
+    })
   })
 )
 
 const rename = bind(LspTools.rename, (session, args) =>
   Effect.gen(function* () {
-    const edit = yield* ask(session, args.file, Protocol.RenameRequest.type, (d) => ({
+    const edit = yield* FileArgument.ask(session, args.file, Protocol.RenameRequest.type, (d) => ({
       ...positionParams(d, args),
       newName: args.new_name
     }))
-    if (edit === null) return failure(`Nothing to rename at ${at(args.file, args)}.`)
+    if (edit === null) return ToolResults.failure(`Nothing to rename at ${at(args.file, args)}.`)
     const changes = yield* session.applyEdit(edit)
     const count = changes.reduce((n, c) => n + c.edits, 0)
-    return result(
+    return ToolResults.result(
       `Renamed to ${args.new_name}: ${count} edits in ${changes.length} files\n${changesText(session, changes)}`,
       {
         newName: args.new_name,
@@ -289,26 +249,27 @@ const rename = bind(LspTools.rename, (session, args) =>
 
 const format = bind(LspTools.format, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
+    const { document } = yield* FileArgument.open(session, args.file)
     const edits = yield* session.request(Protocol.DocumentFormattingRequest.type, {
       textDocument: { uri: document.uri },
       options: { tabSize: 2, insertSpaces: true }
     })
     const file = Paths.display(session.spec.cwd, document.path)
-    if (edits === null || edits.length === 0) return result(`${file} is already formatted.`, { file, edits: 0 })
-    yield* Edits.applyToFile(document.path, edits)
+    if (edits === null || edits.length === 0)
+      return ToolResults.result(`${file} is already formatted.`, { file, edits: 0 })
+    yield* Edits.applyToFile(session.workspace, "file", document.path, edits)
     yield* session.documents.refresh(document.path)
-    return result(`Formatted ${file} (${edits.length} edits).`, { file, edits: edits.length })
+    return ToolResults.result(`Formatted ${file} (${edits.length} edits).`, { file, edits: edits.length })
   })
 )
 
 const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
   Effect.gen(function* () {
-    const items = yield* ask(session, args.file, Protocol.CallHierarchyPrepareRequest.type, (d) =>
+    const items = yield* FileArgument.ask(session, args.file, Protocol.CallHierarchyPrepareRequest.type, (d) =>
       positionParams(d, args)
     )
     const item = items?.[0]
-    if (item === undefined) return result(`No function at ${at(args.file, args)}.`, { calls: [] })
+    if (item === undefined) return ToolResults.result(`No function at ${at(args.file, args)}.`, { calls: [] })
     const root = session.spec.cwd
     const calls =
       args.direction === "incoming"
@@ -323,8 +284,9 @@ const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
             ...Render.place(root, c.to.uri, c.to.selectionRange)
           }))
     const head = `${args.direction === "incoming" ? "Callers of" : "Calls from"} ${item.name}`
-    if (calls.length === 0) return result(`${head}: none.`, { item: item.name, direction: args.direction, calls })
-    return result(`${head}:\n${calls.map((c) => `${c.kind} ${c.name} ${Render.where(c)}`).join("\n")}`, {
+    if (calls.length === 0)
+      return ToolResults.result(`${head}: none.`, { item: item.name, direction: args.direction, calls })
+    return ToolResults.result(`${head}:\n${calls.map((c) => `${c.kind} ${c.name} ${Render.where(c)}`).join("\n")}`, {
       item: item.name,
       direction: args.direction,
       calls
@@ -334,9 +296,9 @@ const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
 
 const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
+    const { document } = yield* FileArgument.open(session, args.file)
     const hierarchy = yield* TypeHierarchy.around(session, positionParams(document, args), args.direction)
-    if (hierarchy === undefined) return result(`No type at ${at(args.file, args)}.`, { types: [] })
+    if (hierarchy === undefined) return ToolResults.result(`No type at ${at(args.file, args)}.`, { types: [] })
     const { item } = hierarchy
     const types = hierarchy.types.map((t) => ({
       name: t.name,
@@ -344,8 +306,9 @@ const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
       ...Render.place(session.spec.cwd, t.uri, t.selectionRange)
     }))
     const head = `${args.direction === "supertypes" ? "Supertypes" : "Subtypes"} of ${item.name}`
-    if (types.length === 0) return result(`${head}: none.`, { item: item.name, direction: args.direction, types })
-    return result(`${head}:\n${types.map((t) => `${t.kind} ${t.name} ${Render.where(t)}`).join("\n")}`, {
+    if (types.length === 0)
+      return ToolResults.result(`${head}: none.`, { item: item.name, direction: args.direction, types })
+    return ToolResults.result(`${head}:\n${types.map((t) => `${t.kind} ${t.name} ${Render.where(t)}`).join("\n")}`, {
       item: item.name,
       direction: args.direction,
       types
@@ -355,10 +318,10 @@ const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
 
 const signatureHelp = bind(LspTools.signatureHelp, (session, args) =>
   Effect.map(
-    ask(session, args.file, Protocol.SignatureHelpRequest.type, (d) => positionParams(d, args)),
+    FileArgument.ask(session, args.file, Protocol.SignatureHelpRequest.type, (d) => positionParams(d, args)),
     (answer) => {
       if (answer === null || answer.signatures.length === 0) {
-        return result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
+        return ToolResults.result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
       }
       const active = answer.activeSignature ?? 0
       const signatures = answer.signatures.map((s, index) => ({
@@ -374,14 +337,14 @@ const signatureHelp = bind(LspTools.signatureHelp, (session, args) =>
             `${s.active ? "* " : "  "}${s.label}${"activeParameter" in s ? ` (parameter ${Number(s.activeParameter) + 1})` : ""}`
         )
         .join("\n")
-      return result(text, { signatures })
+      return ToolResults.result(text, { signatures })
     }
   )
 )
 
 const inlayHints = bind(LspTools.inlayHints, (session, args) =>
   Effect.gen(function* () {
-    const { document } = yield* open(session, args.file)
+    const { document } = yield* FileArgument.open(session, args.file)
     const lines = document.text.split("\n").length
     const first = Math.min(args.start_line ?? 1, lines)
     const last = Math.min(Math.max(args.end_line ?? lines, first), lines)
@@ -395,8 +358,8 @@ const inlayHints = bind(LspTools.inlayHints, (session, args) =>
         label: typeof h.label === "string" ? h.label : h.label.map((part) => part.value).join("")
       }))
       .sort((a, b) => a.line - b.line || a.character - b.character)
-    if (hints.length === 0) return result(`No inlay hints in ${args.file}:${first}-${last}.`, { hints })
-    return result(hints.map((h) => `${h.line}:${h.character} ${h.label}`).join("\n"), { hints })
+    if (hints.length === 0) return ToolResults.result(`No inlay hints in ${args.file}:${first}-${last}.`, { hints })
+    return ToolResults.result(hints.map((h) => `${h.line}:${h.character} ${h.label}`).join("\n"), { hints })
   })
 )
 

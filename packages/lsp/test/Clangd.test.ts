@@ -1,7 +1,7 @@
 /**
- * clangd, the one server in test-peers.md with a type hierarchy. Debian 12's clangd 14 advertises
- * `typeHierarchyProvider` but answers only its own earlier protocol, so this also pins the
- * fallback. clangd is a system package, which `.ci/run` installs (`apt-get install clangd`).
+ * clangd, the one language server the tests run that has a type hierarchy. Debian 12's clangd 14
+ * advertises `typeHierarchyProvider` but answers only its own earlier protocol, so this also pins
+ * the fallback. clangd is a system package, which `.ci/run` installs (`apt-get install clangd`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"

@@ -29,7 +29,7 @@ describe("LspToolset lifecycle", () => {
       const { toolset, close } = yield* open({ name: "missing", spec, policy: fastPolicy({ required: true }) })
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "ServerUnavailable")
-      assert.include(error.message, "ENOENT")
+      assert.include(error.message, "there is no /nonexistent/toolvisor-missing-lsp")
       assert.strictEqual((yield* toolset.state).state, "Stopped")
       yield* close
     })
@@ -209,7 +209,7 @@ describe("LspToolset lifecycle", () => {
       const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-lsp-pull-"))
       const file = NodePath.join(dir, "notes.txt")
       NodeFs.writeFileSync(file, "first\nTODO second\n")
-      const { toolset, close } = yield* open({ name: "pull", spec: fake("pull"), policy: fastPolicy() })
+      const { toolset, close } = yield* open({ name: "pull", spec: fake("pull", undefined, dir), policy: fastPolicy() })
       yield* toolset.start
       const pid = (yield* toolset.state).pid
       // Called before the registration arrives: it starts waiting for a push, then pulls.

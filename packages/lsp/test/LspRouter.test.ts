@@ -33,6 +33,16 @@ describe("LspRouter over typescript-language-server and pyright", () => {
       assert.include(textOf(nobody), "no language server handles notes.md")
       const noFile = yield* router.callTool("lsp_hover", {})
       assert.isTrue(noFile.isError)
+      assert.deepStrictEqual(noFile.structuredContent, { error: { _tag: "InvalidPath", argument: "file" } })
+      const nul = yield* router.callTool("lsp_hover", { file: "src/math.ts\u0000.py", line: 1, character: 1 })
+      assert.include(textOf(nul), "file: ")
+      assert.include(textOf(nul), "contains a NUL byte")
+      // Routed by its type, and refused by the backend that owns it: it is outside that one's root.
+      const leading = yield* router.callTool("lsp_hover", { file: "../../../../etc/x.py", line: 1, character: 1 })
+      assert.nestedInclude(leading.structuredContent, {
+        "error._tag": "OutsideWorkspace",
+        "error.path": "../../../../etc/x.py"
+      })
 
       yield* py.toolset.stop
       assert.strictEqual((yield* ts.toolset.state).state, "Ready")

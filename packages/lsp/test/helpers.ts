@@ -41,22 +41,31 @@ export const typescript = (cwd: string, settings?: { readonly [section: string]:
     ...(settings === undefined ? {} : { settings })
   })
 
+/** bash-language-server, which finishes starting only once its settings request is answered. */
+export const bash = (cwd: string) =>
+  LspSpec.make({ command: bin("bash-language-server"), args: ["start"], cwd, fileTypes: ["sh"] })
+
 export const pyright = (cwd: string) =>
   LspSpec.make({ command: bin("pyright-langserver"), args: ["--stdio"], cwd, fileTypes: ["py"] })
 
 /** clangd from the system (`apt-get install clangd`, which `.ci/run` does). */
 export const clangd = (cwd: string) => LspSpec.make({ command: "clangd", cwd, fileTypes: ["cpp", "h"] })
 
-/** The fake server; `marker` is an extra argument that lets a test find its processes. */
+/**
+ * The fake server; `marker` is an extra argument that lets a test find its processes, `cwd` the
+ * workspace root, which the files the test asks about must lie in.
+ */
 export const fake = (
-  mode: "silent" | "wedge" | "dynamic" | "hang" | "pull",
-  marker = `toolvisor-test-${process.pid}-${Date.now()}`
+  mode: "silent" | "wedge" | "dynamic" | "hang" | "pull" | "busy" | "busy-on-open",
+  marker = `toolvisor-test-${process.pid}-${Date.now()}`,
+  cwd = fixtures,
+  env: { readonly [name: string]: string } = {}
 ) =>
   LspSpec.make({
     command: process.execPath,
     args: [NodePath.join(fixtures, "fake-server.mjs"), marker],
-    env: { FAKE_LSP_MODE: mode },
-    cwd: fixtures
+    env: { FAKE_LSP_MODE: mode, ...env },
+    cwd
   })
 
 /** Pids of live processes whose command line contains `marker`. */
@@ -104,3 +113,52 @@ export const textOf = (result: Toolset.ToolResult): string => {
 }
 
 export const toolNames = (listing: Toolset.Listing<Toolset.Tool>) => listing.items.map((t) => t.name)
+
+/**
+ * A workspace with a way out of it at every turn, for the confinement tests. `<base>/ws` is a copy
+ * of the TypeScript project whose tsconfig also takes in `../outside`; `<base>/outside` is another
+ * project (`secret.ts`, an unformatted `ugly.ts`, and `consumer.ts`, which uses the workspace's
+ * `add`); `<base>/other` a third folder. Inside the workspace, `src/uses.ts` has a type error about
+ * a value from `consumer.ts`, `linked.ts` is a symlink to the outside `secret.ts` and `outdir` one
+ * to the outside folder.
+ */
+export const escapes = () => {
+  const base = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-lsp-confine-"))
+  const root = NodePath.join(base, "ws")
+  const outside = NodePath.join(base, "outside")
+  const other = NodePath.join(base, "other")
+  NodeFs.cpSync(NodePath.join(fixtures, "ts-project"), root, { recursive: true })
+  const tsconfig = JSON.parse(NodeFs.readFileSync(NodePath.join(root, "tsconfig.json"), "utf8"))
+  NodeFs.writeFileSync(
+    NodePath.join(root, "tsconfig.json"),
+    JSON.stringify({ ...tsconfig, include: ["src", "../outside"] }, null, 2)
+  )
+  NodeFs.mkdirSync(outside)
+  NodeFs.mkdirSync(other)
+  NodeFs.writeFileSync(NodePath.join(outside, "secret.ts"), '/** Not yours. */\nexport const secret = "hunter2"\n')
+  NodeFs.writeFileSync(
+    NodePath.join(outside, "ugly.ts"),
+    NodeFs.readFileSync(NodePath.join(fixtures, "ts-project/unformatted.ts.txt"), "utf8")
+  )
+  NodeFs.writeFileSync(
+    NodePath.join(outside, "consumer.ts"),
+    'import { add } from "../ws/src/math.ts"\n\nexport const four = add(2, 2)\n'
+  )
+  NodeFs.writeFileSync(NodePath.join(other, "note.ts"), "export const note = 1\n")
+  NodeFs.writeFileSync(
+    NodePath.join(root, "src/uses.ts"),
+    'import { four } from "../../outside/consumer.ts"\n\nexport const wrong: string = four\n'
+  )
+  NodeFs.symlinkSync(NodePath.join(outside, "secret.ts"), NodePath.join(root, "linked.ts"))
+  NodeFs.symlinkSync(outside, NodePath.join(root, "outdir"))
+  return { base, root, outside, other }
+}
+
+/** Every file under `dir` (symlinks not followed) with its text and mtime, to prove none changed. */
+export const snapshot = (dir: string): Readonly<Record<string, string>> =>
+  Object.fromEntries(
+    NodeFs.readdirSync(dir, { recursive: true, encoding: "utf8" })
+      .map((name) => NodePath.join(dir, name))
+      .filter((path) => NodeFs.lstatSync(path).isFile())
+      .map((path) => [path, `${NodeFs.statSync(path).mtimeMs} ${NodeFs.readFileSync(path, "utf8")}`])
+  )

@@ -1,6 +1,7 @@
 /**
- * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio) or
- * reaches it over streamable HTTP or SSE, runs the `initialize` handshake and the first tool
+ * Opens an MCP session for the Supervisor: spawns the server through `ServerProcess` (stdio, with
+ * its `envFile` read now) or reaches it over streamable HTTP or SSE (with its `headersHelper` run
+ * now), runs the `initialize` handshake and the first tool
  * listing, and reports when the session ends. Each session has its own tool and prompt caches,
  * so a reconnect never serves the old server's list; `list_changed` notifications invalidate
  * them, and a burst of notifications is coalesced into one refetch.
@@ -8,32 +9,88 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
+  type ClientCapabilities,
+  type JSONRPCMessage,
+  type LoggingLevel,
+  LoggingMessageNotificationSchema,
+  type ProgressNotification,
+  ProgressNotificationSchema,
   type Prompt,
   PromptListChangedNotificationSchema,
+  type Resource,
+  ResourceListChangedNotificationSchema,
+  type ResourceTemplate,
+  ResourceUpdatedNotificationSchema,
   type ServerCapabilities,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { LifecycleError, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
+import { LifecycleError, Redaction, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as HeadersHelper from "./HeadersHelper.ts"
+import * as EnvFile from "./internal/envFile.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
 import type * as McpSpec from "./McpSpec.ts"
 import * as OAuthProvider from "./OAuthProvider.ts"
 import * as TokenStore from "./TokenStore.ts"
 import * as ToolCache from "./ToolCache.ts"
 
+type Cache<A> = ToolCache.ToolCache<ReadonlyArray<A>, LifecycleError.LifecycleError>
+
 /** What requests run on: the SDK client and the session's caches. */
 export interface McpSession {
   readonly client: Client
-  readonly tools: ToolCache.ToolCache<ReadonlyArray<Toolset.Tool>, LifecycleError.LifecycleError>
-  readonly prompts: ToolCache.ToolCache<ReadonlyArray<Prompt>, LifecycleError.LifecycleError>
+  readonly tools: Cache<Toolset.Tool>
+  readonly prompts: Cache<Prompt>
+  readonly resources: Cache<Resource>
+  readonly resourceTemplates: Cache<ResourceTemplate>
   readonly capabilities: ServerCapabilities
+  /** Routes the server's `notifications/progress` for a token to its listener, until `untrack`. */
+  readonly progress: Progress
+}
+
+export interface Progress {
+  readonly track: (token: string, listener: (params: ProgressNotification["params"]) => void) => () => void
+}
+
+/** The listings besides tools, which a toolset keeps across restarts (its last-known ones). */
+export interface Listings {
+  readonly prompts: ReadonlyArray<Prompt>
+  readonly resources: ReadonlyArray<Resource>
+  readonly resourceTemplates: ReadonlyArray<ResourceTemplate>
+}
+
+/**
+ * What the toolset above hears from each of its sessions, and gives each one: hooks called from
+ * the SDK's callbacks, so they must not block. They outlive sessions, which is how listings,
+ * subscriptions and log levels survive a restart.
+ */
+export interface Hooks {
+  /** A `notifications/message` from the server. */
+  readonly log?: (message: LogMessage) => void
+  /** A subscribed resource may have changed: the server said so, or the session was replaced. */
+  readonly resourceUpdated?: (uri: string, reason: "updated" | "reconnected") => void
+  /** A fresh listing, read at connect time or after a `list_changed`. */
+  readonly listed?: { readonly [K in keyof Listings]: (items: Listings[K]) => void }
+  /** The resources to subscribe to on every new session. */
+  readonly subscriptions?: () => Iterable<string>
+  /** The level asked of the server with `logging/setLevel` on every new session. */
+  readonly logLevel?: LoggingLevel
+  /** Capabilities we declare and the handlers of the requests they let the server send us. */
+  readonly provides?: (client: Client) => ClientCapabilities
+}
+
+/** One log message of the server, as its `notifications/message` said it. */
+export interface LogMessage {
+  readonly level: LoggingLevel
+  readonly logger?: string | undefined
+  readonly data: unknown
 }
 
 export interface Options {
@@ -43,6 +100,7 @@ export interface Options {
   readonly clientInfo?: { readonly name: string; readonly version: string }
   /** How long to wait for more `list_changed` notifications before refetching (default 20 ms). */
   readonly listChangedDebounce?: Duration.Input
+  readonly hooks?: Hooks
 }
 
 /** Our own deadlines (startup_timeout, call_timeout) govern; the SDK's 60 s default must not fire first. */
@@ -52,7 +110,11 @@ const pageLimit = 1_000
 
 /** A request to the server as an Effect: interruption aborts it, failures are classified. */
 export const request = <A>(name: string, send: (signal: AbortSignal) => Promise<A>) =>
-  Effect.tryPromise({ try: send, catch: (cause) => OAuthProvider.classify(name, cause) })
+  Effect.tryPromise({ try: send, catch: (cause) => classify(name, cause) })
+
+/** A refused token store is a login to redo; anything else as the OAuth provider classifies it. */
+const classify = (name: string, cause: unknown): LifecycleError.LifecycleError =>
+  TokenStore.authRequired(name, cause) ?? OAuthProvider.classify(name, cause)
 
 interface Link {
   readonly transport: Transport
@@ -63,49 +125,71 @@ interface Link {
   readonly established: Effect.Effect<void>
   readonly ended: Effect.Effect<void, LifecycleError.LifecycleError>
   readonly pid?: number
+  /** What connecting read that the config did not hold (env file values, helper headers): secrets. */
+  readonly secrets: ReadonlyArray<string>
 }
 
 export const make = (options: Options): Session.Connector<McpSession> => ({
   connect: Effect.gen(function* () {
     const { name, spec } = options
+    const hooks = options.hooks ?? {}
     const client = new Client(options.clientInfo ?? { name: "toolvisor", version: "0.1.0" }, { capabilities: {} })
+    // Declared only for what the app provides, so a server never offers what we cannot answer.
+    if (hooks.provides !== undefined) client.registerCapabilities(hooks.provides(client))
     const closed = yield* Deferred.make<void, LifecycleError.LifecycleError>()
     client.onclose = () => Deferred.doneUnsafe(closed, Effect.void)
     const link = spec._tag === "stdio" ? yield* stdio(name, spec) : yield* remote(name, spec, client, closed)
+    // What connecting read (env file values, helper headers) joins the registry's secrets, so it is
+    // masked wherever this toolset's output goes, and in this connection's own errors at once.
+    // (A toolset built outside a registry has no shared redactor: its own errors are masked anyway.)
+    const redactor = yield* Redaction.Current
+    redactor.add(link.secrets)
+    const own = Redaction.make(link.secrets)
+    const masked = <A, R>(effect: Effect.Effect<A, LifecycleError.LifecycleError, R>) =>
+      Effect.mapError(effect, (error) => Redaction.error(error, (text) => redactor.text(own.values(text))))
 
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close().catch(() => undefined)))
-    yield* link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    yield* masked(
+      link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
+    )
     const capabilities = client.getServerCapabilities() ?? {}
-    const tools = yield* ToolCache.make(
-      capabilities.tools === undefined
-        ? Effect.succeed([])
-        : listAll(name, (cursor, signal) =>
-            client
-              .listTools(cursor === undefined ? undefined : { cursor }, { signal, timeout: noSdkTimeout })
-              .then((page) => ({ items: page.tools, nextCursor: page.nextCursor }))
-          )
+    const cache = <A>(offered: unknown, page: Page<A>) =>
+      ToolCache.make(offered === undefined ? Effect.succeed<ReadonlyArray<A>>([]) : listAll(name, page))
+    const at = (cursor: string | undefined) => (cursor === undefined ? undefined : { cursor })
+    const opts = (signal: AbortSignal) => ({ signal, timeout: noSdkTimeout })
+    const tools = yield* cache(capabilities.tools, (cursor, signal) =>
+      client.listTools(at(cursor), opts(signal)).then((page) => ({ items: page.tools, nextCursor: page.nextCursor }))
     )
-    const prompts = yield* ToolCache.make(
-      capabilities.prompts === undefined
-        ? Effect.succeed([])
-        : listAll(name, (cursor, signal) =>
-            client
-              .listPrompts(cursor === undefined ? undefined : { cursor }, { signal, timeout: noSdkTimeout })
-              .then((page) => ({ items: page.prompts, nextCursor: page.nextCursor }))
-          )
+    const prompts = yield* cache(capabilities.prompts, (cursor, signal) =>
+      client
+        .listPrompts(at(cursor), opts(signal))
+        .then((page) => ({ items: page.prompts, nextCursor: page.nextCursor }))
     )
-    yield* watchListChanges(client, tools, prompts, options.listChangedDebounce ?? "20 millis")
-    const initialTools = yield* link.guard(tools.get)
+    const resources = yield* cache(capabilities.resources, (cursor, signal) =>
+      client
+        .listResources(at(cursor), opts(signal))
+        .then((page) => ({ items: page.resources, nextCursor: page.nextCursor }))
+    )
+    const resourceTemplates = yield* cache(capabilities.resources, (cursor, signal) =>
+      client
+        .listResourceTemplates(at(cursor), opts(signal))
+        .then((page) => ({ items: page.resourceTemplates, nextCursor: page.nextCursor }))
+    )
+    const progress = routeProgress(link.transport)
+    const session: McpSession = { client, tools, prompts, resources, resourceTemplates, capabilities, progress }
+    yield* watchListChanges(session, options.listChangedDebounce ?? "20 millis")
+    yield* watchServer(name, session, hooks)
+    const initialTools = yield* masked(link.guard(tools.get))
     yield* link.established
 
     const server = client.getServerVersion()
     const instructions = client.getInstructions()
     return {
-      handle: { client, tools, prompts, capabilities },
+      handle: session,
       // Over stdio the SDK rejects pending requests when the pipe closes; over HTTP it may not.
       selfBounded: spec._tag === "stdio",
-      ended: link.ended,
-      probe: request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout })).pipe(Effect.asVoid),
+      ended: masked(link.ended),
+      probe: masked(request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout }))).pipe(Effect.asVoid),
       toolCount: initialTools.length,
       toolCountChanges: Stream.map(tools.stored, (list) => list.length),
       ...(link.pid === undefined ? {} : { pid: link.pid }),
@@ -117,26 +201,31 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
 
 const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
+    // The `envFile`, read now (at each start), under the server's own `env`.
+    const fromFile = spec.envFile === undefined ? {} : yield* EnvFile.read(name, spec.envFile)
+    const env = spec.envFile === undefined ? spec.env : { ...fromFile, ...spec.env }
     const proc = yield* ServerProcess.spawn(name, {
       command: spec.command,
       args: spec.args,
-      ...(spec.env === undefined ? {} : { env: spec.env }),
+      ...(env === undefined ? {} : { env }),
       ...(spec.cwd === undefined ? {} : { cwd: spec.cwd })
     })
     const context = yield* Effect.context<never>()
-    const transport = new PipeTransport(proc.stdout, proc.stdin, (line) =>
-      Effect.runForkWith(context)(
-        Effect.logWarning(
-          `${name}: ignored a line on stdout that is not JSON-RPC: ${LifecycleError.redact(line.slice(0, 200))}`
-        )
-      )
-    )
+    const warn = (message: string) => Effect.runForkWith(context)(Effect.logWarning(message))
+    const transport = new PipeTransport(proc.stdout, proc.stdin, {
+      garbage: (count, last) =>
+        warn(
+          `${name}: ignored ${count} ${count === 1 ? "line" : "lines"} on stdout that ${count === 1 ? "is" : "are"} not JSON-RPC; the last: ${Redaction.redact(last)}`
+        ),
+      dropped: (refused) => warn(`${name}: dropped a message from the server: it is ${refused.message}`)
+    })
     return {
       transport,
       guard: proc.whileRunning,
       established: proc.established,
-      ended: proc.exited,
-      pid: proc.pid
+      ended: proc.ended,
+      pid: proc.pid,
+      secrets: Object.values(fromFile)
     }
   })
 
@@ -150,17 +239,20 @@ const remote = (
   spec: McpSpec.Http | McpSpec.Sse,
   client: Client,
   closed: Deferred.Deferred<void, LifecycleError.LifecycleError>
-): Effect.Effect<Link, never, Scope.Scope> =>
+): Effect.Effect<Link, LifecycleError.ServerUnavailable, Scope.Scope> =>
   Effect.gen(function* () {
     const url = new URL(spec.url)
+    const helped = spec.headersHelper === undefined ? {} : yield* helperHeaders(name, spec.headersHelper)
+    const headers =
+      spec.headers === undefined && spec.headersHelper === undefined ? undefined : { ...spec.headers, ...helped }
     const options = {
-      ...(spec.headers === undefined ? {} : { requestInit: { headers: { ...spec.headers } } }),
-      ...(yield* oauthOptions(name, spec))
+      ...(headers === undefined ? {} : { requestInit: { headers } }),
+      ...(yield* oauthOptions(name, spec, headers))
     }
     const transport =
       spec._tag === "http" ? new StreamableHTTPClientTransport(url, options) : new SSEClientTransport(url, options)
     client.onerror = (cause) => {
-      const error = OAuthProvider.classify(name, cause)
+      const error = classify(name, cause)
       const fatal =
         LifecycleError.isPermanent(error) ||
         error._tag === "SessionMissing" ||
@@ -193,41 +285,67 @@ const remote = (
           )
         ),
       established: Effect.void,
-      ended: Deferred.await(closed)
+      ended: Deferred.await(closed),
+      secrets: Object.values(helped)
     }
   })
 
+/**
+ * What the `headersHelper` prints, run now (at each connect); it wins over the configured headers.
+ * Its values live only in this connection's request headers, and are masked in its errors.
+ */
+const helperHeaders = (name: string, helper: HeadersHelper.Spec) =>
+  Effect.mapError(HeadersHelper.run(name, helper), HeadersHelper.unavailable)
+
 /** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
 const authRequestTimeout = 5_000
+
+/**
+ * `fetch` for a remote session's requests. The SDK's transports give every request the same
+ * long-lived signal, and `fetch` keeps an abort listener on a request's signal until the request
+ * is collected: a busy session piled up thousands on that one signal (and Node warned of a leak).
+ * Each request gets a signal of its own that follows it (`AbortSignal.any`), which takes the
+ * listener and goes with the request. A request without a signal gets `orElse`, if any.
+ */
+const requestFetch =
+  (orElse?: () => AbortSignal): FetchLike =>
+  (input, init) => {
+    const signal = init?.signal ? AbortSignal.any([init.signal]) : orElse?.()
+    return fetch(input, signal === undefined ? init : { ...init, signal })
+  }
 
 /**
  * Every remote server without a configured `Authorization` header gets an OAuth provider: a server
  * that answers 401 is then reached with the stored login, and one without a login fails with
  * AuthRequired at once. Never interactive: only `OAuth.login` opens a browser.
  */
-const oauthOptions = (name: string, spec: McpSpec.Http | McpSpec.Sse) =>
+const oauthOptions = (
+  name: string,
+  spec: McpSpec.Http | McpSpec.Sse,
+  headers: Readonly<Record<string, string>> | undefined
+) =>
   Effect.gen(function* () {
-    const configured = Object.keys(spec.headers ?? {}).some((header) => header.toLowerCase() === "authorization")
-    if (configured) return {}
+    const configured = Object.keys(headers ?? {}).some((header) => header.toLowerCase() === "authorization")
+    if (configured) return { fetch: requestFetch() }
     const provider = OAuthProvider.make({
       name,
       serverUrl: spec.url,
       oauth: spec.oauth,
       store: yield* TokenStore.Current,
-      fetch: (input, init) =>
-        fetch(input, init?.signal ? init : { ...init, signal: AbortSignal.timeout(authRequestTimeout) })
+      redactor: yield* Redaction.Current,
+      fetch: requestFetch(() => AbortSignal.timeout(authRequestTimeout))
     })
     return { authProvider: provider, fetch: provider.fetch }
   })
 
+/** One page of a listing, from a cursor. */
+type Page<A> = (
+  cursor: string | undefined,
+  signal: AbortSignal
+) => Promise<{ readonly items: ReadonlyArray<A>; readonly nextCursor?: string | undefined }>
+
 /** Reads every page; a server whose cursors never end is cut off rather than followed forever. */
-const listAll = <A>(
-  name: string,
-  page: (
-    cursor: string | undefined,
-    signal: AbortSignal
-  ) => Promise<{ readonly items: ReadonlyArray<A>; readonly nextCursor?: string | undefined }>
-) =>
+const listAll = <A>(name: string, page: Page<A>) =>
   Effect.gen(function* () {
     const items: Array<A> = []
     let cursor: string | undefined
@@ -243,30 +361,109 @@ const listAll = <A>(
     })
   })
 
+/**
+ * Progress of our calls, routed as each message arrives. The SDK hands notifications to their
+ * handlers a microtask later but settles a response at once, so the last progress notification
+ * of a call, sent just before its answer, would be dropped; here it reaches its listener first.
+ */
+const routeProgress = (transport: Transport): Progress => {
+  const listeners = new Map<string, (params: ProgressNotification["params"]) => void>()
+  const inner = transport.onmessage
+  transport.onmessage = (message: JSONRPCMessage, extra) => {
+    if ("method" in message && message.method === "notifications/progress" && listeners.size > 0) {
+      const parsed = ProgressNotificationSchema.safeParse(message)
+      const listener = parsed.success ? listeners.get(String(parsed.data.params.progressToken)) : undefined
+      if (parsed.success && listener !== undefined) return listener(parsed.data.params)
+    }
+    inner?.(message, extra)
+  }
+  return {
+    track: (token, listener) => {
+      listeners.set(token, listener)
+      return () => listeners.delete(token)
+    }
+  }
+}
+
+/** The listings a `list_changed` notification invalidates; resources and templates change together. */
+const listChanges = [
+  [ToolListChangedNotificationSchema, ["tools"]],
+  [PromptListChangedNotificationSchema, ["prompts"]],
+  [ResourceListChangedNotificationSchema, ["resources", "resourceTemplates"]]
+] as const
+
+type Kind = "tools" | keyof Listings
+
 /** Invalidates on `list_changed` and refetches once per burst, in the session's scope. */
-const watchListChanges = (
-  client: Client,
-  tools: ToolCache.ToolCache<ReadonlyArray<Toolset.Tool>, LifecycleError.LifecycleError>,
-  prompts: ToolCache.ToolCache<ReadonlyArray<Prompt>, LifecycleError.LifecycleError>,
-  debounce: Duration.Input
-) =>
+const watchListChanges = (session: McpSession, debounce: Duration.Input) =>
   Effect.gen(function* () {
-    const changed = yield* Queue.unbounded<"tools" | "prompts">()
+    const changed = yield* Queue.unbounded<Kind>()
     // Invalidate inside the callback, before the next message on the wire is handled; refetch
     // later, once per burst.
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      tools.invalidateUnsafe()
-      Queue.offerUnsafe(changed, "tools")
-    })
-    client.setNotificationHandler(PromptListChangedNotificationSchema, () => {
-      prompts.invalidateUnsafe()
-      Queue.offerUnsafe(changed, "prompts")
-    })
+    for (const [schema, kinds] of listChanges) {
+      session.client.setNotificationHandler(schema, () => {
+        for (const kind of kinds) {
+          session[kind].invalidateUnsafe()
+          Queue.offerUnsafe(changed, kind)
+        }
+      })
+    }
     const refresh = Effect.gen(function* () {
       const first = yield* Queue.take(changed)
       yield* Effect.sleep(debounce)
-      const more = yield* Queue.clear(changed)
-      if (first === "tools" || more.includes("tools")) yield* Effect.ignore(tools.get)
+      const kinds = new Set([first, ...(yield* Queue.clear(changed))])
+      yield* Effect.forEach(kinds, (kind) => Effect.ignore(session[kind].get), { discard: true })
     })
     yield* Effect.forkScoped(Effect.forever(refresh))
+  })
+
+/**
+ * What the session tells the toolset and what the toolset asks of each new session: log
+ * messages, resource updates, fresh listings (read at once, in the background, so a restart has
+ * something to keep), the log level, and the subscriptions of the sessions before it.
+ */
+const watchServer = (name: string, session: McpSession, hooks: Hooks) =>
+  Effect.gen(function* () {
+    const { client, capabilities } = session
+    const { log, resourceUpdated, listed } = hooks
+    if (log !== undefined) {
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (message) =>
+        log({ level: message.params.level, logger: message.params.logger, data: message.params.data })
+      )
+    }
+    if (resourceUpdated !== undefined) {
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (message) =>
+        resourceUpdated(message.params.uri, "updated")
+      )
+    }
+    if (listed !== undefined) {
+      /** Tells the toolset of every listing stored, and reads the first one now, in the background. */
+      const follow = <A>(cache: Cache<A>, offered: unknown, tell: (items: ReadonlyArray<A>) => void) =>
+        offered === undefined
+          ? Effect.void
+          : Effect.andThen(
+              Effect.forkScoped(Stream.runForEach(cache.stored, (items) => Effect.sync(() => tell(items)))),
+              Effect.forkScoped(Effect.ignore(cache.get))
+            )
+      yield* follow(session.prompts, capabilities.prompts, listed.prompts)
+      yield* follow(session.resources, capabilities.resources, listed.resources)
+      yield* follow(session.resourceTemplates, capabilities.resources, listed.resourceTemplates)
+    }
+    if (hooks.logLevel !== undefined && capabilities.logging !== undefined) {
+      const level = hooks.logLevel
+      yield* request(name, (signal) => client.setLoggingLevel(level, { signal, timeout: noSdkTimeout })).pipe(
+        Effect.catch((error) => Effect.logWarning(`${name}: the server refused log level ${level}: ${error.message}`))
+      )
+    }
+    const subscribed = capabilities.resources?.subscribe === true ? [...(hooks.subscriptions?.() ?? [])] : []
+    yield* Effect.forEach(
+      subscribed,
+      (uri) =>
+        request(name, (signal) => client.subscribeResource({ uri }, { signal, timeout: noSdkTimeout })).pipe(
+          // The resource may have changed while no session listened; a URI the new server refuses is logged.
+          Effect.tap(() => Effect.sync(() => resourceUpdated?.(uri, "reconnected"))),
+          Effect.catch((error) => Effect.logWarning(`${name}: could not subscribe again to ${uri}: ${error.message}`))
+        ),
+      { discard: true }
+    )
   })

@@ -6,6 +6,7 @@
 import { HttpUrl } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as HeadersHelper from "./HeadersHelper.ts"
 
 const Env = Schema.Record(Schema.String, Schema.String)
 
@@ -16,7 +17,9 @@ export class Stdio extends Schema.TaggedClass<Stdio>()("stdio", {
     Schema.withConstructorDefault(Effect.succeed([]))
   ),
   env: Schema.optionalKey(Env),
-  cwd: Schema.optionalKey(Schema.String)
+  cwd: Schema.optionalKey(Schema.String),
+  /** A dotenv file read each time the server starts; `env` wins over it, and its values are secrets. */
+  envFile: Schema.optionalKey(Schema.String)
 }) {}
 
 export const Url = Schema.String.pipe(
@@ -41,7 +44,9 @@ const remote = {
   url: Url,
   /** Sent with every request (e.g. `Authorization`); never shown in errors, logs or status. */
   headers: Schema.optionalKey(Env),
-  oauth: Schema.optionalKey(OAuth)
+  oauth: Schema.optionalKey(OAuth),
+  /** A command run at each connect whose JSON output adds headers (secrets, winning over `headers`). */
+  headersHelper: Schema.optionalKey(HeadersHelper.Spec)
 }
 
 export class Http extends Schema.TaggedClass<Http>()("http", remote) {}

@@ -6,16 +6,27 @@
  * itself read-only or idempotent.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { type GetPromptResult, McpError, type Prompt } from "@modelcontextprotocol/sdk/types.js"
-import { Classify, Deadline, LifecycleError, Policy, State, Supervisor, Toolset } from "@toolvisor/core"
+import { type LoggingLevel, McpError } from "@modelcontextprotocol/sdk/types.js"
+import {
+  Classify,
+  Deadline,
+  JsonLimits,
+  LifecycleError,
+  Policy,
+  RawMessage,
+  Redaction,
+  State,
+  Supervisor,
+  Toolset
+} from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { identity } from "effect/Function"
 import type * as Scope from "effect/Scope"
 import { NotDelivered } from "./internal/pipeTransport.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
+import * as McpSurfaces from "./McpSurfaces.ts"
 
 export interface Options {
   readonly name: string
@@ -23,16 +34,19 @@ export interface Options {
   readonly policy?: Policy.Policy
   readonly clientInfo?: { readonly name: string; readonly version: string }
   readonly listChangedDebounce?: Duration.Input
+  /** The level of the server's log messages asked for on every session (`logging/setLevel`). */
+  readonly logLevel?: LoggingLevel | undefined
 }
 
-export interface McpToolset extends Toolset.Toolset {
+export interface McpToolset extends Toolset.Toolset, McpSurfaces.Surfaces {
   readonly supervisor: Supervisor.Supervisor<McpConnector.McpSession>
   readonly callToolNow: NonNullable<Toolset.Toolset["callToolNow"]>
-  readonly prompts: Effect.Effect<Toolset.Listing<Prompt>, LifecycleError.LifecycleError>
-  readonly getPrompt: (
+  /** `callTool` with progress notifications and `_meta`; recovered and bounded the same way. */
+  readonly callToolWith: (
     name: string,
-    args?: { readonly [key: string]: string }
-  ) => Effect.Effect<GetPromptResult, Toolset.ToolCallFailed | LifecycleError.LifecycleError>
+    args: { readonly [key: string]: unknown },
+    options: CallOptions
+  ) => Effect.Effect<Toolset.ToolResult, Toolset.ToolError | LifecycleError.LifecycleError>
 }
 
 /** Probes for remote sessions, whose death the SDK transports may never report. */
@@ -57,24 +71,55 @@ const connectionCodes = new Set([-32000, -32001])
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
 
+/** JSON-RPC's code for arguments that are not acceptable. */
+const invalidParams = -32602
+
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
 
 /** How a call sent outside the runtime ended. */
 type CallExit = Exit.Exit<Toolset.ToolResult, AttemptError>
 
-/** One call as it goes: its arguments, the session it was sent on, and whether sending it twice is harmless. */
+/**
+ * One call as it goes: its arguments, the session it was sent on, whether sending it twice is
+ * harmless, and its deadline, which a resend keeps.
+ */
 interface Call {
   readonly tool: string
   readonly args: { readonly [key: string]: unknown }
+  /** Set only by `callToolWith`, so a plain call builds nothing more. */
+  readonly with?: CallOptions | undefined
   session: McpConnector.McpSession | undefined
   safeToResend: boolean
+  deadline: Deadline.Deadline | undefined
+}
+
+/** A progress notification of the server for one call (`notifications/progress`). */
+export interface Progress {
+  readonly progress: number
+  readonly total?: number | undefined
+  readonly message?: string | undefined
+}
+
+/** What a call can carry besides its arguments. */
+export interface CallOptions {
+  /** Called with each progress notification of the call, in the order the server sent them. */
+  readonly onProgress?: ((progress: Progress) => void) | undefined
+  /** Passed to the server as the request's `_meta`, as is. */
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
 }
 
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { name, spec } = options
     const policy = effectivePolicy(spec, options.policy ?? Policy.defaults)
+    const remote = McpSpec.isRemote(spec)
+    const surfaces = yield* McpSurfaces.make({
+      name,
+      logLevel: options.logLevel,
+      remote,
+      failure: (subject, cause, deadline) => callFailure(subject, cause, deadline)
+    })
     const supervisor = yield* Supervisor.make({
       name,
       kind: McpSpec.kind(spec),
@@ -83,13 +128,13 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         name,
         spec,
         ...(options.clientInfo === undefined ? {} : { clientInfo: options.clientInfo }),
-        ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce })
+        ...(options.listChangedDebounce === undefined ? {} : { listChangedDebounce: options.listChangedDebounce }),
+        hooks: surfaces.hooks
       })
     })
+    surfaces.bind(supervisor)
 
     const callMillis = policy.callTimeout === undefined ? undefined : Duration.toMillis(policy.callTimeout)
-    /** One deadline for the whole call, a resend included. */
-    const withDeadline = Deadline.within(callMillis)
     const bounded = Deadline.bound(name)
 
     const incomplete = (reason: LifecycleError.NotStarted) => ({ complete: false as const, items: [], reason })
@@ -111,14 +156,17 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * The server's answer to the request is the caller's business; anything else is a lifecycle
      * failure. The SDK's "Not connected" (the transport closed before the request was sent) and a
      * write into a pipe nobody reads any more mean the request provably never reached the server:
-     * it is handled as a lost session and may be sent again.
+     * it is handled as a lost session and may be sent again. An answer too big or too deep to
+     * read fails the call alone, saying that it ran: the session is fine.
      */
     const callFailure = (
       tool: string,
       cause: unknown,
       deadline: Deadline.Deadline | undefined
-    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError =>
-      cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
+    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError => {
+      const refused = refusalOf(cause)
+      if (refused !== undefined) return refusedAnswer(tool, refused)
+      return cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
         ? new LifecycleError.SessionMissing({
             toolset: name,
             message: `${name}: the session closed before "${tool}" was sent`,
@@ -130,11 +178,20 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             ? new Toolset.ToolCallFailed({
                 toolset: name,
                 tool,
-                message: `${name}/${tool}: ${LifecycleError.redact(cause.message)}`,
+                message: `${name}/${tool}: ${Redaction.redact(cause.message)}`,
                 code: cause.code,
                 cause
               })
             : Classify.classify(name, cause)
+    }
+
+    const refusedAnswer = (tool: string, refused: RawMessage.Refused) =>
+      new Toolset.ToolCallFailed({
+        toolset: name,
+        tool,
+        message: `${name}/${tool}: the server's answer is ${refused.message}; the call ran, but its answer was dropped`,
+        cause: refused
+      })
 
     /**
      * The current listing by name, built once per listing: a listing is replaced, never changed,
@@ -170,11 +227,35 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       call: Call,
       deadline: Deadline.Deadline | undefined,
       signal?: AbortSignal
-    ) =>
-      session.client.callTool({ name: call.tool, arguments: call.args }, undefined, {
+    ) => {
+      const options = {
         ...(signal === undefined ? {} : { signal }),
         timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
-      })
+      }
+      const sent =
+        call.with === undefined ? plain(session, call, options) : withOptions(session, call, call.with, options)
+      return remote ? sent.then(withinDepth) : sent
+    }
+
+    const plain = (session: McpConnector.McpSession, call: Call, options: SdkOptions) =>
+      session.client.callTool({ name: call.tool, arguments: call.args }, undefined, options)
+
+    /**
+     * A call with `_meta` or a progress listener. Its progress token is ours, routed by the
+     * session as each message arrives, and dropped when the call ends (on this session).
+     */
+    const withOptions = (session: McpConnector.McpSession, call: Call, extra: CallOptions, options: SdkOptions) => {
+      const { onProgress } = extra
+      const token = onProgress === undefined ? undefined : `${name}-${++progressTokens}`
+      const untrack =
+        token === undefined || onProgress === undefined
+          ? undefined
+          : session.progress.track(token, ({ progress, total, message }) => onProgress({ progress, total, message }))
+      const meta = { ...extra._meta, ...(token === undefined ? {} : { progressToken: token }) }
+      const sent = session.client.callTool({ name: call.tool, arguments: call.args, _meta: meta }, undefined, options)
+      return untrack === undefined ? sent : sent.finally(untrack)
+    }
+    let progressTokens = 0
 
     /**
      * Checks the call against the session's current listing and records the session in the call.
@@ -189,21 +270,25 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       return undefined
     }
 
-    /** One attempt on the live session, under the call's deadline. */
+    /**
+     * One attempt on the live session, under the deadline `Supervisor.use` gives it (the caller's,
+     * the first attempt's on a resend, or `call_timeout` from now), which the call keeps; the
+     * request bounds itself by it. Interrupting it aborts the request (the SDK tells the server).
+     * The answer is mapped as it resumes the fiber, with no promise of its own in between.
+     */
     const attempt = (call: Call) =>
-      supervisor.use((session): Effect.Effect<Toolset.ToolResult, AttemptError> => {
+      supervisor.use((session, deadline): Effect.Effect<Toolset.ToolResult, AttemptError> => {
+        call.deadline = deadline
         const notFound = prepare(call, session)
         if (notFound !== undefined) return Effect.fail(notFound)
-        return Effect.withFiber((fiber) => {
-          const deadline = fiber.getRef(Deadline.Current)
-          return Effect.tryPromise({
-            try: (signal) => send(session, call, deadline, signal).then(toToolResult),
-            catch: (cause) => callFailure(call.tool, cause, deadline)
-          })
+        return Effect.callback<Toolset.ToolResult, AttemptError>((resume, signal) => {
+          send(session, call, deadline, signal).then(
+            (result) => resume(Effect.succeed(toToolResult(result))),
+            // Classified in the fiber, where a defect in classifying cannot leave the call hanging.
+            (cause) => resume(Effect.suspend(() => Effect.fail(callFailure(call.tool, cause, deadline))))
+          )
         })
       })
-
-    const remote = McpSpec.isRemote(spec)
 
     /**
      * Recovery from a failed attempt, by what the failure proves; its effects are built only when
@@ -213,7 +298,8 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * records the crash once, with its real cause; the call never restarts anything itself. It is
      * sent again, on the next session and within the same deadline, only when it provably never
      * reached the server or the tool says running it twice is harmless; otherwise it fails with
-     * the crash as the Supervisor recorded it.
+     * the crash as the Supervisor recorded it. The wait for the crash and the resend run under the
+     * call's deadline: one budget for the whole call.
      */
     const recover = (call: Call, error: AttemptError): Effect.Effect<Toolset.ToolResult, AttemptError> => {
       /** Tells the Supervisor, then resends or fails with the crash it recorded. */
@@ -222,7 +308,10 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         if (session === undefined) return Effect.fail(lostBy)
         // A local process reports its own death with its exit; a remote session may never.
         const lost = bounded(supervisor.lost(session, remote ? lostBy : undefined))
-        return Effect.flatMap(lost, (crash) => (neverSent || call.safeToResend ? attempt(call) : Effect.fail(crash)))
+        const next = Effect.flatMap(lost, (crash) =>
+          neverSent || call.safeToResend ? attempt(call) : Effect.fail(crash)
+        )
+        return call.deadline === undefined ? next : Effect.provideService(next, Deadline.Current, call.deadline)
       }
       switch (error._tag) {
         case "SessionMissing":
@@ -239,34 +328,54 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       }
     }
 
-    const callOf = (tool: string, args: { readonly [key: string]: unknown }): Call => ({
+    /**
+     * Arguments nested too deep for the recursive code on their way (serialization, validation)
+     * are refused before anything is sent, so the call provably did not run.
+     */
+    const tooDeep = (tool: string, args: { readonly [key: string]: unknown }) =>
+      JsonLimits.isTooDeep(args)
+        ? new Toolset.ToolCallFailed({
+            toolset: name,
+            tool,
+            message: `${name}/${tool}: the arguments are nested deeper than ${JsonLimits.maxDepth} levels, the limit; they were not sent, so the call did not run`,
+            code: invalidParams
+          })
+        : undefined
+
+    const callOf = (
+      tool: string,
+      args: { readonly [key: string]: unknown },
+      deadline: Deadline.Deadline | undefined,
+      options?: CallOptions
+    ): Call => ({
       tool,
       args: Toolset.stripNulls(args),
+      with: options,
       session: undefined,
-      safeToResend: false
+      safeToResend: false,
+      deadline
     })
 
-    const callTool = (tool: string, args: { readonly [key: string]: unknown }) => {
-      const call = callOf(tool, args)
-      return withDeadline(Effect.catch(attempt(call), (error) => recover(call, error)))
+    const callTool = (tool: string, args: { readonly [key: string]: unknown }, options?: CallOptions) => {
+      const refused = tooDeep(tool, args)
+      if (refused !== undefined) return Effect.fail(refused)
+      const call = callOf(tool, args, undefined, options)
+      return Effect.catch(attempt(call), (error) => recover(call, error))
     }
 
     /** What runs a failed fast call's recovery: the context the toolset was made in (its logger, its clock). */
     const runExit = Effect.runPromiseExitWith(yield* Effect.context<never>())
 
     const callToolNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
+      const refused = tooDeep(tool, args)
+      if (refused !== undefined) return Promise.resolve(Exit.fail(refused))
       const now = supervisor.liveNow()
       if (now === undefined) return undefined
-      const call = callOf(tool, args)
+      const deadline = callMillis === undefined ? undefined : Deadline.after(callMillis)
+      const call = callOf(tool, args, deadline)
       const notFound = prepare(call, now.handle)
       if (notFound !== undefined) return Promise.resolve(Exit.fail(notFound))
-      const deadline = callMillis === undefined ? undefined : Deadline.after(callMillis)
-      const failed = (error: AttemptError) =>
-        runExit(
-          recover(call, error).pipe(
-            deadline === undefined ? identity : Effect.provideService(Deadline.Current, deadline)
-          )
-        )
+      const failed = (error: AttemptError) => runExit(recover(call, error))
       const sent = send(now.handle, call, deadline, signal)
       const outcome = (cause: unknown) =>
         signal?.aborted === true ? Exit.interrupt() : failed(callFailure(tool, cause, deadline))
@@ -297,25 +406,37 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       supervisor,
       ...Toolset.lifecycle(supervisor),
       tools: listing((session) => session.tools.get),
-      prompts: listing((session) => session.prompts.get),
       callTool,
+      callToolWith: callTool,
       callToolNow,
-      getPrompt: (prompt, args = {}) =>
-        supervisor.use((session) =>
-          Effect.tryPromise({
-            try: (signal) =>
-              session.client.getPrompt(
-                { name: prompt, arguments: { ...args } },
-                { signal, timeout: McpConnector.noSdkTimeout }
-              ),
-            catch: (cause) => callFailure(prompt, cause, undefined)
-          })
-        )
+      ...surfaces.surfaces
     } satisfies McpToolset
   })
 
+/** The SDK's options of one request. */
+interface SdkOptions {
+  readonly signal?: AbortSignal
+  readonly timeout: number
+}
+
 /** What the SDK's `callTool` resolves with. */
 type SdkResult = Awaited<ReturnType<Client["callTool"]>>
+
+/** The refusal a failure carries: a remote answer too deep, or an answer the stdio transport refused. */
+const refusalOf = (cause: unknown): RawMessage.Refused | undefined =>
+  cause instanceof RawMessage.Refused
+    ? cause
+    : cause instanceof McpError && cause.data instanceof RawMessage.Refused
+      ? cause.data
+      : undefined
+
+/**
+ * A remote answer's depth, checked once the SDK has parsed it (without recursion: `JSON.parse` is
+ * iterative and the SDK's schemas stop at the result's open fields) and before anything recursive
+ * (a serializer, a schema) walks it. The stdio transport checks the raw line instead.
+ */
+const withinDepth = (result: SdkResult): Promise<SdkResult> =>
+  JsonLimits.isTooDeep(result) ? Promise.reject(new RawMessage.Refused(0, true)) : Promise.resolve(result)
 
 /** Servers of the 2024-10-07 protocol answer `{ toolResult }`; it becomes one text item. */
 const toToolResult = (result: SdkResult): Toolset.ToolResult =>

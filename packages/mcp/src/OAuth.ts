@@ -10,7 +10,7 @@
 import * as NodeHttp from "node:http"
 import { extractWWWAuthenticateParams, auth as sdkAuth } from "@modelcontextprotocol/sdk/client/auth.js"
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js"
-import { LifecycleError } from "@toolvisor/core"
+import { LifecycleError, Redaction } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -32,18 +32,24 @@ export type Outcome = "browser" | "client-credentials"
 
 interface Callback {
   readonly code: string
-  readonly state: string | null
 }
 
 const failure = (name: string, message: string, cause?: unknown) =>
   new LifecycleError.AuthRequired({
     toolset: name,
-    message: `${name}: login failed: ${LifecycleError.redact(message)}`,
+    message: `${name}: login failed: ${Redaction.redact(message)}`,
     ...(cause === undefined ? {} : { cause })
   })
 
-/** A loopback HTTP server for the redirect, closed with the scope; resolves with the first callback. */
-const callbackServer = (name: string, port: number) =>
+const page = (text: string) => `<!doctype html><meta charset="utf-8"><title>Toolvisor</title><p>Toolvisor: ${text}</p>`
+
+/**
+ * A loopback HTTP server for the redirect, closed with the scope; resolves with the first callback
+ * that carries the state of the login in progress. Any page on this machine can send the browser
+ * to the loopback port, so a callback with another state (or none) is a forgery or a stale tab: it
+ * gets an error page and is ignored, and the login goes on waiting for the real one.
+ */
+const callbackServer = (name: string, port: number, isExpected: (state: string | null) => boolean) =>
   Effect.gen(function* () {
     const received = yield* Deferred.make<Callback, LifecycleError.AuthRequired>()
     const server = NodeHttp.createServer((request, response) => {
@@ -54,17 +60,27 @@ const callbackServer = (name: string, port: number) =>
         response.writeHead(404).end()
         return
       }
-      response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
-      response.end(
-        code === null
-          ? "<p>Toolvisor: the login was refused. You can close this window.</p>"
-          : "<p>Toolvisor: logged in. You can close this window.</p>"
-      )
+      const html = { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }
+      if (!isExpected(url.searchParams.get("state"))) {
+        response
+          .writeHead(400, html)
+          .end(page("this callback does not belong to the login in progress, and was ignored."))
+        return
+      }
+      response
+        .writeHead(200, html)
+        .end(
+          page(
+            code === null
+              ? "the login was refused. You can close this window."
+              : "logged in. You can close this window."
+          )
+        )
       Deferred.doneUnsafe(
         received,
         code === null
           ? Effect.fail(failure(name, `${error}: ${url.searchParams.get("error_description") ?? ""}`))
-          : Effect.succeed({ code, state: url.searchParams.get("state") })
+          : Effect.succeed({ code })
       )
     })
     const listening = yield* Effect.acquireRelease(
@@ -129,8 +145,13 @@ export const login = (options: LoginOptions): Effect.Effect<Outcome, LifecycleEr
     Effect.gen(function* () {
       const { name, spec } = options
       const store = yield* TokenStore.Current
+      yield* replaceRefused(name, store, { serverUrl: spec.url, clientId: spec.oauth?.clientId })
       const clientCredentials = OAuthProvider.usesClientCredentials(spec.oauth)
-      const callback = clientCredentials ? undefined : yield* callbackServer(name, spec.oauth?.callbackPort ?? 0)
+      // The state of the authorization request this login opened: the only one its callback accepts.
+      let sent: string | undefined
+      const callback = clientCredentials
+        ? undefined
+        : yield* callbackServer(name, spec.oauth?.callbackPort ?? 0, (state) => sent !== undefined && state === sent)
       const context = yield* Effect.context<never>()
       const provider = OAuthProvider.make({
         name,
@@ -142,7 +163,10 @@ export const login = (options: LoginOptions): Effect.Effect<Outcome, LifecycleEr
           : {
               interactive: {
                 redirectUrl: OAuthProvider.redirectUrlFor(spec.oauth, callback.port),
-                open: (url: URL) => Effect.runPromiseWith(context)(options.open(url))
+                open: (url: URL) => {
+                  sent = url.searchParams.get("state") ?? undefined
+                  return Effect.runPromiseWith(context)(options.open(url))
+                }
               }
             })
       })
@@ -171,13 +195,25 @@ export const login = (options: LoginOptions): Effect.Effect<Outcome, LifecycleEr
           orElse: () => Effect.fail(failure(name, "no answer from the browser in time"))
         })
       )
-      if (received.state !== provider.expectedState()) {
-        return yield* failure(name, "the callback's state does not match the request (a forged redirect?)")
-      }
       const second = yield* attempt(received.code)
       if (second !== "AUTHORIZED") return yield* failure(name, "the authorization code was not accepted")
       return "browser" as const
     })
+  )
+
+/**
+ * A login is always fresh, so a token file the store refuses (a link, another user's file) is
+ * removed — the link itself, never what it points to — and replaced by the new login's. A refused
+ * directory is not ours to clear: the login fails, saying why.
+ */
+const replaceRefused = (name: string, store: TokenStore.TokenStore, key: TokenStore.Key) =>
+  Effect.tryPromise({ try: () => store.load(key), catch: (cause) => cause }).pipe(
+    Effect.catch((cause) =>
+      cause instanceof TokenStore.TokenFileRefused && cause.path === store.pathOf(key)
+        ? Effect.tryPromise({ try: () => store.remove(key), catch: (error) => OAuthProvider.classify(name, error) })
+        : Effect.fail(TokenStore.authRequired(name, cause) ?? OAuthProvider.classify(name, cause))
+    ),
+    Effect.asVoid
   )
 
 /** Forgets the stored login for the toolset's server; false when there was none. */

@@ -26,7 +26,7 @@ import type {
   OAuthTokens
 } from "@modelcontextprotocol/sdk/shared/auth.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { Classify, LifecycleError } from "@toolvisor/core"
+import { Classify, LifecycleError, Redaction } from "@toolvisor/core"
 import type * as McpSpec from "./McpSpec.ts"
 import type * as TokenStore from "./TokenStore.ts"
 
@@ -52,13 +52,13 @@ export interface Options {
   readonly now?: () => number
   /** The fetch that reaches the network (tests count token requests with it). */
   readonly fetch?: FetchLike
+  /** The toolset's redactor: every token and client secret read or saved is added to it. */
+  readonly redactor?: Redaction.Redactor
 }
 
 export interface Provider extends OAuthClientProvider {
   /** Fetch for the transport: retries a request whose token was refused, once, after a shared refresh. */
   readonly fetch: FetchLike
-  /** The state sent with the authorization request, to check against the callback's. */
-  readonly expectedState: () => string | undefined
 }
 
 /** The grant a config asks for: a secret and no callback port means no person is present. */
@@ -73,7 +73,7 @@ export const redirectUrlFor = (oauth: McpSpec.OAuth | undefined, port: number): 
 const authRequired = (name: string, why: string, cause?: unknown) =>
   new LifecycleError.AuthRequired({
     toolset: name,
-    message: `${name}: authentication required: ${LifecycleError.redact(why)}`,
+    message: `${name}: authentication required: ${Redaction.redact(why)}`,
     ...(cause === undefined ? {} : { cause })
   })
 
@@ -103,18 +103,25 @@ export const make = (options: Options): Provider => {
   let entry: TokenStore.Entry | undefined
   let loaded = false
   let codeVerifier: string | undefined
-  let state: string | undefined
   let renewing: Promise<OAuthTokens> | undefined
+
+  /** What the store holds is secret from the moment it is read or written. */
+  const remember = (found: TokenStore.Entry | undefined): TokenStore.Entry | undefined => {
+    const values = [found?.tokens?.access_token, found?.tokens?.refresh_token, found?.clientInformation?.client_secret]
+    options.redactor?.add(values.flatMap((value) => (typeof value === "string" ? [value] : [])))
+    return found
+  }
 
   const read = async (): Promise<TokenStore.Entry> => {
     if (!loaded) {
-      entry = await store.load(key)
+      entry = remember(await store.load(key))
       loaded = true
     }
     return entry ?? { serverUrl, ...(oauth?.clientId === undefined ? {} : { clientId: oauth.clientId }) }
   }
   const write = async (change: (current: TokenStore.Entry) => TokenStore.Entry) => {
     entry = change(await read())
+    remember(entry)
     await store.save(entry)
   }
   const forgetTokens = () => write(({ tokens: _, refreshAt: __, ...rest }) => rest)
@@ -192,7 +199,7 @@ export const make = (options: Options): Provider => {
     const replaced = entry?.tokens?.access_token
     // Another process on the same store (`toolvisor auth`, a second run) may have renewed the
     // tokens already; with rotation our refresh token would be spent, so take theirs.
-    entry = await store.load(key)
+    entry = remember(await store.load(key))
     const current = entry?.tokens
     if (
       current !== undefined &&
@@ -230,7 +237,7 @@ export const make = (options: Options): Provider => {
       }
       throw new LifecycleError.TransportError({
         toolset: name,
-        message: `${name}: could not refresh the access token: ${LifecycleError.redact(String(error))}`,
+        message: `${name}: could not refresh the access token: ${Redaction.redact(String(error))}`,
         cause: error
       })
     }
@@ -250,10 +257,8 @@ export const make = (options: Options): Provider => {
         ...(oauth?.scopes === undefined ? {} : { scope: oauth.scopes.join(" ") })
       }
     },
-    state: () => {
-      state = NodeCrypto.randomBytes(16).toString("base64url")
-      return state
-    },
+    // `OAuth.login` checks the callback against the state in the URL it opened.
+    state: () => NodeCrypto.randomBytes(16).toString("base64url"),
     clientInformation,
     saveClientInformation: ({ client_secret, ...information }) =>
       // A configured secret stays in the config: the file holds only what the server handed out.
@@ -327,8 +332,7 @@ export const make = (options: Options): Provider => {
         throw authRequired(name, "the server refused a freshly refreshed token")
       }
       return retried
-    },
-    expectedState: () => state
+    }
   }
   return provider
 }

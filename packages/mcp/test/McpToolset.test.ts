@@ -1,14 +1,30 @@
 import * as NodeFs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
-import { ServerProcess } from "@toolvisor/core"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { Deadline, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as McpSpec from "../src/McpSpec.ts"
 import * as McpToolset from "../src/McpToolset.ts"
 import { everythingStdio, fastPolicy, fixture, inState, tempFile, textOf, until } from "./helpers.ts"
+
+/** A fixture that writes each call it receives to a file, and a wait until `tool`'s call has arrived. */
+const recordingCalls = () => {
+  const calls = tempFile("calls")
+  const arrived = (tool: string) =>
+    Effect.sync(() => NodeFs.existsSync(calls) && NodeFs.readFileSync(calls, "utf8").split("\n").includes(tool)).pipe(
+      Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") })
+    )
+  return { spec: fixture({ FIXTURE_CALLS_FILE: calls }), arrived }
+}
+
+/** How many tools/list requests the fixture has received. */
+const listRequests = (toolset: McpToolset.McpToolset) =>
+  Effect.map(toolset.callTool("stats", {}), (result) => Number(textOf(result)))
 
 /** A toolset in its own scope, so a test can close it and then check what is left. */
 const open = (options: McpToolset.Options) =>
@@ -89,6 +105,72 @@ describe("McpToolset over stdio", () => {
     })
   )
 
+  it.live("a call past call_timeout fails with CallTimeout at that budget; the session stays up and answers", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture(),
+        policy: fastPolicy({ call_timeout: "1s" })
+      })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid
+      const started = Date.now()
+      const error = yield* Effect.flip(toolset.callTool("sleep", { ms: 30_000 }))
+      assert.strictEqual(error._tag, "CallTimeout")
+      assert.strictEqual(error._tag === "CallTimeout" ? error.afterMillis : undefined, 1_000)
+      assert.isBelow(Date.now() - started, 10_000)
+      const status = yield* toolset.state
+      assert.strictEqual(status.state, "Ready")
+      assert.strictEqual(status.pid, pid)
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "still here" })), "still here")
+      yield* close
+    })
+  )
+
+  it.live("a caller's own deadline bounds the call instead of call_timeout", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const started = Date.now()
+      const error = yield* Effect.flip(
+        Effect.provideService(toolset.callTool("sleep", { ms: 30_000 }), Deadline.Current, Deadline.after(500))
+      )
+      assert.strictEqual(error._tag, "CallTimeout")
+      assert.strictEqual(error._tag === "CallTimeout" ? error.afterMillis : undefined, 500)
+      assert.isBelow(Date.now() - started, 10_000)
+      yield* close
+    })
+  )
+
+  it.live("interrupting a call in flight cancels it on the server; the session stays up and answers", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      const transport = toolset.supervisor.liveNow()?.handle.client.transport
+      assert.isDefined(transport)
+      if (transport === undefined) return
+      const sent: Array<JSONRPCMessage> = []
+      const send = transport.send.bind(transport)
+      transport.send = (message, options) => {
+        sent.push(message)
+        return send(message, options)
+      }
+      const request = () => sent.find((m) => "method" in m && m.method === "tools/call" && "id" in m)
+      const call = yield* Effect.forkChild(toolset.callTool("sleep", { ms: 30_000 }), { startImmediately: true })
+      yield* Effect.sleep("10 millis").pipe(Effect.repeat({ until: () => request() !== undefined }))
+      yield* Fiber.interrupt(call)
+      const sentRequest = request()
+      const cancelled = sent.find((m) => "method" in m && m.method === "notifications/cancelled")
+      assert.deepStrictEqual(
+        cancelled !== undefined && "params" in cancelled ? cancelled.params?.requestId : undefined,
+        sentRequest !== undefined && "id" in sentRequest ? sentRequest.id : "no request"
+      )
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "next" })), "next")
+      yield* close
+    })
+  )
+
   it.live("SIGKILL while idle: Restarting, then Ready again after the backoff; a later call succeeds", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
@@ -109,13 +191,14 @@ describe("McpToolset over stdio", () => {
 
   it.live("a call in flight during SIGKILL fails at once with a crash error, and is not run again", () =>
     Effect.gen(function* () {
-      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      const { spec, arrived } = recordingCalls()
+      const { toolset, close } = yield* open({ name: "fixture", spec, policy: fastPolicy() })
       yield* toolset.start
       const pid = (yield* toolset.state).pid ?? 0
       const call = yield* Effect.forkChild(Effect.flip(toolset.callTool("sleep", { ms: 10_000 })), {
         startImmediately: true
       })
-      yield* Effect.sleep("200 millis")
+      yield* arrived("sleep")
       const killedAt = Date.now()
       process.kill(pid, "SIGKILL")
       const error = yield* Fiber.join(call)
@@ -151,11 +234,12 @@ describe("McpToolset over stdio", () => {
 
   it.live("a read-only call in flight during a crash is sent once more after the reconnect", () =>
     Effect.gen(function* () {
-      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      const { spec, arrived } = recordingCalls()
+      const { toolset, close } = yield* open({ name: "fixture", spec, policy: fastPolicy() })
       yield* toolset.start
       const pid = (yield* toolset.state).pid ?? 0
       const call = yield* Effect.forkChild(toolset.callTool("slow_read", { ms: 1_000 }), { startImmediately: true })
-      yield* Effect.sleep("200 millis")
+      yield* arrived("slow_read")
       process.kill(pid, "SIGKILL")
       assert.strictEqual(textOf(yield* Fiber.join(call)), "read after 1000")
       assert.notStrictEqual((yield* toolset.state).pid, pid)
@@ -307,11 +391,19 @@ describe("tool list cache", () => {
         listChangedDebounce: "100 millis"
       })
       yield* toolset.start
-      const before = Number(textOf(yield* toolset.callTool("stats", {})))
+      const count = (yield* toolset.state).toolCount ?? 0
+      yield* toolset.tools
+      const before = yield* listRequests(toolset)
+      // The 25 notifications come before burst's answer on the pipe, so all are queued by now.
       yield* toolset.callTool("burst", { count: 25 })
-      yield* Effect.sleep("600 millis")
-      const after = Number(textOf(yield* toolset.callTool("stats", {})))
-      assert.strictEqual(after - before, 1)
+      yield* listRequests(toolset).pipe(
+        Effect.repeat({ until: (n) => n > before, schedule: Schedule.spaced("10 millis") })
+      )
+      // Nothing is left of the burst once the change after it is refetched: the refetches run in
+      // order, one per burst. A refetch per notification would have made 25 by then.
+      yield* toolset.callTool("add_tool", {})
+      yield* until(toolset, (s) => s.toolCount === count + 1)
+      assert.strictEqual((yield* listRequests(toolset)) - before, 2)
       yield* close
     })
   )
@@ -324,9 +416,14 @@ describe("tool list cache", () => {
         policy: fastPolicy()
       })
       yield* toolset.start
+      yield* toolset.tools
+      const before = yield* listRequests(toolset)
       yield* toolset.callTool("add_tool", {})
-      // The refetch for dynamic_1 is now in flight (answered 400 ms late); dynamic_2 lands meanwhile.
-      yield* Effect.sleep("150 millis")
+      // Once the server has the refetch for dynamic_1 it is in flight (answered 400 ms late);
+      // dynamic_2 lands meanwhile.
+      yield* listRequests(toolset).pipe(
+        Effect.repeat({ until: (n) => n > before, schedule: Schedule.spaced("10 millis") })
+      )
       yield* toolset.callTool("add_tool", {})
       const listing = yield* toolset.tools
       const names = listing.items.map((t) => t.name)

@@ -78,6 +78,82 @@ describe("OAuth against oidc-provider", () => {
     })
   )
 
+  it.live(
+    "a callback with a wrong state or none gets an error page and is ignored; the login waits for the real one",
+    () =>
+      Effect.gen(function* () {
+        const { server, store, spec, stored } = yield* setup()
+        const target = spec()
+        const forged: Array<{ readonly status: number; readonly body: string }> = []
+        const open = (url: URL) =>
+          Effect.promise(async () => {
+            const callback = new URL(url.searchParams.get("redirect_uri") ?? "")
+            for (const query of ["code=forged&state=forged", "code=forged", "error=access_denied&state=forged"]) {
+              const answer = await fetch(`${callback.href}?${query}`)
+              forged.push({ status: answer.status, body: await answer.text() })
+            }
+            await OAuthServer.approve(url)
+          })
+        const outcome = yield* OAuth.login({ name: "remote", spec: target, open }).pipe(
+          Effect.provideService(TokenStore.Current, store)
+        )
+        assert.strictEqual(outcome, "browser")
+        assert.strictEqual(forged.length, 3)
+        for (const answer of forged) {
+          assert.strictEqual(answer.status, 400)
+          assert.include(answer.body, "does not belong to the login in progress")
+          assert.notInclude(answer.body, "logged in")
+        }
+        assert.strictEqual(server.grants("authorization_code"), 1)
+        assert.isString((yield* stored(target))?.tokens?.access_token)
+      })
+  )
+
+  it.live("with only a forged callback the login waits until its timeout, then fails saying so", () =>
+    Effect.gen(function* () {
+      const { store, spec } = yield* setup()
+      const open = (url: URL) =>
+        Effect.promise(async () => {
+          const callback = new URL(url.searchParams.get("redirect_uri") ?? "")
+          await (await fetch(`${callback.href}?code=forged&state=forged`)).text()
+        })
+      const error = yield* Effect.flip(
+        OAuth.login({ name: "remote", spec: spec(), open, timeout: "1 second" }).pipe(
+          Effect.provideService(TokenStore.Current, store)
+        )
+      )
+      assert.strictEqual(error._tag, "AuthRequired")
+      assert.strictEqual(error.message, "remote: login failed: no answer from the browser in time")
+    })
+  )
+
+  it.live(
+    "a token file replaced by a link is refused at connect (AuthRequired, naming it); a new login replaces the link",
+    () =>
+      Effect.gen(function* () {
+        const { spec, login, open, store } = yield* setup()
+        const target = spec()
+        yield* login(target)
+        const file = store.pathOf({ serverUrl: target.url })
+        const elsewhere = NodePath.join(NodePath.dirname(store.dir), "elsewhere.json")
+        NodeFs.renameSync(file, elsewhere)
+        NodeFs.symlinkSync(elsewhere, file)
+        const before = NodeFs.readFileSync(elsewhere, "utf8")
+
+        const { toolset } = yield* open(target)
+        const error = yield* Effect.flip(toolset.start)
+        assert.strictEqual(error._tag, "AuthRequired")
+        assert.include(error.message, `refusing the OAuth token store's ${file}: it is a symbolic link`)
+
+        yield* login(target)
+        assert.isFalse(NodeFs.lstatSync(file).isSymbolicLink())
+        assert.strictEqual(NodeFs.statSync(file).mode & 0o777, 0o600)
+        assert.strictEqual(NodeFs.readFileSync(elsewhere, "utf8"), before, "the link's target is untouched")
+        yield* toolset.restart
+        assert.strictEqual((yield* toolset.state).state, "Ready")
+      })
+  )
+
   it.live("a pre-registered client logs in with its configured id and callback port, without registering", () =>
     Effect.gen(function* () {
       const { server, spec, login, open, stored, callbackPort } = yield* setup()

@@ -5,7 +5,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { LifecycleError } from "@toolvisor/core"
+import { LifecycleError, Redaction } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as McpSpec from "../src/McpSpec.ts"
 import * as OAuthProvider from "../src/OAuthProvider.ts"
@@ -75,6 +75,25 @@ describe("OAuthProvider", () => {
         )
       assert.strictEqual((yield* tokensFor(["read"]))?.access_token, "tok-read")
       assert.isUndefined(yield* tokensFor(["read", "write"]))
+    })
+  )
+
+  it.effect("every token it reads or saves becomes a secret of the toolset's redactor", () =>
+    Effect.gen(function* () {
+      const store = yield* tempStore
+      const serverUrl = "http://127.0.0.1:9/mcp"
+      yield* Effect.promise(() =>
+        store.save({
+          serverUrl,
+          tokens: { access_token: "stored-access-1", token_type: "Bearer", refresh_token: "stored-refresh-2" }
+        })
+      )
+      const redactor = Redaction.make()
+      const provider = OAuthProvider.make({ name: "r", serverUrl, store, redactor })
+      yield* Effect.promise(async () => provider.tokens())
+      assert.strictEqual(redactor.values("stored-access-1 stored-refresh-2"), "*** ***")
+      yield* Effect.promise(async () => provider.saveTokens({ access_token: "saved-access-3", token_type: "Bearer" }))
+      assert.strictEqual(redactor.values("got saved-access-3"), "got ***")
     })
   )
 })

@@ -27,6 +27,8 @@ export interface Options {
   readonly accessTokenTTL?: number
   /** The port of the pre-registered public client's redirect URI. */
   readonly callbackPort: number
+  /** Other resource servers tokens may be issued for (RFC 8707), besides the fixture's MCP server. */
+  readonly resources?: ReadonlyArray<string>
 }
 
 export interface OAuthServer {
@@ -116,10 +118,10 @@ export const make = (options: Options) =>
           defaultResource: () => mcpUrl,
           useGrantedResource: () => true,
           getResourceServerInfo: (_ctx, indicator) => {
-            if (indicator !== mcpUrl) throw new errors.InvalidTarget()
+            if (indicator !== mcpUrl && !options.resources?.includes(indicator)) throw new errors.InvalidTarget()
             return {
               scope: "mcp:tools",
-              audience: mcpUrl,
+              audience: indicator,
               accessTokenTTL: options.accessTokenTTL ?? 3600,
               accessTokenFormat: "jwt",
               jwt: { sign: { alg: "RS256" } }

@@ -1,11 +1,13 @@
 /**
  * The stdio transport over in-memory streams: what reaches the server and in how many writes,
- * and which lines from the server become messages and which are reported as garbage.
+ * which lines from the server become messages and which are counted as garbage, and what a line
+ * too long or too deep to parse becomes.
  */
 import * as NodeStream from "node:stream"
 import { assert, describe, it } from "@effect/vitest"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { NotDelivered, PipeTransport } from "../src/internal/pipeTransport.ts"
+import { RawMessage } from "@toolvisor/core"
+import { maxLine, NotDelivered, PipeTransport } from "../src/internal/pipeTransport.ts"
 
 /** A transport whose server side is two PassThrough streams: what we write, and what we make it read. */
 const open = async () => {
@@ -13,14 +15,18 @@ const open = async () => {
   const toServer = new NodeStream.PassThrough()
   const writes: Array<string> = []
   toServer.on("data", (chunk: Buffer) => writes.push(chunk.toString("utf8")))
-  const garbage: Array<string> = []
+  const garbage: Array<{ readonly count: number; readonly last: string }> = []
+  const dropped: Array<RawMessage.Refused> = []
   const received: Array<JSONRPCMessage> = []
-  const transport = new PipeTransport(fromServer, toServer, (line) => garbage.push(line))
+  const transport = new PipeTransport(fromServer, toServer, {
+    garbage: (count, last) => garbage.push({ count, last }),
+    dropped: (refused) => dropped.push(refused)
+  })
   transport.onmessage = (message) => received.push(message)
   await transport.start()
   /** Lets the stream events of what was written so far run. */
   const settle = () => new Promise<void>((resolve) => setImmediate(resolve))
-  return { transport, fromServer, writes, garbage, received, settle }
+  return { transport, fromServer, writes, garbage, dropped, received, settle }
 }
 
 const request = (id: number): JSONRPCMessage => ({
@@ -84,8 +90,8 @@ describe("PipeTransport", () => {
     assert.deepStrictEqual(garbage, [])
   })
 
-  it("JSON that is not JSON-RPC is reported and skipped, including what only looks like a result", async () => {
-    const { fromServer, received, garbage, settle } = await open()
+  it("JSON that is not JSON-RPC is counted and skipped, including what only looks like a result", async () => {
+    const { transport, fromServer, received, garbage, settle } = await open()
     const lines = [
       '{"level":"info","msg":"a log line on stdout"}',
       '{"jsonrpc":"2.0","id":null,"result":{}}',
@@ -96,8 +102,26 @@ describe("PipeTransport", () => {
     ]
     fromServer.write(`${lines.join("\n")}\n${JSON.stringify({ jsonrpc: "2.0", id: 7, result: {} })}\n`)
     await settle()
-    assert.deepStrictEqual(garbage, lines)
     assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 7, result: {} }])
+    // The first at once, the others when the transport closes (or 10 s later): one warning per burst.
+    assert.deepStrictEqual(garbage, [{ count: 1, last: lines[0] }])
+    await transport.close()
+    assert.deepStrictEqual(garbage, [
+      { count: 1, last: lines[0] },
+      { count: lines.length - 1, last: lines.at(-1) }
+    ])
+  })
+
+  it("a flood of 100 000 lines that are not JSON-RPC is two reports, with the count, and the answer after it arrives", async () => {
+    const { transport, fromServer, received, garbage, settle } = await open()
+    fromServer.write(`${"not JSON-RPC\n".repeat(100_000)}${JSON.stringify({ jsonrpc: "2.0", id: 1, result: {} })}\n`)
+    await settle()
+    assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 1, result: {} }])
+    await transport.close()
+    assert.deepStrictEqual(garbage, [
+      { count: 1, last: "not JSON-RPC" },
+      { count: 99_999, last: "not JSON-RPC" }
+    ])
   })
 
   it("a message split across reads and CRLF line ends arrive whole", async () => {
@@ -109,6 +133,17 @@ describe("PipeTransport", () => {
     fromServer.write(`${line.slice(10)}\r\n\r\n`)
     await settle()
     assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 1, result: { content: [] } }])
+  })
+
+  it("a character split between two reads arrives whole", async () => {
+    const { fromServer, received, settle } = await open()
+    const bytes = Buffer.from(`${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: "café ☕" } })}\n`)
+    const split = bytes.indexOf("☕") + 1
+    fromServer.write(bytes.subarray(0, split))
+    await settle()
+    fromServer.write(bytes.subarray(split))
+    await settle()
+    assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 1, result: { text: "café ☕" } }])
   })
 
   it("a message sent once the server's output has ended is NotDelivered, and never written", async () => {
@@ -130,9 +165,14 @@ describe("PipeTransport", () => {
       write: (_chunk, _encoding, done) => setImmediate(() => done(new Error("EPIPE")))
     })
     toServer.on("error", () => undefined)
-    const transport = new PipeTransport(fromServer, toServer, () => undefined)
+    const transport = new PipeTransport(fromServer, toServer, { garbage: () => undefined, dropped: () => undefined })
     const events: Array<string> = []
-    transport.onclose = () => events.push("close")
+    const closed = new Promise<void>((resolve) => {
+      transport.onclose = () => {
+        events.push("close")
+        resolve()
+      }
+    })
     await transport.start()
     const sent = transport.send(request(1)).then(
       () => events.push("delivered"),
@@ -140,8 +180,67 @@ describe("PipeTransport", () => {
     )
     await new Promise<void>((resolve) => process.nextTick(resolve))
     fromServer.end()
-    await sent
-    await new Promise<void>((resolve) => setTimeout(resolve, 10))
+    await Promise.all([sent, closed])
     assert.deepStrictEqual(events, ["not delivered", "close"])
+  })
+
+  it("an answer longer than the limit, in pieces, fails the request it answers, naming its size; the next line parses", async () => {
+    const { fromServer, received, dropped, settle } = await open()
+    const text = "z".repeat(1024 * 1024)
+    fromServer.write('{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"')
+    for (let i = 0; i < 20; i++) fromServer.write(text)
+    fromServer.write(`"}]},"id":4}\n${JSON.stringify({ jsonrpc: "2.0", id: 5, result: {} })}\n`)
+    await settle()
+    assert.strictEqual(received.length, 2)
+    const [refused, next] = received
+    assert.deepInclude(refused, { jsonrpc: "2.0", id: 4 })
+    const error = refused !== undefined && "error" in refused ? refused.error : undefined
+    assert.instanceOf(error?.data, RawMessage.Refused)
+    assert.include(error?.message, "20.0 MiB, over the limit of 16 MiB")
+    assert.deepStrictEqual(next, { jsonrpc: "2.0", id: 5, result: {} })
+    assert.deepStrictEqual(dropped, [])
+  })
+
+  it("a line of the limit's length, in small pieces, is joined once, not searched again at every piece", async () => {
+    const { fromServer, received, settle } = await open()
+    const head = '{"jsonrpc":"2.0","id":1,"result":{"text":"'
+    const tail = '"}}'
+    const piece = "a".repeat(4096)
+    const started = performance.now()
+    fromServer.write(head)
+    for (let written = 0; written + piece.length < maxLine - head.length - tail.length; written += piece.length) {
+      fromServer.write(piece)
+    }
+    fromServer.write(`${tail}\n`)
+    await settle()
+    const took = performance.now() - started
+    assert.strictEqual(received.length, 1)
+    assert.deepInclude(received[0], { id: 1 })
+    assert.isBelow(took, 3_000)
+  })
+
+  it("an answer nested deeper than the limit fails the request it answers; the next line parses", async () => {
+    const { fromServer, received, settle } = await open()
+    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`
+    fromServer.write(`{"jsonrpc":"2.0","result":{"deep":${deep}},"id":"d1"}\n{"jsonrpc":"2.0","id":2,"result":{}}\n`)
+    await settle()
+    assert.strictEqual(received.length, 2)
+    const [refused, next] = received
+    const error = refused !== undefined && "error" in refused ? refused.error : undefined
+    assert.deepInclude(refused, { id: "d1" })
+    assert.instanceOf(error?.data, RawMessage.Refused)
+    assert.include(error?.message, "nested deeper than 64 levels")
+    assert.deepStrictEqual(next, { jsonrpc: "2.0", id: 2, result: {} })
+  })
+
+  it("a refused message that answers no request of ours (a request from the server, or no id) is only reported", async () => {
+    const { fromServer, received, dropped, settle } = await open()
+    const deep = `${"[".repeat(1000)}${"]".repeat(1000)}`
+    fromServer.write(`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"deep":${deep}}}\n`)
+    fromServer.write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"deep":${deep}}}\n`)
+    await settle()
+    assert.deepStrictEqual(received, [])
+    assert.strictEqual(dropped.length, 2)
+    assert.isTrue(dropped.every((refused) => refused.tooDeep))
   })
 })

@@ -1,7 +1,9 @@
+import { getEventListeners } from "node:events"
 import * as NodeHttp from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
@@ -57,6 +59,26 @@ const unauthorized = Effect.acquireRelease(
     })
 )
 
+/** Longer than fastPolicy's longest backoff: a retry, had one been scheduled, would be sent by then. */
+const noRetryWindow = Duration.sum(fastPolicy().backoff.max, Duration.millis(100))
+
+/** Every signal `fetch` is given while the scope is open; the real `fetch` still sends each request. */
+const fetchSignals = Effect.acquireRelease(
+  Effect.sync(() => {
+    const original = globalThis.fetch
+    const signals = new Set<AbortSignal>()
+    globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
+      if (init?.signal) signals.add(init.signal)
+      return original(input, init)
+    }
+    return { signals, original }
+  }),
+  ({ original }) =>
+    Effect.sync(() => {
+      globalThis.fetch = original
+    })
+)
+
 describe("McpToolset over the network", () => {
   for (const [mode, tag, path] of [
     ["streamableHttp", "http", "/mcp"],
@@ -107,6 +129,31 @@ describe("McpToolset over the network", () => {
         yield* close
         yield* second.stop
       })
+  )
+
+  it.live("a busy session piles no abort listeners on one signal, with or without a configured token", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { signals } = yield* fetchSignals
+        const port = yield* freePort
+        const server = yield* everythingRemote("streamableHttp", port)
+        const url = `http://127.0.0.1:${port}/mcp`
+        for (const spec of [
+          McpSpec.Http.make({ url }),
+          McpSpec.Http.make({ url, headers: { Authorization: "Bearer t" } })
+        ]) {
+          const { toolset, close } = yield* open({ name: "busy", spec, policy: fastPolicy() })
+          yield* toolset.start
+          for (let i = 0; i < 300; i++) yield* toolset.callTool("echo", { message: "again" })
+          // fetch keeps a listener on its request's signal until the request is collected.
+          const most = Math.max(...Array.from(signals, (signal) => getEventListeners(signal, "abort").length))
+          assert.isBelow(most, 10)
+          yield* close
+          signals.clear()
+        }
+        yield* server.stop
+      })
+    )
   )
 
   it.live("a remote server that dies is noticed by the health probe, though the SDK reports nothing", () =>
@@ -171,7 +218,9 @@ describe("McpToolset over the network", () => {
       assert.strictEqual(error._tag, "AuthRequired")
       const restarted = yield* Effect.flip(toolset.restart)
       assert.strictEqual(restarted._tag, "AuthRequired")
-      yield* Effect.sleep("500 millis")
+      // Nothing signals a retry that never comes, so this waits on the wall clock: longer than
+      // fastPolicy's longest backoff, by which a retry would have reached the server.
+      yield* Effect.sleep(noRetryWindow)
       assert.isAtMost(server.requests(), 4)
       yield* close
     })

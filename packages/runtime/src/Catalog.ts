@@ -3,20 +3,16 @@
  * says whether it is complete and, when it is not, which toolsets are missing and why, so an
  * agent never mistakes "still starting" for "has no tools". A toolset that is restarting keeps
  * its last-known tools on offer, marked so, and the catalog is then not complete. Names are prefixed with the
- * toolset's `name` when the config gave one; when two toolsets expose the same name, the first
- * in config order wins and the other is reported as shadowed.
+ * toolset's `name` when the config gave one; a `tools:` allow-list names a tool either way
+ * (`AllowList`). When two toolsets expose the same name, the first in config order wins and the
+ * other is reported as shadowed: `collisions` groups those for people to read.
  */
+import { AllowList } from "@toolvisor/config"
 import { Levenshtein, type State, type Toolset } from "@toolvisor/core"
 
 /** A toolset's contribution, as the registry gathered it. */
-export interface Source {
+export interface Source extends Filter {
   readonly toolset: string
-  /** Tools are exposed as `${prefix}_${tool}` when set. */
-  readonly prefix: string | undefined
-  /** Exposed names to keep; `undefined` keeps all. */
-  readonly allow: ReadonlyArray<string> | undefined
-  /** Exposed names never offered (a host's disabled-tools list), applied after `allow`. */
-  readonly deny?: ReadonlyArray<string> | undefined
   readonly listing: Toolset.Listing<Toolset.Tool>
   readonly state: State.State
   /** What the toolset listed the last time it was usable, if it ever was. */
@@ -34,6 +30,11 @@ export interface Entry {
    * restarting: a call waits for it to be back (within `call_timeout`).
    */
   readonly lastKnown: boolean
+  /**
+   * True when the agent's model is offered the tool only once a tool search found it (`defer`).
+   * It stays in the catalog, routable and callable by name: deferral changes what is offered, not what works.
+   */
+  readonly deferred?: boolean | undefined
 }
 
 export interface Missing {
@@ -60,12 +61,55 @@ export interface Catalog {
    * at once with its toolset's error instead of "no such tool".
    */
   readonly offline: ReadonlyArray<Entry>
-  /** Moves only when the offered tools (names, descriptions, schemas, annotations) change. */
+  /** Moves only when the offered tools (names, descriptions, schemas, annotations) or their deferral change. */
   readonly version: number
+  /**
+   * What the agent should be told about its toolsets, in config order: each toolset's configured
+   * `instruction` with its server's own instructions.
+   */
+  readonly instructions?: ReadonlyArray<Instruction> | undefined
 }
 
-export const exposedName = (prefix: string | undefined, tool: string): string =>
-  prefix === undefined ? tool : `${prefix}_${tool}`
+export interface Instruction {
+  readonly toolset: string
+  readonly text: string
+}
+
+export const exposedName = AllowList.exposedName
+
+/** How a toolset's tools are filtered and named for an agent: its config's `name`, `tools:` and `deny`. */
+export interface Filter {
+  /** Tools are exposed as `${prefix}_${tool}` when set. */
+  readonly prefix: string | undefined
+  /** Tools to keep, by the server's own or the exposed name; `undefined` keeps all. */
+  readonly allow: ReadonlyArray<string> | undefined
+  /** Exposed names never offered (a host's disabled-tools list), applied after `allow`. */
+  readonly deny?: ReadonlyArray<string> | undefined
+}
+
+/** The filter of a toolset's config entry. */
+export const filterOf = (config: {
+  readonly prefix: string | undefined
+  readonly tools: ReadonlyArray<string> | undefined
+  readonly deny?: ReadonlyArray<string> | undefined
+}): Filter => ({ prefix: config.prefix, allow: config.tools, deny: config.deny })
+
+/** Whether a toolset offers its tool `tool` (by its own, unprefixed name) through `filter`. */
+export const offers = (filter: Filter, tool: string): boolean =>
+  AllowList.allows(filter.allow, filter.prefix, tool) &&
+  filter.deny?.includes(exposedName(filter.prefix, tool)) !== true
+
+/**
+ * How many of `tools` a toolset offers through `filter`: the tool count every status output
+ * shows (snapshots, JSON lines, `/status`, `/metrics`, the live view, `validate --check`). A
+ * name an earlier toolset of the same agent already offers is still counted: the catalog
+ * reports it as shadowed.
+ */
+export const offeredCount = (filter: Filter, tools: ReadonlyArray<Toolset.Tool>): number => {
+  let count = 0
+  for (const tool of tools) if (offers(filter, tool.name)) count += 1
+  return count
+}
 
 /** States in which a toolset's last-known tools stay on offer: it is on its way back. */
 const returning = (state: State.State): boolean => state === "Starting" || state === "Restarting"
@@ -82,9 +126,8 @@ export const make = (sources: ReadonlyArray<Source>, previous?: Catalog): Catalo
   const offline: Array<Entry> = []
   const offer = (source: Source, items: ReadonlyArray<Toolset.Tool>, lastKnown: boolean, into: Array<Entry>) => {
     for (const tool of items) {
+      if (!offers(source, tool.name)) continue
       const name = exposedName(source.prefix, tool.name)
-      if (source.allow !== undefined && !source.allow.includes(name)) continue
-      if (source.deny?.includes(name) === true) continue
       const owner = owners.get(name)
       if (owner !== undefined) {
         if (into === tools) shadowed.push({ name, toolset: source.toolset, shadowedBy: owner })
@@ -127,6 +170,32 @@ const sameTool = (a: Toolset.Tool, b: Toolset.Tool): boolean =>
     a.title === b.title &&
     JSON.stringify([a.inputSchema, a.outputSchema, a.annotations]) ===
       JSON.stringify([b.inputSchema, b.outputSchema, b.annotations]))
+
+/** The tools of one toolset hidden behind another's of the same names. */
+export interface Collision {
+  readonly toolset: string
+  readonly hiddenBy: string
+  readonly names: ReadonlyArray<string>
+}
+
+/**
+ * The catalog's shadowed tools grouped by the pair of toolsets, in order: a toolset whose tools
+ * all collide would otherwise vanish from the agent with no word, however its status reads.
+ */
+export const collisions = (catalog: Pick<Catalog, "shadowed">): ReadonlyArray<Collision> => {
+  const groups = new Map<string, { toolset: string; hiddenBy: string; names: Array<string> }>()
+  for (const { name, toolset, shadowedBy } of catalog.shadowed) {
+    const key = JSON.stringify([toolset, shadowedBy])
+    const group = groups.get(key) ?? { toolset, hiddenBy: shadowedBy, names: [] }
+    group.names.push(name)
+    groups.set(key, group)
+  }
+  return Array.from(groups.values())
+}
+
+/** One line a user can act on: which tools are hidden, by which toolset, and how to keep both. */
+export const collisionMessage = (collision: Collision): string =>
+  `${collision.toolset}: ${collision.names.length} tool(s) hidden by ${collision.hiddenBy}, which offers the same name(s): ${collision.names.join(", ")}; to offer both, give ${collision.toolset} a name of its own (its tools are then exposed as <name>_<tool>)`
 
 /** Up to `limit` names close to `name`: the same suffix after a prefix, a shared stem, or a small edit distance. */
 export const nearNames = (name: string, names: ReadonlyArray<string>, limit = 5): ReadonlyArray<string> => {

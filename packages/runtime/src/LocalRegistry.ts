@@ -6,7 +6,8 @@
  * stops and replaces toolsets, and shuts them all down at once.
  */
 import { type AgentConfig, AllowList, ToolsetDiff } from "@toolvisor/config"
-import { State } from "@toolvisor/core"
+import { Redaction, State, type Toolset } from "@toolvisor/core"
+import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
@@ -15,11 +16,16 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Catalog from "./Catalog.ts"
+import * as Inspection from "./Inspection.ts"
+import * as McpRoutes from "./McpRoutes.ts"
+import * as Offer from "./Offer.ts"
 import * as Routing from "./Routing.ts"
-import * as Secrets from "./Secrets.ts"
+import * as Surfaces from "./Surfaces.ts"
 import * as Telemetry from "./Telemetry.ts"
+import * as ToolSearch from "./ToolSearch.ts"
 import * as ToolsetRegistry from "./ToolsetRegistry.ts"
 import * as Toolsets from "./Toolsets.ts"
+import * as Unresolved from "./Unresolved.ts"
 
 export interface Options {
   /** The agent whose catalog is served by default; the config's first agent when omitted. */
@@ -34,6 +40,7 @@ export interface Options {
 /** One running toolset and what the registry knows about it. */
 interface Running extends Routing.Entry {
   readonly scope: Scope.Closeable
+  readonly mcp: Toolsets.Built["mcp"]
   /** Failures in a row seen by `reprobe`, so a failure is reported once per streak. */
   streak: number
 }
@@ -49,11 +56,15 @@ export const make = (
     // Toolsets close all at once: a stuck server costs one close grace, however many there are.
     const toolsetsScope = yield* Scope.fork(registryScope, "parallel")
     const hub = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
+    const logHub = yield* PubSub.sliding<McpSurfaces.LogEvent>(1_024)
     const board = yield* SubscriptionRef.make<ReadonlyArray<State.StatusSnapshot>>([])
     const lock = yield* Semaphore.make(1)
     const running = new Map<string, Running>()
     const latest = new Map<string, State.StatusSnapshot>()
     let config = initial
+    /** One for every toolset: a secret of one entry is masked in what any server says. */
+    const redactor = Redaction.make()
+    const build = options.build ?? ((entry: AgentConfig.ToolsetConfig) => Toolsets.make(entry, redactor))
     const agentNames = () => config.agents.map((a) => a.name)
     const defaultAgent = options.agent ?? initial.agents[0]?.name ?? "default"
     if (!initial.agents.some((a) => a.name === defaultAgent)) {
@@ -110,33 +121,48 @@ export const make = (
     const launch = (entry: AgentConfig.ToolsetConfig) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(toolsetsScope)
-        const mask = Secrets.masker(entry.secrets)
-        const { toolset, lsp } = yield* (options.build ?? Toolsets.make)(entry).pipe(Scope.provide(scope))
+        const unresolved = Unresolved.of(entry)
+        const built = unresolved === undefined ? build(entry) : Unresolved.make(entry, unresolved)
+        const { toolset, lsp, mcp } = yield* built.pipe(Scope.provide(scope))
+        if (mcp !== undefined) {
+          yield* mcp.logs.pipe(
+            Stream.runForEach((event) => PubSub.publish(logHub, event)),
+            Effect.forkIn(scope, { startImmediately: true })
+          )
+        }
+        const counted = offeredCounts(entry, toolset)
         yield* toolset.events.pipe(
           Stream.runForEach((t) =>
-            PubSub.publish(hub, {
-              toolset: entry.name,
-              from: t.from,
-              snapshot: Secrets.snapshot(t.snapshot, mask)
-            }).pipe(Effect.andThen(Telemetry.transition(entry.name, t.snapshot.state)))
+            Effect.flatMap(counted(t.snapshot), (snapshot) =>
+              PubSub.publish(hub, {
+                toolset: entry.name,
+                from: t.from,
+                snapshot
+              }).pipe(Effect.andThen(Telemetry.transition(entry.name, t.snapshot.state)))
+            )
           ),
           Effect.forkIn(scope, { startImmediately: true })
         )
         let listed = -1
         yield* toolset.changes.pipe(
+          Stream.mapEffect(counted),
           Stream.runForEach((snapshot) =>
             Effect.suspend(() => {
-              latest.set(entry.identity, Secrets.snapshot(snapshot, mask))
-              if (!State.isUsable(snapshot.state) || snapshot.toolsVersion === listed) return publishBoard
+              latest.set(entry.identity, snapshot)
+              const recorded =
+                snapshot.toolCount === undefined ? Effect.void : Telemetry.toolCount(entry.name, snapshot.toolCount)
+              if (!State.isUsable(snapshot.state) || snapshot.toolsVersion === listed) {
+                return Effect.andThen(recorded, publishBoard)
+              }
               // A new tool list: read it now, so routing knows it even if the toolset restarts
               // before anyone asks for a catalog.
               listed = snapshot.toolsVersion
-              return Effect.andThen(publishBoard, remember(entry.identity))
+              return Effect.andThen(recorded, Effect.andThen(publishBoard, remember(entry.identity)))
             })
           ),
           Effect.forkIn(scope, { startImmediately: true })
         )
-        running.set(entry.identity, { config: entry, toolset, lsp, scope, streak: 0 })
+        running.set(entry.identity, { config: entry, toolset, lsp, mcp, scope, streak: 0 })
         version += 1
       }).pipe(Effect.annotateLogs({ toolset: entry.name }))
 
@@ -159,9 +185,7 @@ export const make = (
         Effect.tapError((error) =>
           entry.config.policy.required
             ? Effect.void
-            : Effect.logWarning(
-                `optional toolset did not start: ${Secrets.masker(entry.config.secrets)(error.message)}`
-              )
+            : Effect.logWarning(`optional toolset did not start: ${error.message}`)
         ),
         Effect.annotateLogs({ toolset: entry.config.name })
       )
@@ -179,7 +203,7 @@ export const make = (
                 {
                   toolset: entry.config.name,
                   tag: result.failure._tag,
-                  message: Secrets.masker(entry.config.secrets)(result.failure.message)
+                  message: result.failure.message
                 }
               ]
             : []
@@ -220,6 +244,62 @@ export const make = (
       context: yield* Effect.context<never>()
     })
 
+    const surfaces = McpRoutes.make({
+      agentEntries,
+      memory: Surfaces.memory()
+    })
+    /** Per agent: deferral and instructions on top of routing's catalog, and the agent's search index. */
+    const offers = new Map<string, Offer.Tracker>()
+    const indexes = new Map<string, { readonly index: ToolSearch.Index; version: number }>()
+
+    const catalogOf = (name: string) =>
+      Effect.map(routing.catalog(name), (catalog) => {
+        const spec = config.agents.find((a) => a.name === name)
+        if (spec === undefined) return catalog
+        let tracker = offers.get(name)
+        if (tracker === undefined) {
+          tracker = Offer.tracker()
+          offers.set(name, tracker)
+        }
+        const toolsets = spec.toolsets.flatMap((identity) => {
+          const entry = running.get(identity)
+          return entry === undefined ? [] : [entry.config]
+        })
+        return tracker.offer(catalog, spec, toolsets, (identity) => latest.get(identity)?.instructions)
+      })
+
+    /** Lazy toolsets of the agent that never listed: a search is their first use, as a call of an unknown name is. */
+    const wakeLazy = (name: string) =>
+      Effect.gen(function* () {
+        const catalog = yield* catalogOf(name)
+        const listed = new Set([...catalog.tools, ...catalog.offline].map((entry) => entry.toolset))
+        const idle = yield* Effect.filter(yield* agentEntries(name), (entry) =>
+          entry.config.lazy && !listed.has(entry.config.name)
+            ? Effect.map(entry.toolset.state, (s) => s.state === "Stopped" && s.lastError === undefined)
+            : Effect.succeed(false)
+        )
+        yield* Effect.forEach(idle, (entry) => Effect.ignore(startOne(entry)), {
+          concurrency: "unbounded",
+          discard: true
+        })
+      })
+
+    const searchTools = (query: string, name: string, limit: number | undefined) =>
+      Effect.gen(function* () {
+        yield* wakeLazy(name)
+        const catalog = yield* catalogOf(name)
+        let slot = indexes.get(name)
+        if (slot === undefined) {
+          slot = { index: ToolSearch.make(), version: -1 }
+          indexes.set(name, slot)
+        }
+        if (slot.version !== catalog.version) {
+          slot.index.update(catalog.tools)
+          slot.version = catalog.version
+        }
+        return slot.index.search(query, limit)
+      })
+
     const byName = (name: string) =>
       Effect.suspend(() => {
         const entry = inOrder().find((e) => e.config.name === name || e.config.identity === name)
@@ -258,7 +338,7 @@ export const make = (
           entry.streak = 0
           recovered.push(name)
         } else {
-          const error = Secrets.masker(entry.config.secrets)(result.failure.message)
+          const error = result.failure.message
           if (entry.streak === 0) yield* Effect.logWarning(`${name} is still failing: ${error}`)
           entry.streak += 1
           failing.push({ toolset: name, error })
@@ -300,8 +380,13 @@ export const make = (
       snapshot: SubscriptionRef.get(board),
       status: SubscriptionRef.changes(board),
       events: Stream.fromPubSub(hub),
-      catalog: (name = defaultAgent) => routing.catalog(name),
-      catalogChanges: (name = defaultAgent) => routing.changes(name),
+      catalog: (name = defaultAgent) => catalogOf(name),
+      catalogChanges: (name = defaultAgent) =>
+        SubscriptionRef.changes(board).pipe(
+          Stream.mapEffect(() => catalogOf(name)),
+          Stream.changesWith((a, b) => a.version === b.version && a.complete === b.complete)
+        ),
+      searchTools: (query, { limit, agent = defaultAgent } = {}) => searchTools(query, agent, limit),
       callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
       callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
@@ -310,10 +395,53 @@ export const make = (
         Effect.flatMap(byName(name), (entry) =>
           Effect.withSpan(entry.toolset.restart, "toolvisor.restart", { attributes: { toolset: name } })
         ),
+      inspect: (name) => Effect.flatMap(byName(name), (entry) => Inspection.make(entry.config, entry.toolset)),
       reprobe,
-      reload
+      reload,
+      prompts: (name = defaultAgent) => surfaces.prompts(name),
+      getPrompt: (prompt, args, name = defaultAgent) => surfaces.getPrompt(prompt, args, name),
+      resources: (name = defaultAgent) => surfaces.resources(name),
+      readResource: (uri, name = defaultAgent) => surfaces.readResource(uri, name),
+      subscribe: (uri, name = defaultAgent) => surfaces.subscribe(uri, name),
+      complete: (params, name = defaultAgent) => surfaces.complete(params, name),
+      logs: Stream.fromPubSub(logHub)
     } satisfies ToolsetRegistry.Registry
   })
+
+/**
+ * A toolset's snapshots with the tool count every output shows: the tools it offers after its
+ * `tools:` and `deny` filters (`Catalog.offeredCount`), counted once per tool list
+ * (`toolsVersion`) for its events and its board alike. Without a filter the session's own count
+ * is that number already. A list that can no longer be read (the toolset went down meanwhile)
+ * keeps the last count, or none.
+ */
+const offeredCounts = (
+  entry: AgentConfig.ToolsetConfig,
+  toolset: Toolset.Toolset
+): ((snapshot: State.StatusSnapshot) => Effect.Effect<State.StatusSnapshot>) => {
+  const filter = Catalog.filterOf(entry)
+  if (filter.allow === undefined && filter.deny === undefined) return Effect.succeed
+  let counted: { readonly toolsVersion: number; readonly count: number } | undefined
+  return (snapshot) => {
+    if (snapshot.toolCount === undefined) return Effect.succeed(snapshot)
+    if (counted?.toolsVersion === snapshot.toolsVersion) return Effect.succeed(withCount(snapshot, counted.count))
+    return toolset.tools.pipe(
+      Effect.map((listing) => {
+        if (listing.complete) {
+          counted = { toolsVersion: snapshot.toolsVersion, count: Catalog.offeredCount(filter, listing.items) }
+        }
+        return withCount(snapshot, counted?.count)
+      }),
+      Effect.orElseSucceed(() => withCount(snapshot, counted?.count))
+    )
+  }
+}
+
+const withCount = (snapshot: State.StatusSnapshot, toolCount: number | undefined): State.StatusSnapshot => {
+  if (toolCount !== undefined) return { ...snapshot, toolCount }
+  const { toolCount: _raw, ...rest } = snapshot
+  return rest
+}
 
 const unknownAgent = (agent: string, known: ReadonlyArray<string>) =>
   Effect.fail(

@@ -1,8 +1,9 @@
 /**
  * Local mode's guard against servers left by a Toolvisor that was killed (SIGKILL, the OOM killer,
- * a container stop past its timeout): such servers carry their dead owner's mark, and a Toolvisor
- * kills their process groups when it starts — before any server of its own is up — and every few
- * seconds while it runs. Cluster runners do the same, with their runner ids (`@toolvisor/cluster`).
+ * a container stop past its timeout) together with its watchdog, which otherwise ends them within
+ * seconds (`Owner`): such servers carry their dead owner's mark, and a Toolvisor kills their
+ * process groups when it starts — before any server of its own is up — and every few seconds
+ * while it runs. Cluster runners do the same, with their runner ids (`@toolvisor/cluster`).
  */
 import { Owner } from "@toolvisor/core"
 import * as Layer from "effect/Layer"

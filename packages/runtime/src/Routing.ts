@@ -12,10 +12,12 @@ import type { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, State, type Toolset, Tracing } from "@toolvisor/core"
 import { LspRouter } from "@toolvisor/lsp"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import * as Catalog from "./Catalog.ts"
 import * as Telemetry from "./Telemetry.ts"
@@ -72,15 +74,14 @@ interface Member {
 
 /**
  * How a call of one exposed name reaches its toolset, worked out with the catalog it belongs to,
- * so a call costs one lookup. What every call needs is made here once: the span's attributes, the
- * log annotation and the tagged metrics.
+ * so a call costs one lookup. What every call needs is made here once: the span's attributes and
+ * the tagged metrics.
  */
 interface Route {
   readonly owner: Member
   /** The tool's name as its toolset knows it. */
   readonly tool: string
   readonly span: Tracing.Options
-  readonly logs: { readonly toolset: string }
   readonly recorder: Telemetry.CallRecorder
 }
 
@@ -179,7 +180,6 @@ export const make = (options: Options): Routing => {
         owner,
         tool: entry.tool.name,
         span: { attributes: () => ({ toolset: owner.name, tool: entry.name }) },
-        logs: { toolset: owner.name },
         recorder: recorderOf(owner.name)
       })
     }
@@ -215,24 +215,36 @@ export const make = (options: Options): Routing => {
     return found !== undefined && found.at === options.version() ? found.routes.get(tool) : undefined
   }
 
-  /** One call on its toolset: timed into the metrics, traced, and its logs annotated with the toolset. */
+  /**
+   * One call on its toolset: timed into the metrics, and traced when a tracer is installed. Every
+   * call passes here, so it takes what it needs of the fiber (its clock, whether it is traced, its
+   * metrics) in the step that starts the call, and records the call as it ends rather than in a
+   * step of its own. Its logs get no annotation of their own: nothing on a call's fiber logs, and
+   * what a toolset logs (connects, probes, restarts) runs in its own fibers, annotated with the
+   * toolset when it was launched.
+   */
   const invoke = (
+    fiber: Fiber.Fiber<unknown, unknown>,
     route: Route,
     args: { readonly [key: string]: unknown }
-  ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> =>
-    Effect.clockWith((clock) => {
-      const started = clock.currentTimeMillisUnsafe()
-      return route.owner.toolset.callTool(route.tool, args).pipe(
-        Effect.onExit((exit) => {
-          const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
-          const outcome = failure ?? (Exit.isSuccess(exit) && exit.value.isError === true ? "ToolError" : "ok")
-          const recorded = route.recorder.record(clock.currentTimeMillisUnsafe() - started, failure)
-          return Effect.andThen(Tracing.annotate("outcome", outcome), recorded)
-        }),
-        Tracing.span("toolvisor.callTool", route.span),
-        Effect.annotateLogs(route.logs)
-      )
-    })
+  ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> => {
+    const clock = fiber.getRef(Clock.Clock)
+    const started = clock.currentTimeMillisUnsafe()
+    const traced = Tracing.isTraced(fiber.context)
+    const call = Effect.onExitPrimitive(
+      route.owner.toolset.callTool(route.tool, args),
+      (exit) => {
+        const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
+        route.recorder.recordUnsafe(clock.currentTimeMillisUnsafe() - started, failure, fiber.context)
+        if (!traced) return undefined
+        const outcome = failure ?? (Exit.isSuccess(exit) && exit.value.isError === true ? "ToolError" : "ok")
+        return Effect.annotateCurrentSpan("outcome", outcome)
+      },
+      // Recording takes no step, so only the span's annotation needs shielding from interruption.
+      !traced
+    )
+    return traced ? Tracing.withSpan(call, "toolvisor.callTool", route.span) : call
+  }
 
   /**
    * Before a name is declared unknown: wakes lazy toolsets and waits for first starts in flight,
@@ -286,18 +298,20 @@ export const make = (options: Options): Routing => {
     args: { readonly [key: string]: unknown },
     agent: string
   ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent> =>
-    Effect.suspend(() => {
+    Effect.withFiber((fiber) => {
       // The common case, checked without building an effect: a kept catalog that has the tool.
       const route = keptRoute(agent, tool)
-      if (route !== undefined) return invoke(route, args)
+      if (route !== undefined) return invoke(fiber, route, args)
       return Effect.flatMap(routed(agent), (now) => {
         const late = now.routes.get(tool)
-        if (late !== undefined) return invoke(late, args)
+        if (late !== undefined) return invoke(fiber, late, args)
         return Effect.flatMap(settleUnlisted(now.members), (waited) =>
           waited
             ? Effect.flatMap(routed(agent), (again) => {
                 const settled = again.routes.get(tool)
-                return settled === undefined ? Effect.fail(unknownTool(tool, again.catalog)) : invoke(settled, args)
+                return settled === undefined
+                  ? Effect.fail(unknownTool(tool, again.catalog))
+                  : invoke(fiber, settled, args)
               })
             : Effect.fail(unknownTool(tool, now.catalog))
         )

@@ -7,11 +7,13 @@
 import type { State } from "@toolvisor/core"
 import * as Arr from "effect/Array"
 import type * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as Inspection from "./Inspection.ts"
 import * as StatusJson from "./StatusJson.ts"
 import type * as ToolsetRegistry from "./ToolsetRegistry.ts"
 
@@ -42,6 +44,8 @@ export const event = (id: number, kind: Event["event"], data: unknown): Event =>
 export interface Options {
   /** The agent whose catalog changes are announced; the registry's default when omitted. */
   readonly agent?: string
+  /** The config's name (its file's, for the CLI), which a snapshot names for the dashboard's header. */
+  readonly config?: string
   /** Events kept for clients that reconnect with `Last-Event-ID`. */
   readonly history?: number
   /** Events a subscriber may have unread before it is cut off. */
@@ -66,13 +70,26 @@ const hour = 3_600_000
 /** A flapping server changes state often: its last hour is kept to this many changes. */
 const timelineLimit = 500
 
+/** An error kept in a timeline is cut to this length: a crash message quotes a server's stderr. */
+const errorLimit = 1_000
+
+/** One state a toolset entered, with the error it entered it with. */
+interface TimelineEntry {
+  readonly state: State.State
+  readonly at: number
+  readonly error: State.StatusSnapshot["lastError"]
+  /** The state it left, when a transition said so (a missed one would make the previous entry lie). */
+  readonly from: State.State | undefined
+}
+
+const bounded = (error: TimelineEntry["error"]) =>
+  error === undefined || error.message.length <= errorLimit
+    ? error
+    : { ...error, message: `${error.message.slice(0, errorLimit)}…` }
+
 /** The data of a `snapshot` event: the same DTO as `GET /status` (the feed adds the timelines). */
 export const snapshotData = (registry: ToolsetRegistry.Registry) =>
-  Effect.gen(function* () {
-    const board = yield* registry.snapshot
-    const exposed = yield* StatusJson.exposed(registry)
-    return { toolsets: board.map((s) => StatusJson.make(s, exposed)) }
-  })
+  Effect.map(registry.snapshot, (board) => ({ toolsets: board.map((s) => StatusJson.make(s)) }))
 
 /** Starts reading the registry in the current scope; closing it ends every subscriber. */
 export const make = (
@@ -87,24 +104,54 @@ export const make = (
     const history: Array<Event> = []
     const subscribers = new Set<Queue.Queue<Event, Cause.Done>>()
     let lastId = 0
-    /** Each toolset's states over the last hour, oldest first: a page opened now draws the whole hour. */
-    const timelines = new Map<string, Array<{ readonly state: State.State; readonly at: number }>>()
-    const remember = (toolset: string, state: State.State, at: number) => {
+    const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+    /**
+     * Each toolset's states over the last hour, oldest first, with the errors that caused them: a
+     * page opened now draws the whole hour and lists its recent history.
+     */
+    const timelines = new Map<string, Array<TimelineEntry>>()
+    const remember = (toolset: string, { state, since: at, lastError }: State.StatusSnapshot, from?: State.State) => {
       const timeline = timelines.get(toolset) ?? []
-      if (timeline.at(-1)?.state !== state) timeline.push({ state, at })
+      if (timeline.at(-1)?.state !== state) timeline.push({ state, at, error: bounded(lastError), from })
       // The entry in force an hour ago stays: it says how the hour began.
       while (timeline.length > 1 && (timeline[1]?.at ?? at) < at - hour) timeline.shift()
       if (timeline.length > timelineLimit) timeline.splice(0, timeline.length - timelineLimit)
       timelines.set(toolset, timeline)
     }
-    for (const s of yield* registry.snapshot) remember(s.name, s.state, s.since)
+    for (const s of yield* registry.snapshot) remember(s.name, s)
     const timelinesNow = () =>
       Object.fromEntries(
         Array.from(timelines, ([toolset, timeline]) => [
           toolset,
-          timeline.map((entry) => ({ state: entry.state, at: new Date(entry.at).toISOString() }))
+          timeline.map((entry) => ({
+            state: entry.state,
+            at: new Date(entry.at).toISOString(),
+            ...(entry.from === undefined ? {} : { from: entry.from }),
+            ...(entry.error === undefined ? {} : { error: entry.error })
+          }))
         ])
       )
+    /** Each toolset's policy, for the restart budget a dashboard shows beside its state. */
+    const policiesOf = (toolsets: ReadonlyArray<{ readonly toolset: string }>) =>
+      Effect.map(
+        Effect.forEach(toolsets, ({ toolset }) =>
+          Effect.option(Effect.map(registry.inspect(toolset), (i) => [toolset, Inspection.json(i).policy] as const))
+        ),
+        (found) => Object.fromEntries(found.flatMap((o) => (o._tag === "Some" ? [o.value] : [])))
+      )
+    /** What a subscriber that cannot resume starts from: every toolset now, and the last hour of each. */
+    const snapshotEvent = (at: number) =>
+      Effect.gen(function* () {
+        const data = yield* snapshotData(registry)
+        return event(at, "snapshot", {
+          ...data,
+          agent: options.agent ?? registry.agent,
+          config: options.config ?? null,
+          startedAt,
+          policies: yield* policiesOf(data.toolsets),
+          timelines: timelinesNow()
+        })
+      })
 
     const cutOff = (queue: Queue.Queue<Event, Cause.Done>) => {
       subscribers.delete(queue)
@@ -139,13 +186,11 @@ export const make = (
       })
 
     const transitions = registry.events.pipe(
-      Stream.mapArrayEffect((events) =>
-        Effect.map(StatusJson.exposed(registry), (exposed) =>
-          Arr.map(events, (e) => {
-            remember(e.toolset, e.snapshot.state, e.snapshot.since)
-            return { event: "transition" as const, data: { ...StatusJson.make(e.snapshot, exposed), from: e.from } }
-          })
-        )
+      Stream.mapArray((events) =>
+        Arr.map(events, (e) => {
+          remember(e.toolset, e.snapshot, e.from)
+          return { event: "transition" as const, data: { ...StatusJson.make(e.snapshot), from: e.from } }
+        })
       )
     )
     const catalogs = registry.catalogChanges(options.agent).pipe(
@@ -200,13 +245,7 @@ export const make = (
       Stream.unwrap(
         Effect.map(attach(lastEventId), ({ queue, missed, at, resumes }) => {
           // A snapshot is numbered as the last event it already includes, so resuming from it is exact.
-          const head = resumes
-            ? Stream.fromIterable(missed)
-            : Stream.fromEffect(
-                Effect.map(snapshotData(registry), (data) =>
-                  event(at, "snapshot", { ...data, timelines: timelinesNow() })
-                )
-              )
+          const head = resumes ? Stream.fromIterable(missed) : Stream.fromEffect(snapshotEvent(at))
           return Stream.concat(head, Stream.fromQueue(queue))
         })
       )

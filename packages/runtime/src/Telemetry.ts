@@ -18,6 +18,15 @@ export const state = Metric.gauge("toolvisor_toolset_state", {
   description: "0 Stopped, 1 Starting, 2 Ready, 3 Degraded, 4 Restarting, 5 Failed"
 })
 
+/** The tools each toolset offers the agent, after its `tools:` filter (`Catalog.offeredCount`). */
+export const tools = Metric.gauge("toolvisor_toolset_tools", {
+  description: "Tools the toolset offers the agent, after its tools: filter"
+})
+
+/** Records the tool count of one toolset, as its status snapshot shows it. */
+export const toolCount = (toolset: string, count: number) =>
+  Metric.update(Metric.withAttributes(tools, { toolset }), count)
+
 /** Tool call latency in milliseconds. */
 export const callLatency = Metric.histogram("toolvisor_tool_call_duration_ms", {
   description: "Tool call latency",
@@ -53,9 +62,10 @@ export const transition = (toolset: string, to: State.State) =>
  * a metric on every call costs a new series key per call.
  */
 export interface CallRecorder {
-  /** Records one call's latency and, when it failed, its error tag. */
-  readonly record: (millis: number, failure: string | undefined) => Effect.Effect<void>
-  /** The same, outside the runtime, into the metrics of `context`. */
+  /**
+   * Records one call's latency and, when it failed, its error tag, into the metrics of `context`
+   * (the calling fiber's, or the registry's for calls made outside the runtime).
+   */
   readonly recordUnsafe: (millis: number, failure: string | undefined, context: Context.Context<never>) => void
 }
 
@@ -70,16 +80,10 @@ export const callRecorder = (toolset: string): CallRecorder => {
     }
     return counter
   }
-  const recordUnsafe = (millis: number, failure: string | undefined, context: Context.Context<never>) => {
-    latency.updateUnsafe(millis, context)
-    if (failure !== undefined) failuresTagged(failure).updateUnsafe(1, context)
-  }
   return {
-    record: (millis, failure) =>
-      Effect.withFiber((fiber) => {
-        recordUnsafe(millis, failure, fiber.context)
-        return Effect.void
-      }),
-    recordUnsafe
+    recordUnsafe: (millis, failure, context) => {
+      latency.updateUnsafe(millis, context)
+      if (failure !== undefined) failuresTagged(failure).updateUnsafe(1, context)
+    }
   }
 }

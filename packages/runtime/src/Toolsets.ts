@@ -1,13 +1,15 @@
 /**
  * Turns a resolved config entry into a running toolset: MCP entries become `McpToolset`s, LSP
- * entries `LspToolset`s. The only place the runtime knows which transport packages exist.
+ * entries `LspToolset`s. The only place the runtime knows which transport packages exist, and
+ * where each toolset gets its `Redactor`: whatever it lets out is masked (see `Secrets`).
  */
 import type { AgentConfig } from "@toolvisor/config"
-import type { Toolset } from "@toolvisor/core"
+import { type Policy, Redaction, ServerProcess, type Toolset } from "@toolvisor/core"
 import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
-import { McpSpec, McpToolset } from "@toolvisor/mcp"
+import { McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as Secrets from "./Secrets.ts"
 
 export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
   switch (transport._tag) {
@@ -16,43 +18,93 @@ export const mcpSpec = (transport: AgentConfig.Transport): McpSpec.McpSpec => {
         command: transport.command,
         args: transport.args,
         env: transport.env,
-        ...(transport.cwd === undefined ? {} : { cwd: transport.cwd })
+        ...(transport.cwd === undefined ? {} : { cwd: transport.cwd }),
+        ...(transport.envFile === undefined ? {} : { envFile: transport.envFile })
       })
     case "http":
     case "sse": {
       const fields = {
         url: transport.url,
         headers: transport.headers,
-        ...(transport.oauth === undefined ? {} : { oauth: new McpSpec.OAuth(transport.oauth) })
+        ...(transport.oauth === undefined ? {} : { oauth: new McpSpec.OAuth(transport.oauth) }),
+        ...(transport.headersHelper === undefined ? {} : { headersHelper: transport.headersHelper })
       }
       return transport._tag === "http" ? McpSpec.Http.make(fields) : McpSpec.Sse.make(fields)
     }
   }
 }
 
+/**
+ * The policy a toolset of this entry runs on: the config's, with what its transport adds (a remote
+ * MCP server reconnects after a clean close and is probed; a language server is probed).
+ */
+export const policyOf = (config: Pick<AgentConfig.ToolsetConfig, "type" | "transport" | "policy">): Policy.Policy =>
+  config.type === "mcp"
+    ? McpToolset.effectivePolicy(mcpSpec(config.transport), config.policy)
+    : LspToolset.effectivePolicy(config.policy)
+
+/** The kind a config entry's toolset shows in status: `lsp`, `mcp-stdio`, `mcp-http`, `mcp-sse`. */
+export const kind = (config: Pick<AgentConfig.ToolsetConfig, "type" | "transport">): string =>
+  config.type === "lsp" ? "lsp" : `mcp-${config.transport._tag}`
+
 /** A built toolset; LSP ones are also kept as such, so several can be put behind one router. */
 export interface Built {
   readonly toolset: Toolset.Toolset
   readonly lsp: LspRouter.Backend | undefined
+  /** Set for MCP toolsets run here: their prompts, resources, completions and log messages. */
+  readonly mcp?: McpSurfaces.Surfaces | undefined
 }
 
 /** The fields of a config entry that building its toolset reads. */
-export type Buildable = Pick<AgentConfig.ToolsetConfig, "name" | "type" | "transport" | "fileTypes" | "policy">
+export type Buildable = Pick<
+  AgentConfig.ToolsetConfig,
+  "name" | "type" | "transport" | "fileTypes" | "allowOutsideWorkspace" | "policy" | "secrets"
+>
 
-/** Builds the toolset of one config entry in the current scope (closing it stops the toolset). */
-export const make = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
+/**
+ * Builds the toolset of one config entry in the current scope (closing it stops the toolset),
+ * masked by `redactor` with the entry's secrets added. A registry passes one redactor to all its
+ * toolsets, so a secret of one entry is masked in whatever any server echoes (a server's `get-env`
+ * shows the variables another entry's headers use). The redactor is the toolset's
+ * `Redaction.Current` while it runs, so secrets met at connect time (an OAuth token) join it.
+ * A toolset with a local server keeps the stderr tail of its latest process (`Toolset.stderr`).
+ */
+export const make = (
+  config: Buildable,
+  redactor: Redaction.Redactor = Redaction.make()
+): Effect.Effect<Built, never, Scope.Scope> => {
+  redactor.add(config.secrets)
+  let latest: () => ReadonlyArray<string> = () => []
+  const stderr = config.transport._tag === "stdio" ? { stderr: Effect.sync(() => latest()) } : {}
+  const built = transportOf(config).pipe(
+    Effect.provideService(Redaction.Current, redactor),
+    Effect.provideService(ServerProcess.StderrWatch, (tail) => {
+      latest = tail
+    })
+  )
+  return Effect.map(built, ({ toolset, lsp, mcp }) => {
+    if (lsp === undefined) {
+      return {
+        toolset: Secrets.guard({ ...toolset, ...stderr }, redactor),
+        lsp,
+        mcp: mcp && Secrets.surfaces(mcp, redactor)
+      }
+    }
+    const masked = Secrets.guard({ ...lsp, ...stderr }, redactor)
+    return { toolset: masked, lsp: masked }
+  })
+}
+
+const transportOf = (config: Buildable): Effect.Effect<Built, never, Scope.Scope> => {
   if (config.type === "mcp") {
     return Effect.map(
       McpToolset.make({ name: config.name, spec: mcpSpec(config.transport), policy: config.policy }),
-      (toolset) => ({ toolset, lsp: undefined })
+      (toolset) => ({ toolset, lsp: undefined, mcp: toolset })
     )
   }
   return Effect.map(
     LspToolset.make({ name: config.name, spec: lspSpec(config), policy: config.policy }),
-    (toolset) => ({
-      toolset,
-      lsp: toolset
-    })
+    (toolset) => ({ toolset, lsp: toolset })
   )
 }
 
@@ -65,6 +117,7 @@ export const lspSpec = (config: Buildable): LspSpec.LspSpec => {
     args: stdio.args,
     env: stdio.env,
     cwd: stdio.cwd ?? process.cwd(),
-    fileTypes: config.fileTypes
+    fileTypes: config.fileTypes,
+    ...(config.allowOutsideWorkspace === undefined ? {} : { allowOutsideWorkspace: config.allowOutsideWorkspace })
   })
 }

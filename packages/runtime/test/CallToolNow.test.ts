@@ -6,11 +6,15 @@
  * interrupted; and whenever the call would have to wait, or a tracer wants its span, it is left
  * to `callTool`.
  */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
+import * as Schedule from "effect/Schedule"
 import * as Tracer from "effect/Tracer"
 import * as Telemetry from "../src/Telemetry.ts"
 import type * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
@@ -60,12 +64,20 @@ describe("callToolNow", () => {
 
   it.live("a non-idempotent call in flight at a SIGKILL fails with the crash, recorded once", () =>
     Effect.gen(function* () {
-      const { registry, close } = yield* open(config([fixtureEntry("cn")]))
+      // The fixture writes each call it receives to a file: the kill comes once the call is in
+      // flight, not before it was written (a call that never reached the server may be resent).
+      const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
+      const arrived = (tool: string) =>
+        Effect.sync(
+          () => NodeFs.existsSync(calls) && NodeFs.readFileSync(calls, "utf8").split("\n").includes(tool)
+        ).pipe(Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") }))
+      const { registry, close } = yield* open(config([fixtureEntry("cn", { env: { FIXTURE_CALLS_FILE: calls } })]))
       yield* registry.start
       yield* registry.catalog()
       const pid = yield* pidOf(registry, "cn")
       const pending = registry.callToolNow("sleep", { ms: 10_000 })
       assert.isDefined(pending)
+      yield* arrived("sleep")
       process.kill(pid, "SIGKILL")
       const error = errorOf(yield* Effect.promise(() => pending ?? Promise.reject()))
       assert.strictEqual(error._tag, "ServerCrashed")

@@ -52,6 +52,14 @@ describe("Catalog", () => {
     )
   })
 
+  it("an allow-list entry names a tool by the server's own name as well as by the exposed one", () => {
+    const catalog = Catalog.make([ready("fs", ["read", "write", "list"], { prefix: "fs", allow: ["read", "fs_list"] })])
+    assert.deepStrictEqual(
+      catalog.tools.map((t) => t.name),
+      ["fs_read", "fs_list"]
+    )
+  })
+
   it("never offers a denied name (a host's disabled-tools list), with or without an allow-list", () => {
     const denied = { ...ready("fs", ["read", "write", "delete"], { prefix: "fs" }), deny: ["fs_delete"] }
     assert.deepStrictEqual(
@@ -84,6 +92,19 @@ describe("Catalog", () => {
       ["a:search", "b:other"]
     )
     assert.deepStrictEqual(catalog.shadowed, [{ name: "search", toolset: "b", shadowedBy: "a" }])
+  })
+
+  it("collisions group the hidden tools by the two toolsets, in order", () => {
+    const catalog = Catalog.make([
+      ready("a", ["echo", "sum"]),
+      ready("b", ["echo", "sum", "own"]),
+      ready("c", ["echo"])
+    ])
+    assert.deepStrictEqual(Catalog.collisions(catalog), [
+      { toolset: "b", hiddenBy: "a", names: ["echo", "sum"] },
+      { toolset: "c", hiddenBy: "a", names: ["echo"] }
+    ])
+    assert.deepStrictEqual(Catalog.collisions(Catalog.make([ready("a", ["echo"]), ready("b", ["own"])])), [])
   })
 
   it("near names: a prefixed variant, a typo, nothing for an unrelated name", () => {

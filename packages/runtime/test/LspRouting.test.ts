@@ -4,6 +4,7 @@ import type { AgentConfig } from "@toolvisor/config"
 import { Policy, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import { project } from "../../lsp/test/helpers.ts"
+import * as Toolsets from "../src/Toolsets.ts"
 import { config, open } from "./helpers.ts"
 
 const bin = (name: string) => NodePath.resolve(import.meta.dirname, "../../../node_modules/.bin", name)
@@ -59,4 +60,13 @@ describe("several language servers in one agent", () => {
       for (const pid of pids) assert.isFalse(ServerProcess.groupAlive(pid))
     })
   )
+
+  it("an entry's allow_outside_workspace reaches the language server's spec", () => {
+    const entry = lspEntry("typescript-language-server", "/w", [".ts"])
+    assert.isUndefined(Toolsets.lspSpec(entry).allowOutsideWorkspace)
+    assert.deepStrictEqual(Toolsets.lspSpec({ ...entry, allowOutsideWorkspace: ["/shared"] }).allowOutsideWorkspace, [
+      "/shared"
+    ])
+    assert.isTrue(Toolsets.lspSpec({ ...entry, allowOutsideWorkspace: true }).allowOutsideWorkspace)
+  })
 })

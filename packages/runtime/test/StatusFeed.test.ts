@@ -4,8 +4,9 @@
  * heartbeat, and the Host/token checks — no processes, so thousands of events cost nothing.
  */
 
+import * as NodeCrypto from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
-import type { State } from "@toolvisor/core"
+import { Policy, type State } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as HttpRouter from "effect/http/HttpRouter"
@@ -13,6 +14,7 @@ import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
+import * as HttpGate from "../src/HttpGate.ts"
 import * as StatusFeed from "../src/StatusFeed.ts"
 import * as StatusHttp from "../src/StatusHttp.ts"
 import * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
@@ -42,6 +44,7 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
   catalogChanges: () => Stream.empty,
   callTool: () => unused,
   callToolNow: () => undefined,
+  searchTools: () => unused,
   startToolset: () => Effect.void,
   stopToolset: () => Effect.void,
   restartToolset: (name) =>
@@ -50,8 +53,26 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
       : Effect.fail(
           new ToolsetRegistry.UnknownToolset({ toolset: name, message: `no toolset ${name}`, known: ["fx"] })
         ),
+  inspect: (name) =>
+    name === "fx"
+      ? Effect.succeed({
+          toolset: "fx",
+          policy: Policy.defaults,
+          tools: { complete: true, names: ["echo"] },
+          stderr: ["listening"]
+        })
+      : Effect.fail(
+          new ToolsetRegistry.UnknownToolset({ toolset: name, message: `no toolset ${name}`, known: ["fx"] })
+        ),
   reprobe: unused,
-  reload: () => unused
+  reload: () => unused,
+  prompts: () => unused,
+  getPrompt: () => unused,
+  resources: () => unused,
+  readResource: () => unused,
+  subscribe: () => Stream.empty,
+  complete: () => unused,
+  logs: Stream.empty
 })
 
 const transition = (i: number): ToolsetRegistry.ToolsetEvent => ({
@@ -68,9 +89,12 @@ const setup = (options: StatusFeed.Options = {}) =>
     const feed = yield* StatusFeed.make(registry, options)
     // The feed subscribes in a fiber of its own: publish only once it listens.
     yield* Effect.yieldNow
-    const publish = (from: number, n: number) =>
+    const publish = (from: number, n: number, extra: Partial<State.StatusSnapshot> = {}) =>
       Effect.forEach(
-        Array.from({ length: n }, (_, i) => transition(from + i)),
+        Array.from({ length: n }, (_, i) => {
+          const t = transition(from + i)
+          return { ...t, snapshot: { ...t.snapshot, ...extra } }
+        }),
         (e) => PubSub.publish(events, e),
         {
           discard: true
@@ -168,14 +192,56 @@ describe("StatusFeed", () => {
       assert.strictEqual(data.timelines.fx[4].at, new Date(3).toISOString())
     }).pipe(Effect.scoped)
   )
+
+  it.effect("a snapshot names the config, the agent, when the feed began and each toolset's policy", () =>
+    Effect.gen(function* () {
+      const { feed } = yield* setup({ config: "agent.yaml" })
+      const [first] = yield* feed.subscribe().pipe(Stream.take(1), Stream.runCollect)
+      const data = JSON.parse(first?.data ?? "{}")
+      assert.strictEqual(data.config, "agent.yaml")
+      assert.strictEqual(data.agent, "root")
+      assert.strictEqual(data.startedAt, new Date(0).toISOString())
+      assert.deepInclude(data.policies.fx, { restart: "on_failure", maxRestarts: 5 })
+      assert.strictEqual(data.policies.fx.backoff.resetAfterMs, 30_000)
+      assert.strictEqual(data.toolsets[0].attempt, 0)
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("a timeline keeps the state each was entered from and the error it was entered with, cut short", () =>
+    Effect.gen(function* () {
+      const { feed, publish, numbered } = yield* setup()
+      const crash = { tag: "ServerCrashed", message: `fx: server exited unexpectedly (code 3); ${"x".repeat(5_000)}` }
+      yield* publish(0, 1, { lastError: crash })
+      yield* publish(1, 1)
+      yield* numbered(2)
+      const [first] = yield* feed.subscribe().pipe(Stream.take(1), Stream.runCollect)
+      const entries = JSON.parse(first?.data ?? "{}").timelines.fx
+      assert.deepStrictEqual(
+        entries.map(
+          (e: { readonly state: string; readonly from?: string; readonly error?: { readonly tag: string } }) => [
+            e.from,
+            e.state,
+            e.error?.tag
+          ]
+        ),
+        [
+          [undefined, "Ready", undefined],
+          ["Ready", "Restarting", "ServerCrashed"],
+          ["Restarting", "Ready", undefined]
+        ]
+      )
+      assert.isBelow(entries[1].error.message.length, 1_100)
+      assert.isTrue(entries[1].error.message.startsWith("fx: server exited unexpectedly (code 3)"))
+    }).pipe(Effect.scoped)
+  )
 })
 
 describe("StatusHttp", () => {
-  const handler = (options: Partial<StatusHttp.Options> = {}) =>
+  const handler = (gate: HttpGate.Options = { host: "127.0.0.1" }) =>
     Effect.gen(function* () {
       const events = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
-      const app = StatusHttp.layer({ host: "127.0.0.1", heartbeat: "50 millis", ...options }).pipe(
-        Layer.provide(Layer.succeed(ToolsetRegistry.ToolsetRegistry)(fakeRegistry(events)))
+      const app = StatusHttp.layer({ heartbeat: "50 millis" }).pipe(
+        Layer.provide([Layer.succeed(ToolsetRegistry.ToolsetRegistry)(fakeRegistry(events)), HttpGate.layer(gate)])
       )
       const web = HttpRouter.toWebHandler(app, { disableLogger: true })
       yield* Effect.addFinalizer(() => Effect.promise(() => web.dispose()))
@@ -214,19 +280,64 @@ describe("StatusHttp", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.effect("a token guards control routes, and reads too off loopback; 404 for an unknown toolset", () =>
+  it.effect(
+    "a token guards every route but the probes and the page, on loopback or off; 404 for an unknown toolset",
+    () =>
+      Effect.gen(function* () {
+        const local = yield* handler({ host: "127.0.0.1", token: "tok-123" })
+        assert.strictEqual((yield* local("/status")).status, 401)
+        assert.strictEqual((yield* local("/status", { headers: { authorization: "Bearer tok-123" } })).status, 200)
+        assert.strictEqual((yield* local("/healthz")).status, 200)
+        assert.strictEqual((yield* local("/")).status, 200)
+        assert.strictEqual((yield* local("/toolsets/fx/restart", { method: "POST" })).status, 401)
+        const authorized = { method: "POST", headers: { authorization: "Bearer tok-123" } }
+        assert.strictEqual((yield* local("/toolsets/fx/restart", authorized)).status, 200)
+        assert.strictEqual((yield* local("/toolsets/nope/restart", authorized)).status, 404)
+        assert.strictEqual((yield* local("/toolsets/fx/explode", authorized)).status, 404)
+        assert.strictEqual((yield* local("/stats")).status, 401)
+        assert.strictEqual((yield* local("/toolsets/fx")).status, 401)
+        assert.strictEqual((yield* local("/favicon.svg")).status, 200)
+        const exposed = yield* handler({ host: "0.0.0.0", token: "tok-123" })
+        assert.strictEqual((yield* exposed("/status")).status, 401)
+        assert.strictEqual((yield* exposed("/status", { headers: { authorization: "Bearer tok-123" } })).status, 200)
+        assert.strictEqual((yield* exposed("/healthz")).status, 200)
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect("one toolset's details: its policy, offered tools and stderr, as JSON; 404 for an unknown one", () =>
     Effect.gen(function* () {
-      const local = yield* handler({ token: "tok-123" })
-      assert.strictEqual((yield* local("/status")).status, 200)
-      assert.strictEqual((yield* local("/toolsets/fx/restart", { method: "POST" })).status, 401)
-      const authorized = { method: "POST", headers: { authorization: "Bearer tok-123" } }
-      assert.strictEqual((yield* local("/toolsets/fx/restart", authorized)).status, 200)
-      assert.strictEqual((yield* local("/toolsets/nope/restart", authorized)).status, 404)
-      assert.strictEqual((yield* local("/toolsets/fx/explode", authorized)).status, 404)
-      const exposed = yield* handler({ host: "0.0.0.0", token: "tok-123" })
-      assert.strictEqual((yield* exposed("/status")).status, 401)
-      assert.strictEqual((yield* exposed("/status", { headers: { authorization: "Bearer tok-123" } })).status, 200)
-      assert.strictEqual((yield* exposed("/healthz")).status, 200)
+      const request = yield* handler()
+      const response = yield* request("/toolsets/fx")
+      assert.strictEqual(response.status, 200)
+      const body = JSON.parse(yield* Effect.promise(() => response.text()))
+      assert.deepStrictEqual(body.tools, { complete: true, names: ["echo"] })
+      assert.deepStrictEqual(body.stderr, ["listening"])
+      assert.strictEqual(body.policy.callTimeoutMs, 60_000)
+      assert.isNull(body.policy.health)
+      assert.strictEqual((yield* request("/toolsets/nope")).status, 404)
+      const stats = yield* request("/stats")
+      assert.deepStrictEqual(yield* Effect.promise(() => stats.json()), { bucketMillis: 60_000, toolsets: {} })
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("the page's policy allows exactly the inline script and style it serves, by their hashes", () =>
+    Effect.gen(function* () {
+      const request = yield* handler()
+      const response = yield* request("/")
+      const html = yield* Effect.promise(() => response.text())
+      const policy = response.headers.get("content-security-policy") ?? ""
+      const inline = (tag: string) => {
+        const found = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(html)?.[1]
+        return found === undefined ? assert.fail(`no inline ${tag}`) : found
+      }
+      const hash = (text: string) => `'sha256-${NodeCrypto.createHash("sha256").update(text).digest("base64")}'`
+      assert.include(policy, `script-src ${hash(inline("script"))};`)
+      assert.include(policy, `style-src ${hash(inline("style"))};`)
+      assert.notInclude(policy, "unsafe-inline")
+      assert.strictEqual(html.match(/<script>/g)?.length, 1)
+      const icon = yield* request("/favicon.svg")
+      assert.strictEqual(icon.headers.get("content-type"), "image/svg+xml")
+      assert.include(yield* Effect.promise(() => icon.text()), "<svg")
     }).pipe(Effect.scoped)
   )
 })

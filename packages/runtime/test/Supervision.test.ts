@@ -9,6 +9,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
@@ -103,6 +104,7 @@ describe("calls through restarts", () => {
 describe("stop means stop", () => {
   it.live("stop during first-start retries: the server becoming available does not bring it back", () =>
     Effect.gen(function* () {
+      const backoffMs = 100
       const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-stop-"))
       const binary = NodePath.join(dir, "server")
       const starts = NodePath.join(dir, "starts")
@@ -111,7 +113,7 @@ describe("stop means stop", () => {
           fixtureEntry("late", {
             command: binary,
             env: { FIXTURE_STARTS_FILE: starts },
-            lifecycle: { backoff: { initial: "100ms", max: "100ms" }, max_restarts: -1 }
+            lifecycle: { backoff: { initial: `${backoffMs}ms`, max: `${backoffMs}ms` }, max_restarts: -1 }
           })
         ])
       )
@@ -119,8 +121,9 @@ describe("stop means stop", () => {
       yield* untilBoard(registry, (b) => b.some((s) => s.name === "late" && s.state === "Restarting"))
       yield* registry.stopToolset("late")
       NodeFs.writeFileSync(binary, `#!/bin/sh\nexec "${process.execPath}" "${fixtureServer}"\n`, { mode: 0o755 })
-      // Ten backoff periods: a retry left running would have started the server by now.
-      yield* Effect.sleep("1 second")
+      // Nothing signals a retry that never comes, so this waits on the wall clock: ten backoff
+      // periods, by which a retry left running would have started the server.
+      yield* Effect.sleep(Duration.millis(10 * backoffMs))
       assert.strictEqual((yield* statusOf(registry, "late"))?.state, "Stopped")
       assert.isFalse(NodeFs.existsSync(starts))
       yield* registry.startToolset("late")

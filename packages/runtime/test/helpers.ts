@@ -10,6 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as ToolCatalogs from "../../../test/support/ToolCatalogs.ts"
 import * as LocalRegistry from "../src/LocalRegistry.ts"
 import type * as ToolsetRegistry from "../src/ToolsetRegistry.ts"
 
@@ -53,6 +54,26 @@ export const fixtureEntry = (name: string, options: EntryOptions = {}): AgentCon
     lazy: options.lazy ?? false,
     secrets: options.secrets ?? [],
     path: `agents.root.toolsets.${name}`
+  }
+}
+
+const replayServer = NodePath.join(ToolCatalogs.dir, "replay-server.mjs")
+
+/**
+ * A toolset that replays the recorded tools of real servers (`<server>_<tool>`, exposed under the
+ * prefix `name`): real definitions at the cost of one light process.
+ */
+export const replay = (
+  name: string,
+  servers: ReadonlyArray<ToolCatalogs.Server>,
+  options: EntryOptions = {}
+): AgentConfig.ToolsetConfig => {
+  const base = fixtureEntry(name, { prefix: name, ...options })
+  const args = [replayServer, ...servers]
+  return {
+    ...base,
+    signature: JSON.stringify([base.signature, args]),
+    transport: { _tag: "stdio", command: process.execPath, args, env: {}, cwd: undefined }
   }
 }
 

@@ -25,8 +25,8 @@ import type { Opened } from "../ToolsetEntity.ts"
 
 export interface Hosted {
   readonly spec: Opened
+  /** Masked by its secrets (see `Toolsets.make`): what the entity answers is already redacted. */
   readonly toolset: Toolset.Toolset
-  readonly mask: (text: string) => string
 }
 
 /**
@@ -213,7 +213,7 @@ export const make = (options: Options) => {
       yield* admit(h, named.tool, guarded)
       const now = yield* h.toolset.state
       if (!State.isUsable(now.state)) {
-        const why = now.lastError === undefined ? "" : `: ${h.mask(now.lastError.message)}`
+        const why = now.lastError === undefined ? "" : `: ${now.lastError.message}`
         return yield* LifecycleError.notStarted(h.spec.name, `is ${now.state} on runner ${runner}${why}`)
       }
       if (guarded) yield* record(h, named)

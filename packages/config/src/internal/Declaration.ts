@@ -4,17 +4,23 @@
  * identities shared, display names made unique, policies computed.
  */
 import * as NodePath from "node:path"
-import { HttpUrl, Policy } from "@toolvisor/core"
+import { HttpUrl, Policy, Redaction } from "@toolvisor/core"
 import type * as AgentConfig from "../AgentConfig.ts"
 import type * as ConfigError from "../ConfigError.ts"
+import * as Interpolation from "../Interpolation.ts"
 import * as ToolsetDiff from "../ToolsetDiff.ts"
 
 export interface Context {
   readonly source: string
-  /** Relative `working_dir` / `cwd` are resolved against it: the config file's directory. */
+  /**
+   * The config's folder: relative paths in it are resolved against it, and a stdio server with
+   * no `cwd` runs there (`folderOf` in `ConfigLoader.ts`).
+   */
   readonly baseDir: string
   /** The environment values expanded into each entry, by the entry's path. */
   readonly secrets: ReadonlyMap<string, ReadonlyArray<string>>
+  /** What each entry needs that the environment lacks, by the entry's path. */
+  readonly unresolved: ReadonlyMap<string, ReadonlyArray<AgentConfig.Unresolved>>
 }
 
 export interface Resolution {
@@ -33,13 +39,12 @@ export interface Declaration extends ToolsetDiff.Signed {
   readonly named: boolean
   /** The `mcps` definition it came from, if any. */
   readonly sourcePath: string
-  readonly headersHelper?: string | undefined
-  readonly envFile?: string | undefined
   readonly secrets: ReadonlyArray<string>
+  readonly unresolved: ReadonlyArray<AgentConfig.Unresolved>
 }
 
 export type Outcome =
-  | { readonly _tag: "Declared"; readonly declaration: Declaration }
+  | { readonly _tag: "Declared"; readonly declaration: Declaration; readonly offer?: AgentConfig.Offer | undefined }
   | { readonly _tag: "Skipped"; readonly skipped: AgentConfig.Skipped }
   | { readonly _tag: "Invalid"; readonly issues: ReadonlyArray<ConfigError.Issue> }
 
@@ -54,22 +59,41 @@ export interface Source {
   readonly sse: boolean
 }
 
+/**
+ * A command that names a file (`./bin/server`, `scripts/run.sh`) rather than a program to look
+ * up on PATH (`npx`, `node`): it is found where the server runs, as a shell would find it there.
+ */
+const isPath = (command: string): boolean => command.includes("/") || command.includes(NodePath.sep)
+
+/**
+ * A stdio server runs in its `cwd` / `working_dir`, relative to the config's folder, which is
+ * also where it runs when the entry names none: a host that starts `serve /abs/agent.yaml` from
+ * a folder of its own gets the servers of that file, not whatever its folder holds. A command
+ * that is a path is made absolute there; `args` are passed as written, and a relative one is
+ * the server's to read against the folder it runs in, as every host and shell has it.
+ */
 const transportOf = (
   source: Source,
   context: Context,
-  urlPath: string
+  urlPath: string,
+  resolved: boolean
 ): AgentConfig.Transport | ReadonlyArray<ConfigError.Issue> => {
   if (source.command !== undefined) {
+    // A path that still holds an unset variable is shown as written: it will not run.
+    const within = (folder: string, path: string) =>
+      !resolved && Interpolation.hasReference(path) ? path : NodePath.resolve(folder, path)
+    const cwd = within(context.baseDir, source.cwd ?? ".")
     return {
       _tag: "stdio",
-      command: source.command,
+      command: isPath(source.command) ? within(cwd, source.command) : source.command,
       args: source.args ?? [],
       env: source.env ?? {},
-      cwd: source.cwd === undefined ? undefined : NodePath.resolve(context.baseDir, source.cwd)
+      cwd
     }
   }
   const url = source.url ?? ""
-  if (!HttpUrl.is(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
+  // A URL that holds a variable the environment lacks cannot be judged; its toolset will not start.
+  if (resolved && !HttpUrl.is(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
   const { authServerMetadataUrl: _, xaa: __, ...oauth } = source.oauth ?? {}
   return {
     _tag: source.sse ? "sse" : "http",
@@ -79,8 +103,25 @@ const transportOf = (
   }
 }
 
+/**
+ * The secrets written into the file itself, which no `${VAR}` announced: keys after secret flags
+ * and in `env`, literal header values, URL credentials and tokens, a configured client secret.
+ */
+const literalSecrets = (transport: AgentConfig.Transport): ReadonlyArray<string> =>
+  transport._tag === "stdio"
+    ? [...Redaction.argSecrets(transport.args), ...Redaction.envSecrets(transport.env)]
+    : [
+        ...Redaction.urlSecrets(transport.url),
+        ...Redaction.headerSecrets(transport.headers),
+        ...(transport.oauth?.clientSecret === undefined ? [] : [transport.oauth.clientSecret])
+      ]
+
 const nameFrom = (transport: AgentConfig.Transport): string =>
-  transport._tag === "stdio" ? NodePath.basename(transport.command) : new URL(transport.url).host
+  transport._tag === "stdio"
+    ? NodePath.basename(transport.command)
+    : HttpUrl.is(transport.url)
+      ? new URL(transport.url).host
+      : transport.url
 
 export interface Declare {
   readonly path: string
@@ -93,26 +134,62 @@ export interface Declare {
   readonly source: Source
   readonly urlPath: string
   readonly fileTypes: ReadonlyArray<string> | undefined
+  /** LSP only: `true`, or extra folders, relative ones against the config file's directory. */
+  readonly allowOutsideWorkspace?: boolean | ReadonlyArray<string> | undefined
   readonly tools: ReadonlyArray<string> | undefined
   /** Tools never exposed (a host's disabled-tools list). */
   readonly deny?: ReadonlyArray<string> | undefined
   readonly lifecycle: Policy.Lifecycle | undefined
   readonly lazy: boolean | undefined
   readonly secrets: ReadonlyArray<string>
+  readonly unresolved: ReadonlyArray<AgentConfig.Unresolved>
 }
 
 /** Some hosts write `tools: ["*"]` for "every tool"; the runtime's filter knows that as no filter. */
 export const allowList = (tools: ReadonlyArray<string> | undefined): ReadonlyArray<string> | undefined =>
   tools === undefined || tools.includes("*") ? undefined : tools
 
+/**
+ * What runs or is read only when the toolset connects: a stdio server's `envFile` (relative to the
+ * config file's folder) and a remote server's `headersHelper` (run in that folder). Loading reads
+ * neither; they are part of the transport, so changing one is a change of the toolset.
+ */
+const withConnectInputs = (
+  transport: AgentConfig.Transport,
+  input: Declare,
+  context: Context
+): AgentConfig.Transport => {
+  if (transport._tag === "stdio") {
+    return input.envFile === undefined
+      ? transport
+      : { ...transport, envFile: NodePath.resolve(context.baseDir, input.envFile) }
+  }
+  return input.headersHelper === undefined
+    ? transport
+    : { ...transport, headersHelper: { command: input.headersHelper, cwd: context.baseDir } }
+}
+
+/** `allow_outside_workspace` as the toolset takes it: `false` is the default, extra roots absolute. */
+const outsideWorkspace = (
+  allowed: Declare["allowOutsideWorkspace"],
+  context: Context
+): Pick<AgentConfig.ToolsetConfig, "allowOutsideWorkspace"> =>
+  allowed === undefined || allowed === false
+    ? {}
+    : {
+        allowOutsideWorkspace: allowed === true ? true : allowed.map((root) => NodePath.resolve(context.baseDir, root))
+      }
+
 export const declare = (input: Declare, context: Context): Outcome => {
-  const transport = transportOf(input.source, context, input.urlPath)
-  if (!("_tag" in transport)) return { _tag: "Invalid", issues: transport }
+  const bare = transportOf(input.source, context, input.urlPath, input.unresolved.length === 0)
+  if (!("_tag" in bare)) return { _tag: "Invalid", issues: bare }
+  const transport = withConnectInputs(bare, input, context)
   const signed: ToolsetDiff.Signed = {
     type: input.type,
     prefix: input.name,
     transport,
     fileTypes: input.fileTypes ?? [],
+    ...outsideWorkspace(input.allowOutsideWorkspace, context),
     tools: allowList(input.tools),
     ...(input.deny === undefined || input.deny.length === 0 ? {} : { deny: input.deny }),
     lifecycle: input.lifecycle ?? {},
@@ -131,15 +208,29 @@ export const declare = (input: Declare, context: Context): Outcome => {
     derivedName: input.name ?? input.ref ?? nameFrom(transport),
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
-    ...(input.headersHelper === undefined ? {} : { headersHelper: input.headersHelper }),
-    ...(input.envFile === undefined ? {} : { envFile: input.envFile }),
-    secrets: [...new Set(input.secrets)]
+    // A reference still in the transport (an unset variable) is text of the file, not a secret.
+    secrets: [
+      ...new Set([
+        ...input.secrets,
+        ...literalSecrets(transport).filter(
+          (value) => input.unresolved.length === 0 || !Interpolation.hasReference(value)
+        )
+      ])
+    ],
+    unresolved: input.unresolved
   }
   return { _tag: "Declared", declaration }
 }
 
+/** The environment values expanded into the entries at these paths (an entry, the `mcps` definition it refs). */
 export const secretsAt = (context: Context, ...paths: ReadonlyArray<string>): ReadonlyArray<string> =>
-  paths.flatMap((path) => context.secrets.get(path) ?? [])
+  [...new Set(paths)].flatMap((path) => context.secrets.get(path) ?? [])
+
+/** What the entries at these paths (an entry, the `mcps` definition it refs) need and the environment lacks. */
+export const unresolvedAt = (
+  context: Context,
+  ...paths: ReadonlyArray<string>
+): ReadonlyArray<AgentConfig.Unresolved> => [...new Set(paths)].flatMap((path) => context.unresolved.get(path) ?? [])
 
 export const skipped = (path: string, type: string, reason: string): Outcome => ({
   _tag: "Skipped",
@@ -155,20 +246,34 @@ const uniqueName = (base: string, used: Set<string>): string => {
 
 export const assemble = (
   source: string,
-  agents: ReadonlyArray<{ readonly name: string; readonly outcomes: ReadonlyArray<Outcome> }>
+  agents: ReadonlyArray<{
+    readonly name: string
+    readonly outcomes: ReadonlyArray<Outcome>
+    readonly deferAbove?: number | undefined
+  }>
 ): Resolution => {
   const issues: Array<ConfigError.Issue> = []
   const skippedEntries: Array<AgentConfig.Skipped> = []
   const byIdentity = new Map<string, AgentConfig.ToolsetConfig>()
   const usedNames = new Set<string>()
   const live: Array<string> = []
-  const specs = agents.map(({ name, outcomes }) => {
+  const specs = agents.map(({ name, outcomes, deferAbove }): AgentConfig.AgentSpec => {
     const identities: Array<string> = []
+    const offers: Record<string, AgentConfig.Offer> = {}
     for (const outcome of outcomes) {
       if (outcome._tag === "Invalid") issues.push(...outcome.issues)
       else if (outcome._tag === "Skipped") skippedEntries.push(outcome.skipped)
       else {
-        const { path, identity: declared, derivedName, named, sourcePath, secrets, ...signed } = outcome.declaration
+        const {
+          path,
+          identity: declared,
+          derivedName,
+          named,
+          sourcePath,
+          secrets,
+          unresolved,
+          ...signed
+        } = outcome.declaration
         live.push(path, sourcePath)
         const signature = ToolsetDiff.signature(signed)
         const taken = byIdentity.get(declared)
@@ -187,6 +292,7 @@ export const assemble = (
             name: uniqueName(derivedName, usedNames),
             policy: Policy.fromLifecycle(signed.lifecycle),
             secrets,
+            ...(unresolved.length === 0 ? {} : { unresolved }),
             path
           })
         } else if (existing.signature !== signature) {
@@ -194,10 +300,18 @@ export const assemble = (
             `toolset ${identity} is also declared at ${other} with a different definition; give one a different name`
           issues.push({ path: existing.path, message: message(path) }, { path, message: message(existing.path) })
         }
-        if (!identities.includes(identity)) identities.push(identity)
+        if (!identities.includes(identity)) {
+          identities.push(identity)
+          if (outcome.offer !== undefined) offers[identity] = outcome.offer
+        }
       }
     }
-    return { name, toolsets: identities }
+    return {
+      name,
+      toolsets: identities,
+      ...(Object.keys(offers).length === 0 ? {} : { offers }),
+      ...(deferAbove === undefined ? {} : { deferAbove })
+    }
   })
   return {
     config: { source, agents: specs, toolsets: [...byIdentity.values()], skipped: skippedEntries },

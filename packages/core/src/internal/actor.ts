@@ -9,6 +9,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
 import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
@@ -35,6 +36,14 @@ const statusOf = (published: Published): State.StatusSnapshot => published.statu
 
 const transitionOf = (published: Published): State.Transition | undefined => published.transition
 
+/** The replies a message carries, or a step owes: what a defect must still answer. */
+const repliesOf = (source: Phase.Message | Phase.Step): ReadonlyArray<Phase.Reply> => {
+  if ("commands" in source) {
+    return source.commands.flatMap((command) => (command._tag === "Settle" ? command.waiters : []))
+  }
+  return source._tag === "Start" || source._tag === "Restart" ? [source.reply] : []
+}
+
 const startMessage = (reply: Phase.Reply): Phase.Message => ({ _tag: "Start", reply })
 const restartMessage = (reply: Phase.Reply): Phase.Message => ({ _tag: "Restart", reply })
 
@@ -43,9 +52,15 @@ export const make = <A>(options: Supervisor.Options<A>): Effect.Effect<Superviso
   Effect.gen(function* () {
     const context = yield* Effect.context<never>()
     const hub = yield* PubSub.unbounded<Published>({ replay: 1 })
-    const actor = new Actor(options, context, hub)
+    // Every fiber the actor starts is in `fibers`, every close also in `closing`: when the scope
+    // closes, the sets interrupt whatever still runs, after the actor's own finalizer.
+    const fibers = yield* FiberSet.make<unknown, unknown>()
+    const closing = yield* FiberSet.make<void>()
+    const fork = yield* FiberSet.runtime(fibers)<never>()
+    const actor = new Actor(options, context, hub, fork, closing)
     // Finalizers run last-in first-out: this one runs before the scope closes anything else, so
-    // it stops the actor, then releases what it held and answers everyone still waiting.
+    // it stops the actor, then releases what it held, awaits the closes and answers everyone
+    // still waiting.
     yield* Effect.addFinalizer(() => actor.close())
     return actor
   })
@@ -77,25 +92,26 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
   private closed = false
   /** Replies and failures of requests in flight, sent once the new snapshot is published. */
   private notices: Array<() => void> = []
-  private readonly withDeadline: <B, E, R>(effect: Effect.Effect<B, E, R>) => Effect.Effect<B, E, R>
-  private readonly bounded: <B, E, R>(
-    effect: Effect.Effect<B, E, R>
-  ) => Effect.Effect<B, E | LifecycleError.CallTimeout, R>
+  /** `call_timeout` in milliseconds: the deadline `use` sets when the caller set none. */
+  private readonly callMillis: number | undefined
 
-  constructor(options: Supervisor.Options<A>, context: Context.Context<never>, hub: PubSub.PubSub<Published>) {
+  constructor(
+    options: Supervisor.Options<A>,
+    context: Context.Context<never>,
+    hub: PubSub.PubSub<Published>,
+    fork: <X>(effect: Effect.Effect<X>) => Fiber.Fiber<X>,
+    closing: FiberSet.FiberSet<void>
+  ) {
     this.hub = hub
     this.name = options.name
     this.kind = options.kind
     this.connector = options.connector
     this.policy = options.policy ?? Policy.defaults
     this.traced = Tracing.isTraced(context)
-    this.fork = Effect.runForkWith(context)
+    this.fork = fork
     this.clock = Context.get(context, Clock.Clock)
-    this.sessions = new Sessions.Sessions(this)
-    this.withDeadline = Deadline.within(
-      this.policy.callTimeout === undefined ? undefined : Duration.toMillis(this.policy.callTimeout)
-    )
-    this.bounded = Deadline.bound(this.name)
+    this.sessions = new Sessions.Sessions(this, closing)
+    this.callMillis = this.policy.callTimeout === undefined ? undefined : Duration.toMillis(this.policy.callTimeout)
     this.status = {
       name: this.name,
       kind: this.kind,
@@ -145,15 +161,24 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     )
   }
 
-  use<B, E, R>(f: (handle: A) => Effect.Effect<B, E, R>): Effect.Effect<B, E | Supervisor.UseError, R> {
-    return this.withDeadline(
-      Effect.suspend(() => {
-        const current = this.usable
-        return current !== undefined
-          ? this.onLive(current, f)
-          : Effect.flatMap(this.bounded(this.awaitUsable()), (ready) => this.onLive(ready, f))
-      })
-    )
+  use<B, E, R>(
+    f: (handle: A, deadline: Deadline.Deadline | undefined) => Effect.Effect<B, E, R>
+  ): Effect.Effect<B, E | Supervisor.UseError, R> {
+    return Effect.withFiber((fiber) => {
+      const given = fiber.getRef(Deadline.Current)
+      const deadline = given ?? (this.callMillis === undefined ? undefined : Deadline.after(this.callMillis))
+      const current = this.usable
+      const run =
+        current !== undefined
+          ? this.onLive(current, f, deadline)
+          : Effect.flatMap(Deadline.boundTo(this.name, deadline, this.awaitUsable()), (ready) =>
+              this.onLive(ready, f, deadline)
+            )
+      // A request that takes the deadline bounds itself by it; the others read it from the context.
+      return given !== undefined || deadline === undefined || f.length >= 2
+        ? run
+        : Effect.provideService(run, Deadline.Current, deadline)
+    })
   }
 
   liveNow(): Sessions.Now<A> | undefined {
@@ -227,19 +252,48 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     })
   }
 
-  /** One message: the transition, its commands, the new snapshot — and only then the replies. */
+  /**
+   * One message: the transition, its commands, the new snapshot — and only then the replies. A
+   * step's replies are queued only once all of its commands ran and its snapshot is published:
+   * until then they are owed, and a defect on the way answers them (`recover`).
+   */
   private handle(message: Phase.Message, after: (() => void) | undefined): void {
     if (after !== undefined) this.notices.push(after)
+    let step: Phase.Step | undefined
     try {
-      const step = Lifecycle.transition(this, this.machine, message)
+      step = Lifecycle.transition(this, this.machine, message)
       this.machine = step.machine
-      for (const command of step.commands) this.run(command)
+      for (const command of step.commands) if (command._tag !== "Settle") this.run(command)
       this.publish()
+      for (const command of step.commands) if (command._tag === "Settle") this.run(command)
     } catch (defect) {
-      // A defect in a handler is a bug, but it must not stop the actor and leave callers hanging.
-      this.fork(Effect.logError(`${this.name}: supervisor bug handling ${message._tag}`, defect))
+      this.recover(message, defect, step === undefined ? repliesOf(message) : repliesOf(step))
     }
     this.flushNotices()
+  }
+
+  /**
+   * A defect while handling `message` (a bug, or a session whose fields throw) must not wedge
+   * the toolset: it goes to Failed with the defect as the cause, everything it held is released,
+   * and every caller still owed an answer gets the error.
+   */
+  private recover(message: Phase.Message, defect: unknown, owed: ReadonlyArray<Phase.Reply>): void {
+    const error = new LifecycleError.NotStarted({
+      toolset: this.name,
+      message: `${this.name}: supervisor defect while handling ${message._tag}: ${defect instanceof Error ? defect.message : String(defect)}`,
+      cause: defect
+    })
+    const machine = owed.length === 0 ? this.machine : { ...this.machine, waiters: [...this.machine.waiters, ...owed] }
+    const step = Lifecycle.transition(this, machine, { _tag: "Defect", error })
+    this.machine = step.machine
+    for (const command of step.commands) {
+      try {
+        this.run(command)
+      } catch (again) {
+        this.fork(Effect.logError(`${this.name}: releasing after a supervisor defect failed`, again))
+      }
+    }
+    this.publish()
   }
 
   private run(command: Phase.Command): void {
@@ -266,6 +320,10 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     const current = live !== undefined && State.isUsable(state) ? live : undefined
     this.usable = current
     const session = current?.session
+    // A parked session's process runs on while Stopped, waiting for the next start: it is shown.
+    const parked = machine.phase._tag === "Stopped" ? machine.phase.parked : undefined
+    const pid =
+      session !== undefined ? session.pid : parked?.done === true ? this.sessions.connected(parked.id)?.pid : undefined
     const error = machine.error
     const toolCount = session === undefined ? undefined : (machine.toolCount ?? session.toolCount)
     // Most messages change nothing a reader sees: no snapshot is built for them.
@@ -275,7 +333,7 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
       previous.attempt === machine.attempt &&
       previous.toolsVersion === machine.toolsVersion &&
       previous.toolCount === toolCount &&
-      previous.pid === session?.pid &&
+      previous.pid === pid &&
       previous.lastError?.tag === error?._tag &&
       previous.lastError?.message === error?.message
     ) {
@@ -292,8 +350,8 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
       toolsVersion: machine.toolsVersion
     }
     if (error !== undefined) status.lastError = { tag: error._tag, message: error.message }
+    if (pid !== undefined) status.pid = pid
     if (session !== undefined) {
-      if (session.pid !== undefined) status.pid = session.pid
       if (toolCount !== undefined) status.toolCount = toolCount
       if (session.server !== undefined) status.server = session.server
       if (session.instructions !== undefined) status.instructions = session.instructions
@@ -354,9 +412,14 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Cont
     )
   }
 
-  private onLive<B, E, R>(current: Sessions.Live<A>, f: (handle: A) => Effect.Effect<B, E, R>) {
+  private onLive<B, E, R>(
+    current: Sessions.Live<A>,
+    f: (handle: A, deadline: Deadline.Deadline | undefined) => Effect.Effect<B, E, R>,
+    deadline: Deadline.Deadline | undefined
+  ) {
+    const request = f(current.session.handle, deadline)
     return current.session.selfBounded === true
-      ? f(current.session.handle)
-      : this.bounded(Effect.raceFirst(f(current.session.handle), Deferred.await(current.closed)))
+      ? request
+      : Deadline.boundTo(this.name, deadline, Effect.raceFirst(request, Deferred.await(current.closed)))
   }
 }

@@ -3,9 +3,12 @@
  * its startup deadline), the live session and the fibers that watch it, and backoff timers. The
  * actor runs `Phase` commands on it synchronously; nothing here decides anything and nothing here
  * waits: work that waits (a connect, a timer, the end of a session) runs in a fiber of its own and
- * reports back through `post`. Closing is done in the background, so a server slow to die never
- * delays a transition; every close is tracked, a new connect waits for the earlier ones (never two
- * servers of one toolset at once), and `stop` and the finalizer await them.
+ * reports back through `post`. Every such fiber belongs to the Supervisor's `FiberSet` (the host's
+ * `fork`), so closing its scope interrupts whatever is left: that is the runtime's guarantee, not
+ * this module's bookkeeping. The maps here only index connects by id. Closing is done in the
+ * background, so a server slow to die never delays a transition; every close is also in the
+ * `closing` set, a new connect waits for it to empty (never two servers of one toolset at once),
+ * and `stop` and the finalizer await it.
  *
  * Classes rather than closures: a supervisor is created by the thousand, and what one holds
  * should cost a few objects, not a closure per operation.
@@ -15,6 +18,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Classify from "../Classify.ts"
@@ -97,8 +101,6 @@ class Connect<A> {
   deadline: Fiber.Fiber<void> | undefined
   connected = false
   session: Session.Session<A> | undefined
-  /** How the session ended, when it ended before it went live (it is reported then). */
-  ended: { readonly error: LifecycleError.LifecycleError | undefined } | undefined
 
   constructor(id: number) {
     this.id = id
@@ -113,7 +115,10 @@ export interface Host<A> {
   readonly policy: Policy.Policy
   /** Whether a tracer is installed: then each connect takes a span. */
   readonly traced: boolean
-  /** Starts a fiber with the Supervisor's services; it runs at once, up to its first wait. */
+  /**
+   * Starts a fiber with the Supervisor's services in its `FiberSet`; it runs at once, up to its
+   * first wait, and is interrupted when the Supervisor's scope closes, if it still runs then.
+   */
   readonly fork: <X>(effect: Effect.Effect<X>) => Fiber.Fiber<X>
   /** Reports back to the actor. */
   post(message: Phase.Message): void
@@ -127,20 +132,28 @@ export interface Host<A> {
 export type Command = Exclude<Phase.Command, { readonly _tag: "Settle" | "Warn" }>
 
 export class Sessions<A> {
-  private readonly closing = new Set<Fiber.Fiber<void>>()
   private readonly connects = new Map<number, Connect<A>>()
-  private backoffs: Map<number, Fiber.Fiber<void>> | undefined
+  /** The backoff timer: the phase holds one at most. Dropped once it fires. */
+  private timer: { readonly id: number; readonly fiber: Fiber.Fiber<void> } | undefined
   private current: Live<A> | undefined
   private ended: { readonly handle: A; readonly error: Lost } | undefined
 
   private readonly host: Host<A>
+  /** The closes in flight: also in the host's set, and awaited before a connect and by `closed`. */
+  private readonly closing: FiberSet.FiberSet<void>
 
-  constructor(host: Host<A>) {
+  constructor(host: Host<A>, closing: FiberSet.FiberSet<void>) {
     this.host = host
+    this.closing = closing
   }
 
   live(): Live<A> | undefined {
     return this.current
+  }
+
+  /** The session of a connect that finished but is not live (a parked one). */
+  connected(id: number): Session.Session<A> | undefined {
+    return this.connects.get(id)?.session
   }
 
   /** The last session that ended, so a request that saw it die late still learns how. */
@@ -173,6 +186,9 @@ export class Sessions<A> {
       case "CancelBackoff":
         this.cancelBackoff(command.id)
         break
+      case "ReleaseAll":
+        this.release(() => command.error)
+        break
     }
   }
 
@@ -181,23 +197,18 @@ export class Sessions<A> {
    * `error`, built only when a session is live, is what requests in flight on it get.
    */
   release(error: () => LifecycleError.NotStarted): void {
-    if (this.backoffs !== undefined) for (const id of Array.from(this.backoffs.keys())) this.cancelBackoff(id)
+    if (this.timer !== undefined) this.cancelBackoff(this.timer.id)
     for (const id of Array.from(this.connects.keys())) this.discard(id)
     if (this.current !== undefined) this.endLive(error())
   }
 
   /** Completes once every close started so far, and any started meanwhile, is done. */
   closed(): Effect.Effect<void> {
-    return Effect.suspend(() =>
-      this.closing.size === 0 ? Effect.void : Effect.andThen(Fiber.awaitAll(Array.from(this.closing)), this.closed())
-    )
+    return FiberSet.awaitEmpty(this.closing)
   }
 
   private closeLater(close: Effect.Effect<void>): void {
-    const fiber = this.host.fork(close)
-    if (fiber.pollUnsafe() !== undefined) return
-    this.closing.add(fiber)
-    fiber.addObserver(() => this.closing.delete(fiber))
+    FiberSet.addUnsafe(this.closing, this.host.fork(close))
   }
 
   /** Runs `work`, then posts `message` — unless the fiber was interrupted first. */
@@ -222,19 +233,16 @@ export class Sessions<A> {
   }
 
   /**
-   * Reports the end of the session of `connect`: when it is live, else when it goes live. It
-   * yields first, so a request that failed with the same event (a 401, a closed pipe) ends with
-   * its own error rather than with "session ended while the request was in flight".
+   * Reports the end of the session of connect `id`, live or parked (a parked session that ended
+   * is let go, never adopted). It yields first, so a request that failed with the same event (a
+   * 401, a closed pipe) ends with its own error rather than with "session ended while the
+   * request was in flight".
    */
-  private watchEnd(connect: Connect<A>, session: Session.Session<A>): Effect.Effect<void> {
+  private watchEnd(id: number, session: Session.Session<A>): Effect.Effect<void> {
     return Effect.flatMap(Effect.exit(session.ended), (exit) =>
       Effect.andThen(
         Effect.yieldNow,
-        Effect.sync(() => {
-          const error = this.errorOf(exit)
-          connect.ended = { error }
-          if (this.current?.id === connect.id) this.host.post({ _tag: "Ended", id: connect.id, error })
-        })
+        Effect.sync(() => this.host.post({ _tag: "Ended", id, error: this.errorOf(exit) }))
       )
     )
   }
@@ -243,9 +251,7 @@ export class Sessions<A> {
     const host = this.host
     const connect = new Connect<A>(id)
     // Never two servers of one toolset at once: wait for earlier closes, if any.
-    const opening =
-      this.closing.size === 0 ? host.connector.connect : Effect.andThen(this.closed(), host.connector.connect)
-    const provided = Scope.provide(opening, connect.scope)
+    const provided = Scope.provide(Effect.andThen(this.closed(), host.connector.connect), connect.scope)
     const traced = host.traced
       ? Tracing.span("toolvisor.connect", {
           attributes: () => ({ toolset: host.name, kind: host.kind, ...host.counters() })
@@ -257,7 +263,7 @@ export class Sessions<A> {
         connect.connected = true
         if (Exit.isSuccess(exit)) connect.session = exit.value
         host.post({ _tag: "Connected", id, error: this.errorOf(exit) })
-        return Exit.isSuccess(exit) ? this.watchEnd(connect, exit.value) : Effect.void
+        return Exit.isSuccess(exit) ? this.watchEnd(id, exit.value) : Effect.void
       })
     )
     // A connect that finished as it was opened needs no deadline.
@@ -299,29 +305,31 @@ export class Sessions<A> {
     )
   }
 
+  /**
+   * The session's fields are read before anything changes: a session that throws on one (a
+   * defect) leaves its connect where `release` finds and closes it.
+   */
   private goLive(id: number, stable: boolean): void {
     const { host } = this
     const connect = this.connects.get(id)
     const session = connect?.session
     if (connect?.fiber === undefined || session === undefined) throw new Error(`${host.name}: no session for ${id}`)
+    const { toolCountChanges, probe } = session
     this.connects.delete(id)
     connect.deadline?.interruptUnsafe()
     const watchers: Array<Fiber.Fiber<unknown, unknown>> = [connect.fiber]
     if (stable) watchers.push(this.report(Effect.sleep(host.policy.backoff.resetAfter), { _tag: "Stable", id }))
-    if (session.toolCountChanges !== undefined) {
+    if (toolCountChanges !== undefined) {
       watchers.push(
         host.fork(
-          Stream.runForEach(session.toolCountChanges, (count) =>
-            Effect.sync(() => host.post({ _tag: "ToolCount", id, count }))
-          )
+          Stream.runForEach(toolCountChanges, (count) => Effect.sync(() => host.post({ _tag: "ToolCount", id, count })))
         )
       )
     }
-    if (host.policy.health !== undefined && session.probe !== undefined) {
-      watchers.push(host.fork(this.probeLoop(id, session.probe, host.policy.health)))
+    if (host.policy.health !== undefined && probe !== undefined) {
+      watchers.push(host.fork(this.probeLoop(id, probe, host.policy.health)))
     }
     this.current = new Live(id, session, connect.scope, watchers)
-    if (connect.ended !== undefined) host.post({ _tag: "Ended", id, error: connect.ended.error })
   }
 
   private endLive(error: Lost): void {
@@ -337,17 +345,19 @@ export class Sessions<A> {
   /** A backoff timer is held only while it runs: a toolset that crashes all day keeps none. */
   private backoff(id: number, attempt: number): void {
     const wait = Effect.flatMap(Policy.delay(this.host.policy, attempt), Effect.sleep)
-    const timer = this.report(wait, { _tag: "BackoffElapsed", id })
-    if (timer.pollUnsafe() !== undefined) return
-    this.backoffs ??= new Map()
-    const backoffs = this.backoffs
-    backoffs.set(id, timer)
-    timer.addObserver(() => backoffs.delete(id))
+    const fiber = this.report(wait, { _tag: "BackoffElapsed", id })
+    if (fiber.pollUnsafe() !== undefined) return
+    const timer = { id, fiber }
+    this.timer = timer
+    fiber.addObserver(() => {
+      if (this.timer === timer) this.timer = undefined
+    })
   }
 
   private cancelBackoff(id: number): void {
-    this.backoffs?.get(id)?.interruptUnsafe()
-    this.backoffs?.delete(id)
+    if (this.timer?.id !== id) return
+    this.timer.fiber.interruptUnsafe()
+    this.timer = undefined
   }
 }
 

@@ -2,18 +2,39 @@
  * An MCP SDK `Transport` over the pipes of a process that `ServerProcess` spawned, so the core
  * owns the process (its group, its stderr, its shutdown) and the SDK only speaks JSON-RPC.
  * Unlike the SDK's own stdio transport, a line that is not JSON-RPC (a banner, a stray
- * `console.log`) is reported and skipped instead of breaking the session.
+ * `console.log`) is counted and skipped instead of breaking the session, and a line too long to
+ * keep or nested too deep to parse safely fails the request it answers at once, as a
+ * `RawMessage.Refused`, while the lines after it are read as usual.
  */
 import type * as NodeStream from "node:stream"
+import { StringDecoder } from "node:string_decoder"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type JSONRPCMessage,
   JSONRPCMessageSchema,
   type JSONRPCResultResponse
 } from "@modelcontextprotocol/sdk/types.js"
+import { RawMessage } from "@toolvisor/core"
 
-/** Longest line kept while waiting for its end; a server that floods without newlines is cut off. */
-const maxLine = 16 * 1024 * 1024
+/**
+ * Longest line kept, in characters (a line of this many is at least this many bytes); a longer one
+ * is scanned for its id as it passes, and dropped.
+ */
+export const maxLine = RawMessage.maxBytes
+
+/** How often, at most, lines that are not JSON-RPC are reported: a flood is one warning, with its count. */
+const garbageReportMillis = 10_000
+
+const openBrace = 123
+
+/** Where the first character that is not JSON whitespace is; -1 for a blank line. */
+const firstNonSpace = (line: string): number => {
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i)
+    if (c !== 32 && c !== 9 && c !== 13 && c !== 10) return i
+  }
+  return -1
+}
 
 /**
  * A result response in the plain shape a busy session carries most: exactly `jsonrpc`, `id` and an
@@ -46,12 +67,31 @@ export class NotDelivered extends Error {
   }
 }
 
+/** What the transport tells its owner about the server's output, for the log. */
+export interface Events {
+  /**
+   * Lines that are not JSON-RPC: the first at once, then at most one report per 10 s, and one at
+   * the end, each with how many came since the last and the last of them.
+   */
+  readonly garbage: (count: number, last: string) => void
+  /** A message refused for its size or depth that answers no request of ours (no id, or a request from the server). */
+  readonly dropped: (refused: RawMessage.Refused) => void
+}
+
 export class PipeTransport implements Transport {
   onclose?: (() => void) | undefined
   onerror?: ((error: Error) => void) | undefined
   onmessage?: ((message: JSONRPCMessage) => void) | undefined
 
-  private buffer = ""
+  /** Decodes the server's output, keeping a character split between two reads whole. */
+  private readonly decoder = new StringDecoder("utf8")
+  /** The pieces of the line being read, and their length in characters. */
+  private pending: Array<string> = []
+  private pendingLength = 0
+  /** Set while a line longer than `maxLine` passes: scanned for its id, and its bytes counted, not kept. */
+  private oversized: { readonly scan: RawMessage.Scan; bytes: number } | undefined
+  /** Lines that are not JSON-RPC since the last report, the last of them, and when that report was. */
+  private garbage = { count: 0, last: "", reportedAt: Number.NEGATIVE_INFINITY }
   private closed = false
   /** The lines sent during this tick, and the promise of their write. */
   private batch: { readonly lines: Array<string>; readonly written: Promise<void> } | undefined
@@ -62,17 +102,15 @@ export class PipeTransport implements Transport {
 
   private readonly input: NodeStream.Readable
   private readonly output: NodeStream.Writable
-  /** Told about each line that is not a JSON-RPC message. */
-  private readonly onGarbage: (line: string) => void
+  private readonly events: Events
 
-  constructor(input: NodeStream.Readable, output: NodeStream.Writable, onGarbage: (line: string) => void) {
+  constructor(input: NodeStream.Readable, output: NodeStream.Writable, events: Events) {
     this.input = input
     this.output = output
-    this.onGarbage = onGarbage
+    this.events = events
   }
 
   async start(): Promise<void> {
-    this.input.setEncoding("utf8")
     this.input.on("data", this.onData)
     this.input.once("close", this.onClosed)
     this.input.once("end", this.onClosed)
@@ -116,33 +154,103 @@ export class PipeTransport implements Transport {
     this.onClosed()
   }
 
-  private readonly onData = (chunk: string) => {
-    this.buffer += chunk
-    let end = this.buffer.indexOf("\n")
-    while (end >= 0) {
-      const line = this.buffer.slice(0, end > 0 && this.buffer[end - 1] === "\r" ? end - 1 : end)
-      this.buffer = this.buffer.slice(end + 1)
-      this.deliver(line)
-      end = this.buffer.indexOf("\n")
+  /**
+   * Each chunk is searched for line ends once; a line split between chunks is kept as its pieces
+   * and joined once, when it ends, so a long line costs its length and not its length squared.
+   */
+  private readonly onData = (chunk: Buffer) => {
+    const text = this.decoder.write(chunk)
+    let start = 0
+    for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
+      if (this.pendingLength === 0 && this.oversized === undefined && end - start <= maxLine) {
+        this.deliver(text.slice(start, end))
+      } else {
+        this.append(text.slice(start, end))
+        this.endLine()
+      }
+      start = end + 1
     }
-    if (this.buffer.length > maxLine) {
-      this.onGarbage(this.buffer.slice(0, 200))
-      this.buffer = ""
+    if (start < text.length) this.append(text.slice(start))
+  }
+
+  private append(piece: string) {
+    if (this.oversized === undefined && this.pendingLength + piece.length > maxLine) {
+      this.oversized = { scan: new RawMessage.Scan(), bytes: 0 }
+      for (const part of this.pending) this.pass(this.oversized, part)
+      this.pending = []
+      this.pendingLength = 0
+    }
+    if (this.oversized === undefined) {
+      this.pending.push(piece)
+      this.pendingLength += piece.length
+    } else {
+      this.pass(this.oversized, piece)
     }
   }
 
+  /** A piece of a line too long to keep: scanned for the id, counted, dropped. */
+  private pass(oversized: { readonly scan: RawMessage.Scan; bytes: number }, piece: string) {
+    const bytes = Buffer.from(piece, "utf8")
+    oversized.scan.feed(bytes)
+    oversized.bytes += bytes.length
+  }
+
+  private endLine() {
+    const oversized = this.oversized
+    if (oversized !== undefined) {
+      this.oversized = undefined
+      return this.refuse(oversized.scan.found(), new RawMessage.Refused(oversized.bytes, false))
+    }
+    const line = this.pending.join("")
+    this.pending = []
+    this.pendingLength = 0
+    this.deliver(line)
+  }
+
   private deliver(line: string) {
-    if (line.trim() === "") return
+    const first = firstNonSpace(line)
+    if (first < 0) return
+    // Only an object can be a message; anything else is skipped without parsing it.
+    if (line.charCodeAt(first) !== openBrace) return this.skip(line)
+    if (RawMessage.isTooDeep(line)) {
+      const bytes = Buffer.from(line, "utf8")
+      return this.refuse(RawMessage.scan(bytes), new RawMessage.Refused(bytes.length, true))
+    }
     let parsed: unknown
     try {
       parsed = JSON.parse(line)
     } catch {
-      return this.onGarbage(line)
+      return this.skip(line)
     }
     if (isPlainResult(parsed)) return this.onmessage?.(parsed)
     const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) return this.onGarbage(line)
+    if (!message.success) return this.skip(line)
     this.onmessage?.(message.data)
+  }
+
+  /** A refused answer fails the request it answers, through the SDK's own path for an error answer. */
+  private refuse(found: RawMessage.Found, refused: RawMessage.Refused) {
+    const answer = RawMessage.errorAnswer(found, refused)
+    if (answer === undefined) this.events.dropped(refused)
+    else this.onmessage?.(answer)
+  }
+
+  private skip(line: string) {
+    const garbage = this.garbage
+    garbage.count += 1
+    // Copied: a slice of a long line would keep all of it alive until the next report.
+    garbage.last = line.length > 200 ? `${Buffer.from(line.slice(0, 200)).toString()}…` : line.trim()
+    const now = Date.now()
+    if (now - garbage.reportedAt >= garbageReportMillis) {
+      garbage.reportedAt = now
+      this.reportGarbage()
+    }
+  }
+
+  private reportGarbage() {
+    if (this.garbage.count === 0) return
+    this.events.garbage(this.garbage.count, this.garbage.last)
+    this.garbage.count = 0
   }
 
   private readonly onStreamError = (error: Error) => this.onerror?.(error)
@@ -156,6 +264,7 @@ export class PipeTransport implements Transport {
     if (this.closed) return
     this.closed = true
     this.input.off("data", this.onData)
+    this.reportGarbage()
     if (this.writing === 0) return this.onclose?.()
     this.afterWrites = () => {
       this.afterWrites = undefined

@@ -1,0 +1,163 @@
+/**
+ * Hostile config text: nesting deep enough to overflow a recursive parser, YAML alias bombs and
+ * minified lines of hundreds of KB. Each is one `ConfigError` that names the file, says what was
+ * refused and where, and shows a bounded excerpt — never a stack overflow, a defect or the whole line.
+ */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { JsonLimits } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as ConfigLoader from "../src/ConfigLoader.ts"
+import * as ConfigText from "../src/ConfigText.ts"
+
+const tempFile = (name: string, text: string): string => {
+  const path = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-text-")), name)
+  NodeFs.writeFileSync(path, text)
+  return path
+}
+
+/** The one issue of a config that fails to load, checked to name the file and to stay short. */
+const refusal = (path: string) =>
+  Effect.gen(function* () {
+    const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
+    assert.strictEqual(error._tag, "ConfigError")
+    assert.strictEqual(error.issues.length, 1)
+    assert.include(error.message, `Invalid config ${path}`)
+    assert.isBelow(error.message.length, 600, "the error shows an excerpt, not the file")
+    for (const line of error.message.split("\n")) assert.isAtMost(line.length, 200)
+    return error.issues[0]?.message ?? ""
+  })
+
+const limit = JsonLimits.maxDepth
+
+describe("ConfigText: nesting", () => {
+  it.effect("JSON nested 100 000 deep on one line is refused where it passes the limit", () =>
+    Effect.gen(function* () {
+      const depth = 100_000
+      const text = `{"mcpServers": {"a": {"command": "x", "args": ${"[".repeat(depth)}${"]".repeat(depth)}}}}`
+      const message = yield* refusal(tempFile(".mcp.json", text))
+      const column = text.indexOf("[") + (limit - 3) + 1
+      assert.match(message, new RegExp(`^Refused: nested deeper than ${limit} levels at line 1, column ${column}:\n`))
+      const [, excerpt = "", caret = ""] = message.split("\n")
+      assert.strictEqual(excerpt.trim().length, ConfigText.excerptWidth + 2, "cut to the width, with … each side")
+      assert.strictEqual(excerpt[caret.indexOf("^")], "[", "the caret points at the bracket that is too deep")
+    })
+  )
+
+  it.effect("comments and strings in JSONC do not count as nesting", () =>
+    Effect.gen(function* () {
+      const noise = "[".repeat(limit * 2)
+      const text = `// ${noise}\n{ /* ${noise} */ "mcpServers": { "a": { "command": "x", "args": ["${noise}"] } } }`
+      const config = yield* ConfigLoader.parse(text, { source: "<inline>", baseDir: "/p", env: {} })
+      assert.strictEqual(config.toolsets.length, 1)
+    })
+  )
+
+  it.effect("YAML nested deeply in flow style on a 200 KB line: refused with a bounded excerpt", () =>
+    Effect.gen(function* () {
+      const depth = 100_000
+      const path = tempFile("agent.yaml", `agents: ${"[".repeat(depth)}${"]".repeat(depth)}\n`)
+      const message = yield* refusal(path)
+      // `agents:` opens level 1, so the 64th bracket (from column 9) is the one too deep.
+      assert.match(message, new RegExp(`^Refused: nested deeper than ${limit} levels at line 1, column ${8 + limit}:`))
+    })
+  )
+
+  it.effect("YAML nested deeply in block style is refused at the line that passes the limit", () =>
+    Effect.gen(function* () {
+      const lines = Array.from({ length: 200 }, (_, level) => `${"  ".repeat(level)}k${level}:`)
+      const message = yield* refusal(tempFile("agent.yaml", `${lines.join("\n")} end\n`))
+      // The mapping at level 65 starts on line 65 (`k64:`), indented by 128.
+      assert.match(
+        message,
+        new RegExp(`^Refused: nested deeper than ${limit} levels at line ${limit + 1}, column 129:`)
+      )
+    })
+  )
+
+  it.effect("YAML that nests deeply only through aliases is refused too", () =>
+    Effect.gen(function* () {
+      // Each anchor nests 30 deep in the text, and holds the previous one at its bottom: 90 deep in all.
+      const nested = (inner: string) => `${"[".repeat(30)}${inner}${"]".repeat(30)}`
+      const text = `a: &a ${nested("x")}\nb: &b ${nested("*a")}\nc: ${nested("*b")}\n`
+      const message = yield* refusal(tempFile("agent.yaml", text))
+      assert.strictEqual(message, `Refused: nested deeper than ${limit} levels through its YAML aliases`)
+    })
+  )
+})
+
+describe("ConfigLoader: size", () => {
+  it.effect("a file past the size limit is refused without being read whole; one at the limit is read", () =>
+    Effect.gen(function* () {
+      const comment = (bytes: number) => `# ${"x".repeat(bytes - 3)}\n`
+      const big = tempFile("agent.yaml", comment(ConfigLoader.maxBytes + 1))
+      assert.strictEqual(yield* refusal(big), "Refused: larger than 4 MiB, which no config is")
+      const edge = tempFile("agent.yaml", `${comment(ConfigLoader.maxBytes - 40)}agents: { root: { toolsets: [] } }\n`)
+      assert.isAtMost(NodeFs.statSync(edge).size, ConfigLoader.maxBytes)
+      assert.strictEqual((yield* ConfigLoader.load(edge, { env: {} })).agents.length, 1)
+    })
+  )
+})
+
+describe("ConfigText: YAML aliases", () => {
+  it.effect("an alias bomb is refused, naming the file, what was refused and where the aliases start", () =>
+    Effect.gen(function* () {
+      const rows = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+      for (const [name, previous] of [
+        ["b", "a"],
+        ["c", "b"],
+        ["d", "c"],
+        ["e", "d"],
+        ["f", "e"],
+        ["g", "f"]
+      ]) {
+        rows.push(`${name}: &${name} [${Array.from({ length: 9 }, () => `*${previous}`).join(", ")}]`)
+      }
+      const message = yield* refusal(tempFile("agent.yaml", `${rows.join("\n")}\nagents: *g\n`))
+      assert.match(
+        message,
+        /^Refused: its YAML aliases expand past 100 nodes, as an alias bomb does; its first alias is at line 2, column 8:/
+      )
+    })
+  )
+
+  it.effect("ordinary anchors and aliases still load", () =>
+    Effect.gen(function* () {
+      const text = [
+        "agents:",
+        "  root:",
+        "    toolsets:",
+        "      - { type: mcp, command: a, lifecycle: &never { restart: never } }",
+        "      - { type: mcp, command: b, lifecycle: *never }"
+      ].join("\n")
+      const config = yield* ConfigLoader.parse(text, { source: "<inline>", baseDir: "/p", env: {} })
+      assert.deepStrictEqual(
+        config.toolsets.map((t) => t.policy.restart),
+        ["never", "never"]
+      )
+    })
+  )
+})
+
+describe("ConfigText: excerpts", () => {
+  it.effect("a syntax error on a 200 KB minified line shows 80 characters around it, caret in place", () =>
+    Effect.gen(function* () {
+      const padding = `"${"x".repeat(200_000)}"`
+      const text = `{"mcpServers": {"a": {"command": ${padding}, "args": [1 2]}}}`
+      const message = yield* refusal(tempFile(".mcp.json", text))
+      const [head = "", excerpt = "", caret = ""] = message.split("\n")
+      assert.match(head, /^Not valid JSON \(CommaExpected\) at line 1, column \d+:$/)
+      assert.strictEqual(excerpt.slice(caret.indexOf("^"), caret.indexOf("^") + 1), "2")
+      assert.include(excerpt, '"args": [1 2]')
+    })
+  )
+
+  it.effect("control characters in the excerpt are not sent to the terminal", () =>
+    Effect.gen(function* () {
+      const message = yield* refusal(tempFile(".mcp.json", '{"mcpServers": \u001b[31m{"a": 1 2}}'))
+      assert.notInclude(message, "\u001b")
+    })
+  )
+})

@@ -1,0 +1,296 @@
+/**
+ * The MCP surfaces besides tools, on a supervised session: prompts, resources and their
+ * templates, completions, resource subscriptions and the server's log messages. Supervision is
+ * what they add to the SDK's client: listings outlive a restart (incomplete, with the items last
+ * seen), a request made while the server restarts waits for Ready within `call_timeout` like a
+ * tool call, subscriptions are made again on every new session, and log messages of every
+ * session arrive on one stream.
+ */
+import type {
+  CompleteRequest,
+  CompleteResult,
+  GetPromptResult,
+  LoggingLevel,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate
+} from "@modelcontextprotocol/sdk/types.js"
+import { Deadline, LifecycleError, State, type Supervisor, type Toolset } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as PubSub from "effect/PubSub"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as McpConnector from "./McpConnector.ts"
+
+/** The server answered a request (a prompt, a resource, a completion) with an error; the session is fine. */
+export class RequestFailed extends Schema.TaggedError<RequestFailed>()("McpRequestFailed", {
+  toolset: Schema.String,
+  /** The MCP method, e.g. `resources/read`. */
+  method: Schema.String,
+  /** What it asked for: a prompt's name, a resource's URI. */
+  subject: Schema.String,
+  message: Schema.String,
+  code: Schema.optionalKey(Schema.Number),
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/** A log message of the server (`notifications/message`), tagged with its toolset. */
+export interface LogEvent extends McpConnector.LogMessage {
+  readonly toolset: string
+}
+
+/**
+ * A subscribed resource may have changed: the server said so (`updated`), or the session was
+ * replaced after a restart and the resource was subscribed to again (`reconnected`): it may have
+ * changed while no one listened.
+ */
+export interface ResourceUpdate {
+  readonly toolset: string
+  readonly uri: string
+  readonly reason: "updated" | "reconnected"
+}
+
+export type CompleteParams = CompleteRequest["params"]
+
+export type Completion = CompleteResult["completion"]
+
+export type SurfaceError = RequestFailed | LifecycleError.LifecycleError
+
+/** Options of a request: `_meta` is passed to the server as is. */
+export interface RequestOptions {
+  readonly _meta?: { readonly [key: string]: unknown }
+}
+
+export interface Surfaces {
+  /** The prompts; while the toolset restarts, the last-known ones, marked incomplete. */
+  readonly prompts: Effect.Effect<Toolset.Listing<Prompt>, LifecycleError.LifecycleError>
+  readonly getPrompt: (
+    name: string,
+    args?: { readonly [key: string]: string },
+    options?: RequestOptions
+  ) => Effect.Effect<GetPromptResult, SurfaceError>
+  readonly resources: Effect.Effect<Toolset.Listing<Resource>, LifecycleError.LifecycleError>
+  readonly resourceTemplates: Effect.Effect<Toolset.Listing<ResourceTemplate>, LifecycleError.LifecycleError>
+  readonly readResource: (uri: string, options?: RequestOptions) => Effect.Effect<ReadResourceResult, SurfaceError>
+  /**
+   * Subscribes to a resource for as long as the stream runs, on this session and every later
+   * one; the subscription ends (and the server is told) when the last subscriber of the URI stops.
+   */
+  readonly subscribe: (uri: string) => Stream.Stream<ResourceUpdate, SurfaceError>
+  readonly complete: (params: CompleteParams) => Effect.Effect<Completion, SurfaceError>
+  /** The server's log messages from now on, of every session. */
+  readonly logs: Stream.Stream<LogEvent>
+}
+
+/** What the surfaces share with the toolset: the hooks its connector gives every session. */
+export interface Made {
+  readonly surfaces: Surfaces
+  readonly hooks: McpConnector.Hooks
+}
+
+export interface Options {
+  readonly name: string
+  readonly logLevel?: LoggingLevel | undefined
+  /** How a failed request is classified; the toolset's own rules (see `McpToolset`). */
+  readonly failure: (
+    subject: string,
+    cause: unknown,
+    deadline: Deadline.Deadline | undefined
+  ) => Toolset.ToolCallFailed | LifecycleError.LifecycleError
+  readonly remote: boolean
+  readonly provides?: McpConnector.Hooks["provides"]
+}
+
+/** Builds the surfaces before the Supervisor, so their hooks can be given to its connector. */
+export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { name } = options
+    const logs = yield* PubSub.sliding<LogEvent>(1_024)
+    const updates = yield* PubSub.unbounded<ResourceUpdate>()
+    /** Subscribers per URI: the server is subscribed while there is one. */
+    const subscribers = new Map<string, number>()
+    const kept = {
+      prompts: keeper<Prompt>(),
+      resources: keeper<Resource>(),
+      resourceTemplates: keeper<ResourceTemplate>()
+    }
+    let supervisor: Supervisor.Supervisor<McpConnector.McpSession> | undefined
+
+    const hooks: McpConnector.Hooks = {
+      log: (message) => PubSub.publishUnsafe(logs, { toolset: name, ...message }),
+      resourceUpdated: (uri, reason) => {
+        if (subscribers.has(uri)) PubSub.publishUnsafe(updates, { toolset: name, uri, reason })
+      },
+      listed: {
+        prompts: (items) => kept.prompts.set(items),
+        resources: (items) => kept.resources.set(items),
+        resourceTemplates: (items) => kept.resourceTemplates.set(items)
+      },
+      subscriptions: () => subscribers.keys(),
+      ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
+      ...(options.provides === undefined ? {} : { provides: options.provides })
+    }
+
+    const bound = Effect.suspend(() =>
+      supervisor === undefined
+        ? Effect.fail(LifecycleError.notStarted(name, "not bound to a supervisor"))
+        : Effect.succeed(supervisor)
+    )
+
+    /**
+     * A read-only request on the live session (waiting for Ready within the deadline). It is safe
+     * to send twice, so one that met a lost session is sent once more on the next session.
+     */
+    const request = <A>(
+      method: string,
+      subject: string,
+      send: (session: McpConnector.McpSession, options: { signal: AbortSignal; timeout: number }) => Promise<A>
+    ): Effect.Effect<A, SurfaceError> =>
+      Effect.flatMap(bound, (supervisor) => {
+        const failed = (error: Toolset.ToolCallFailed | LifecycleError.LifecycleError): SurfaceError =>
+          error._tag === "ToolCallFailed"
+            ? new RequestFailed({
+                toolset: name,
+                method,
+                subject,
+                message: error.message,
+                ...(error.code === undefined ? {} : { code: error.code }),
+                cause: error.cause
+              })
+            : error
+        const attempt = (retry: boolean): Effect.Effect<A, SurfaceError | Supervisor.UseError> =>
+          supervisor.use((session) =>
+            Effect.withFiber((fiber) => {
+              const deadline = fiber.getRef(Deadline.Current)
+              const timeout = deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
+              return Effect.tryPromise({
+                try: (signal) => send(session, { signal, timeout }),
+                catch: (cause) => failed(options.failure(subject, cause, deadline))
+              }).pipe(
+                Effect.catch((error) =>
+                  retry && isLoss(error, options.remote)
+                    ? Effect.andThen(
+                        supervisor.lost(
+                          session,
+                          options.remote && error._tag !== "McpRequestFailed" ? error : undefined
+                        ),
+                        attempt(false)
+                      )
+                    : Effect.fail(error)
+                )
+              )
+            })
+          )
+        return attempt(true)
+      })
+
+    /** Listings of the live session, or the last-known ones (incomplete) while it comes back. */
+    const listing = <A>(
+      last: Keeper<A>,
+      read: (session: McpConnector.McpSession) => Effect.Effect<ReadonlyArray<A>, LifecycleError.LifecycleError>
+    ): Effect.Effect<Toolset.Listing<A>, LifecycleError.LifecycleError> =>
+      Effect.flatMap(bound, (supervisor) =>
+        Effect.gen(function* () {
+          const status = yield* supervisor.state
+          if (!State.isUsable(status.state)) {
+            const reason = LifecycleError.notStarted(name, `not ready (${status.state})`)
+            return { complete: false as const, items: State.isTerminal(status.state) ? [] : last.get(), reason }
+          }
+          const items = yield* supervisor.use(read)
+          last.set(items)
+          return { complete: true as const, items }
+        })
+      ).pipe(
+        Effect.catchTag("NotStarted", (reason) =>
+          Effect.succeed({ complete: false as const, items: last.get(), reason })
+        )
+      )
+
+    const meta = (options: RequestOptions | undefined) =>
+      options?._meta === undefined ? {} : { _meta: { ...options._meta } }
+
+    const subscribeNow = (uri: string, method: "subscribe" | "unsubscribe") =>
+      request(`resources/${method}`, uri, (session, sdk) =>
+        session.capabilities.resources?.subscribe === true
+          ? method === "subscribe"
+            ? session.client.subscribeResource({ uri }, sdk)
+            : session.client.unsubscribeResource({ uri }, sdk)
+          : Promise.resolve({})
+      )
+
+    const subscribe = (uri: string): Stream.Stream<ResourceUpdate, SurfaceError> =>
+      Stream.unwrap(
+        Effect.gen(function* () {
+          const updatesOf = yield* PubSub.subscribe(updates)
+          const count = subscribers.get(uri) ?? 0
+          subscribers.set(uri, count + 1)
+          yield* Effect.addFinalizer(() =>
+            Effect.suspend(() => {
+              const left = (subscribers.get(uri) ?? 1) - 1
+              if (left > 0) {
+                subscribers.set(uri, left)
+                return Effect.void
+              }
+              subscribers.delete(uri)
+              return Effect.ignore(subscribeNow(uri, "unsubscribe"))
+            })
+          )
+          if (count === 0) {
+            yield* Effect.onError(subscribeNow(uri, "subscribe"), () => Effect.sync(() => subscribers.delete(uri)))
+          }
+          return Stream.fromSubscription(updatesOf).pipe(Stream.filter((update) => update.uri === uri))
+        })
+      )
+
+    const surfaces: Surfaces = {
+      prompts: listing(kept.prompts, (session) => session.prompts.get),
+      getPrompt: (prompt, args = {}, options) =>
+        request("prompts/get", prompt, (session, sdk) =>
+          session.client.getPrompt({ name: prompt, arguments: { ...args }, ...meta(options) }, sdk)
+        ),
+      resources: listing(kept.resources, (session) => session.resources.get),
+      resourceTemplates: listing(kept.resourceTemplates, (session) => session.resourceTemplates.get),
+      readResource: (uri, options) =>
+        request("resources/read", uri, (session, sdk) => session.client.readResource({ uri, ...meta(options) }, sdk)),
+      subscribe,
+      complete: (params) =>
+        request("completion/complete", params.ref.type === "ref/prompt" ? params.ref.name : params.ref.uri, (s, sdk) =>
+          s.client.complete(params, sdk).then((result) => result.completion)
+        ),
+      logs: Stream.fromPubSub(logs)
+    }
+    return {
+      surfaces,
+      hooks,
+      bind: (bound) => {
+        supervisor = bound
+      }
+    }
+  })
+
+/** The last listing seen of one kind, kept across sessions. */
+interface Keeper<A> {
+  readonly get: () => ReadonlyArray<A>
+  readonly set: (items: ReadonlyArray<A>) => void
+}
+
+const keeper = <A>(): Keeper<A> => {
+  let items: ReadonlyArray<A> = []
+  return {
+    get: () => items,
+    set: (next) => {
+      items = next
+    }
+  }
+}
+
+/** Attaches the surfaces to the toolset's Supervisor once it exists. */
+export interface Bind {
+  readonly bind: (supervisor: Supervisor.Supervisor<McpConnector.McpSession>) => void
+}
+
+/** A failure that says the session is gone, so a read-only request may be sent on the next one. */
+const isLoss = (error: SurfaceError, remote: boolean): boolean =>
+  error._tag === "SessionMissing" || error._tag === "ServerCrashed" || (remote && error._tag === "ServerUnavailable")

@@ -1,0 +1,187 @@
+/**
+ * Servers that misbehave on purpose (`test/fixtures/hostile`): each costs its caller a bounded
+ * time and leaves the session in step, or ends it, as the misbehaviour deserves.
+ */
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { ServerProcess } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Logger from "effect/Logger"
+import * as Scope from "effect/Scope"
+import * as McpSpec from "../src/McpSpec.ts"
+import * as McpToolset from "../src/McpToolset.ts"
+import { awaitListening, everythingStdio, fastPolicy, freePort, textOf, until } from "./helpers.ts"
+
+const fixtures = NodePath.resolve(import.meta.dirname, "../../../test/fixtures/hostile")
+
+const hostile = (script: string, env: Readonly<Record<string, string>> = {}) =>
+  McpSpec.Stdio.make({ command: process.execPath, args: [NodePath.join(fixtures, script)], env })
+
+/** Long, so that a call that waits for it is told from one that fails at once. */
+const callTimeoutMs = 60_000
+
+/** A started toolset in its own scope, closed by the test. */
+const started = (name: string, spec: McpSpec.McpSpec) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const toolset = yield* McpToolset.make({
+      name,
+      spec,
+      policy: fastPolicy({ call_timeout: `${callTimeoutMs}ms` })
+    }).pipe(Scope.provide(scope))
+    yield* toolset.start
+    return { toolset, close: Scope.close(scope, Exit.void) }
+  })
+
+/** A call's failure and how long it took to come. */
+const failureOf = (toolset: McpToolset.McpToolset, tool: string, args: { readonly [key: string]: unknown } = {}) =>
+  Effect.gen(function* () {
+    const start = Date.now()
+    const error = yield* Effect.flip(toolset.callTool(tool, args))
+    return { error, millis: Date.now() - start }
+  })
+
+/** An array nested `levels` deep, built without recursion. */
+const nested = (levels: number): unknown => {
+  let value: unknown = []
+  for (let i = 1; i < levels; i++) value = [value]
+  return value
+}
+
+describe("a hostile MCP server", () => {
+  it.live("an answer over the line limit fails its call at once, naming its size; the session stays in step", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* started("huge", hostile("huge-answer.mjs"))
+      const pid = (yield* toolset.state).pid
+      const { error, millis } = yield* failureOf(toolset, "huge")
+      assert.isBelow(millis, 10_000)
+      assert.strictEqual(error._tag, "ToolCallFailed")
+      assert.match(error.message, /^huge\/huge: /)
+      assert.include(error.message, "20.0 MiB")
+      assert.include(error.message, "16 MiB")
+      assert.include(error.message, "the call ran")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
+      const status = yield* toolset.state
+      assert.strictEqual(status.state, "Ready")
+      assert.strictEqual(status.pid, pid)
+      yield* close
+    })
+  )
+
+  it.live("a result nested 100 000 deep fails its call at once, naming the limit; the session stays in step", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* started("deep", hostile("deep-answer.mjs"))
+      const { error, millis } = yield* failureOf(toolset, "deep")
+      assert.isBelow(millis, 10_000)
+      assert.strictEqual(error._tag, "ToolCallFailed")
+      assert.include(error.message, "nested deeper than 64")
+      assert.include(error.message, "the call ran")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a result nested 100 000 deep over streamable HTTP fails its call at once; the session stays up", () =>
+    Effect.gen(function* () {
+      const port = yield* freePort
+      yield* ServerProcess.spawn("deep-http", {
+        command: process.execPath,
+        args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
+        env: { PORT: String(port) }
+      })
+      yield* awaitListening(port)
+      const { toolset, close } = yield* started("remote", McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }))
+      const { error, millis } = yield* failureOf(toolset, "deep")
+      assert.isBelow(millis, 10_000)
+      assert.strictEqual(error._tag, "ToolCallFailed")
+      assert.include(error.message, "nested deeper than 64")
+      assert.include(error.message, "the call ran")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
+      yield* close
+    })
+  )
+
+  it.live("arguments nested 100 000 deep are refused before they are sent: the call did not run", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* started("everything", everythingStdio())
+      const { error, millis } = yield* failureOf(toolset, "echo", { message: nested(100_000) })
+      assert.isBelow(millis, 10_000)
+      assert.strictEqual(error._tag, "ToolCallFailed")
+      assert.include(error.message, "nested deeper than 64")
+      assert.include(error.message, "did not run")
+      // The same through the fast path the gateway takes.
+      const now = yield* Effect.promise(
+        () => toolset.callToolNow("echo", { message: nested(100_000) }) ?? Promise.resolve(undefined)
+      )
+      assert.isTrue(now !== undefined && Exit.isFailure(now) && String(now.cause).includes("did not run"))
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "fine" })), "Echo: fine")
+      yield* close
+    })
+  )
+
+  it.live("a server that closes its stdout and stays alive: the call fails at once and the toolset restarts", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* started("closer", hostile("stdout-closed.mjs"))
+      const pid = (yield* toolset.state).pid ?? 0
+      const { error, millis } = yield* failureOf(toolset, "close_stdout")
+      assert.isBelow(millis, 10_000)
+      assert.strictEqual(error._tag, "ServerCrashed")
+      assert.include(error.message, "stdout")
+      const again = yield* until(toolset, (s) => s.state === "Ready" && s.pid !== pid)
+      assert.strictEqual(again.restarts, 1)
+      assert.isFalse(ServerProcess.isAlive(pid))
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "back" })), "back")
+      yield* close
+    })
+  )
+
+  it.live("a flood of lines that are not JSON-RPC is counted in one warning; the answer after it arrives", () => {
+    const warnings: Array<string> = []
+    const capture = Logger.make(({ message, logLevel }) => {
+      if (logLevel === "Warn") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+    })
+    return Effect.gen(function* () {
+      const { toolset, close } = yield* started("flood", hostile("invalid-flood.mjs", { HOSTILE_LINES: "100000" }))
+      assert.strictEqual(textOf(yield* toolset.callTool("flood", {})), "flooded 100000")
+      yield* close
+      const about = warnings.filter((w) => w.includes("not JSON-RPC"))
+      assert.isAtLeast(about.length, 1)
+      assert.isAtMost(about.length, 3)
+      const counted = about.reduce((sum, w) => sum + Number(/(\d+) lines?/.exec(w)?.[1] ?? 0), 0)
+      assert.strictEqual(counted, 100_000)
+    }).pipe(Effect.provide(Logger.layer([capture], { mergeWithExisting: true })))
+  })
+})
+
+describe("the environment a server inherits", () => {
+  it.live("holds none of Toolvisor's own variables, but what the config sets passes", () =>
+    Effect.gen(function* () {
+      const own = { TOOLVISOR_HTTP_TOKEN: "gateway-token-123", TOOLVISOR_CLUSTER_KEY: "cluster-key-456" }
+      const saved = Object.keys(own).map((key) => [key, process.env[key]] as const)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          for (const [key, value] of saved) {
+            if (value === undefined) delete process.env[key]
+            else process.env[key] = value
+          }
+        })
+      )
+      Object.assign(process.env, own, { TOOLVISOR_STATE_DIR: "/tmp/toolvisor-state" })
+      const spec = McpSpec.Stdio.make({
+        command: process.execPath,
+        args: everythingStdio().args,
+        env: { TOOLVISOR_INPUT_API_KEY: "asked-for" }
+      })
+      const { toolset, close } = yield* started("everything", spec)
+      const env = textOf(yield* toolset.callTool("get-env", {}))
+      assert.notInclude(env, "gateway-token-123")
+      assert.notInclude(env, "cluster-key-456")
+      assert.notInclude(env, "TOOLVISOR_STATE_DIR")
+      assert.include(env, "asked-for")
+      assert.include(env, "TOOLVISOR_OWNER")
+      yield* close
+    })
+  )
+})

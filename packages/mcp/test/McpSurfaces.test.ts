@@ -1,0 +1,174 @@
+/**
+ * Prompts, resources, completions, log messages and resource subscriptions of a real server
+ * (server-everything over stdio), and what supervision adds to them across a SIGKILL of it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type * as McpSurfaces from "../src/McpSurfaces.ts"
+import * as McpToolset from "../src/McpToolset.ts"
+import { everythingStdio, fastPolicy, fixture, textOf, until } from "./helpers.ts"
+
+const document = "demo://resource/static/document/architecture.md"
+
+const open = (options: Partial<McpToolset.Options> = {}) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const toolset = yield* McpToolset.make({
+      name: "everything",
+      spec: everythingStdio(),
+      policy: fastPolicy(),
+      ...options
+    }).pipe(Scope.provide(scope))
+    yield* toolset.start
+    return { toolset, close: Scope.close(scope, Exit.void) }
+  })
+
+/** Kills the server and waits until the toolset has noticed. */
+const kill = (toolset: McpToolset.McpToolset) =>
+  Effect.gen(function* () {
+    const pid = (yield* toolset.state).pid ?? 0
+    process.kill(pid, "SIGKILL")
+    yield* until(toolset, (s) => s.state !== "Ready")
+    return pid
+  })
+
+describe("MCP surfaces of server-everything", () => {
+  it.live("resources (listed, templates, read), prompts (listed, got) and completions", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open()
+      const resources = yield* toolset.resources
+      assert.isTrue(resources.complete, resources.complete ? "" : resources.reason.message)
+      assert.include(
+        resources.items.map((r) => r.uri),
+        document
+      )
+      const templates = yield* toolset.resourceTemplates
+      assert.include(
+        templates.items.map((t) => t.uriTemplate),
+        "demo://resource/dynamic/text/{resourceId}"
+      )
+      const read = yield* toolset.readResource(document)
+      assert.strictEqual(read.contents[0]?.uri, document)
+      const dynamic = yield* toolset.readResource("demo://resource/dynamic/text/7")
+      assert.strictEqual(dynamic.contents.length, 1)
+      const prompts = yield* toolset.prompts
+      assert.deepStrictEqual(prompts.items.map((p) => p.name).sort(), [
+        "args-prompt",
+        "completable-prompt",
+        "resource-prompt",
+        "simple-prompt"
+      ])
+      const prompt = yield* toolset.getPrompt("args-prompt", { city: "Paris" })
+      const content = prompt.messages[0]?.content
+      assert.include(content?.type === "text" ? content.text : "", "Paris")
+      const completion = yield* toolset.complete({
+        ref: { type: "ref/prompt", name: "completable-prompt" },
+        argument: { name: "name", value: "" },
+        context: { arguments: { department: "Sales" } }
+      })
+      assert.deepStrictEqual(completion.values, ["David", "Eve", "Frank"])
+      const missing = yield* Effect.flip(toolset.getPrompt("no-such-prompt"))
+      assert.strictEqual(missing._tag, "McpRequestFailed")
+      assert.strictEqual(missing._tag === "McpRequestFailed" ? missing.method : "", "prompts/get")
+      yield* close
+    })
+  )
+
+  it.live("a call's progress notifications arrive in order; its _meta reaches the server", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open()
+      const seen: Array<McpToolset.Progress> = []
+      const result = yield* toolset.callToolWith(
+        "trigger-long-running-operation",
+        { duration: 0.3, steps: 3 },
+        { onProgress: (progress) => seen.push(progress) }
+      )
+      assert.include(textOf(result), "Steps: 3")
+      assert.deepStrictEqual(
+        seen.map((p) => [p.progress, p.total]),
+        [
+          [1, 3],
+          [2, 3],
+          [3, 3]
+        ]
+      )
+      yield* close
+      const fixtured = yield* open({ name: "fixture", spec: fixture() })
+      const echoed = yield* fixtured.toolset.callToolWith("meta", {}, { _meta: { trace: "t-1" } })
+      assert.deepStrictEqual(JSON.parse(textOf(echoed)), { trace: "t-1" })
+      yield* fixtured.close
+    })
+  )
+
+  it.live("the server's log messages arrive as typed events, at the configured level", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ logLevel: "debug" })
+      const first = yield* Effect.forkChild(Stream.runHead(toolset.logs), { startImmediately: true })
+      yield* toolset.callTool("toggle-simulated-logging", {})
+      const event = yield* Fiber.join(first)
+      assert.isTrue(event._tag === "Some")
+      if (event._tag === "Some") {
+        assert.strictEqual(event.value.toolset, "everything")
+        assert.include(
+          ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"],
+          event.value.level
+        )
+        assert.isString(event.value.data)
+      }
+      yield* close
+    })
+  )
+
+  it.live("across a SIGKILL: listings are kept (incomplete), a read waits for Ready and succeeds", () =>
+    Effect.gen(function* () {
+      // A backoff long enough that the listings are read before the server is back.
+      const { toolset, close } = yield* open({ policy: fastPolicy({ backoff: { initial: "1500ms", max: "1500ms" } }) })
+      const before = yield* toolset.resources
+      const prompts = yield* toolset.prompts
+      yield* kill(toolset)
+      const during = yield* toolset.resources
+      assert.isFalse(during.complete)
+      assert.deepStrictEqual(during.items, before.items)
+      const promptsDuring = yield* toolset.prompts
+      assert.isFalse(promptsDuring.complete)
+      assert.deepStrictEqual(promptsDuring.items, prompts.items)
+      // Made while the server is down: waits for the new session rather than failing.
+      const read = yield* toolset.readResource(document)
+      assert.strictEqual(read.contents[0]?.uri, document)
+      const got = yield* toolset.getPrompt("simple-prompt")
+      assert.isAtLeast(got.messages.length, 1)
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a subscription gets updates, is made again after a SIGKILL, and says the resource may have changed", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open()
+      const updates = yield* Queue.unbounded<McpSurfaces.ResourceUpdate>()
+      yield* toolset.subscribe(document).pipe(
+        Stream.runForEach((update) => Queue.offer(updates, update)),
+        Effect.forkChild({ startImmediately: true })
+      )
+      // The server sends an update at once when updates are turned on, then every 5 s.
+      yield* toolset.callTool("toggle-subscriber-updates", {})
+      const got = [yield* Queue.take(updates)]
+      yield* kill(toolset)
+      got.push(yield* Queue.take(updates))
+      // The new server has no updates running: turn them on there too.
+      yield* toolset.callTool("toggle-subscriber-updates", {})
+      got.push(yield* Queue.take(updates))
+      assert.deepStrictEqual(
+        got.map((u) => u.reason),
+        ["updated", "reconnected", "updated"]
+      )
+      assert.isTrue(got.every((u) => u.uri === document && u.toolset === "everything"))
+      yield* close
+    })
+  )
+})

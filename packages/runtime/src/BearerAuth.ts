@@ -1,0 +1,150 @@
+/**
+ * Who holds a credential for Toolvisor's HTTP port: the bearer of the static token (from a file or
+ * the environment), or of a JWT access token that an OAuth authorization server signed for this
+ * resource — its signature checked against the server's published keys (JWKS), and its `iss`,
+ * `aud` and `exp` against what the gateway was told. The second lets a team put the gateway
+ * behind its identity provider; the first is enough for one person's machine.
+ */
+import * as NodeCrypto from "node:crypto"
+import { discoverAuthorizationServerMetadata } from "@modelcontextprotocol/sdk/client/auth.js"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Jose from "jose"
+
+export interface Jwt {
+  /** The authorization server's issuer identifier, as tokens carry it in `iss`. */
+  readonly issuer: string
+  /** The `aud` a token must carry: this resource's identifier, as clients ask for it (RFC 8707). */
+  readonly audience: string
+  /** Where the signing keys are; read from the issuer's metadata (RFC 8414, then OpenID) when omitted. */
+  readonly jwksUrl?: string
+}
+
+export interface Options {
+  /** A static bearer token; compared in constant time. */
+  readonly token?: string
+  /** Accept JWT access tokens from this authorization server. */
+  readonly jwt?: Jwt
+}
+
+/**
+ * What one request's `Authorization` header proves: a credential the gateway accepts, none at
+ * all, one it refuses, or a token it cannot check now because the keys are out of reach.
+ */
+export type Verdict = "accepted" | "missing" | "invalid" | "unverifiable"
+
+export interface BearerAuth {
+  /** Whether a credential is configured at all; without one every request is accepted. */
+  readonly required: boolean
+  /** The authorization server clients are sent to for a token, when JWTs are accepted. */
+  readonly issuer: string | undefined
+  readonly verify: (authorization: string | undefined) => Effect.Effect<Verdict>
+}
+
+/** The authorization server's keys could not be found at start: its metadata is missing or names none. */
+export class JwksError extends Schema.TaggedError<JwksError>()("JwksError", {
+  issuer: Schema.String,
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
+/**
+ * Clocks drift between the authorization server and this machine; a token is still honoured this
+ * long after its `exp` (and before its `nbf`), as most resource servers allow.
+ */
+const clockTolerance = 30
+
+/** How long a discovery or key fetch may take before it counts as out of reach. */
+const fetchTimeout = 10_000
+
+/** The token of `Bearer <token>`; the scheme is case-insensitive (RFC 7235). */
+const bearerToken = (authorization: string | undefined): string | undefined =>
+  /^Bearer +([\x21-\x7e]+) *$/i.exec(authorization ?? "")?.[1]
+
+/**
+ * Compares in constant time, so the token cannot be guessed byte by byte from response times;
+ * hashing first makes the comparison independent of the lengths too.
+ */
+const sameToken = (expected: string, given: string): boolean =>
+  NodeCrypto.timingSafeEqual(
+    NodeCrypto.createHash("sha256").update(expected).digest(),
+    NodeCrypto.createHash("sha256").update(given).digest()
+  )
+
+const timedFetch: typeof fetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(fetchTimeout) })
+
+/** The issuer's `jwks_uri`, from its metadata; the metadata must be the issuer's own (RFC 8414 §3.3). */
+const discoverJwks = (issuer: string): Effect.Effect<string, JwksError> =>
+  Effect.tryPromise({
+    try: () => discoverAuthorizationServerMetadata(issuer, { fetchFn: timedFetch }),
+    catch: (cause) => new JwksError({ issuer, message: `cannot read the metadata of ${issuer}: ${cause}`, cause })
+  }).pipe(
+    Effect.flatMap((metadata) => {
+      if (metadata === undefined) {
+        return Effect.fail(
+          new JwksError({ issuer, message: `${issuer} publishes no OAuth or OpenID metadata: pass --jwks-url` })
+        )
+      }
+      if (metadata.issuer !== issuer) {
+        return Effect.fail(
+          new JwksError({ issuer, message: `the metadata at ${issuer} is for another issuer, ${metadata.issuer}` })
+        )
+      }
+      const jwksUri: unknown = metadata.jwks_uri
+      return typeof jwksUri === "string"
+        ? Effect.succeed(jwksUri)
+        : Effect.fail(
+            new JwksError({ issuer, message: `the metadata of ${issuer} names no jwks_uri: pass --jwks-url` })
+          )
+    })
+  )
+
+/** A verifier of JWT access tokens against the issuer's key set, which `jose` fetches, caches and refreshes. */
+const jwtVerifier = (jwt: Jwt) =>
+  Effect.gen(function* () {
+    const jwksUrl = jwt.jwksUrl ?? (yield* discoverJwks(jwt.issuer))
+    if (!URL.canParse(jwksUrl)) {
+      return yield* new JwksError({ issuer: jwt.issuer, message: `the JWKS address is not a URL: ${jwksUrl}` })
+    }
+    const keys = Jose.createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: fetchTimeout })
+    return (token: string): Effect.Effect<Verdict> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.tryPromise({
+          try: () =>
+            Jose.jwtVerify(token, keys, {
+              issuer: jwt.issuer,
+              audience: jwt.audience,
+              requiredClaims: ["exp"],
+              clockTolerance,
+              currentDate: new Date(now)
+            }),
+          catch: (cause) => cause
+        }).pipe(
+          Effect.as<Verdict>("accepted"),
+          Effect.catch((cause) =>
+            // A token that fails a check is invalid; keys out of reach say nothing about the token.
+            cause instanceof Jose.errors.JOSEError && !(cause instanceof Jose.errors.JWKSTimeout)
+              ? Effect.as(Effect.logDebug(`a bearer token was refused: ${cause.code}`), "invalid" as const)
+              : Effect.as(
+                  Effect.logWarning(`cannot check a bearer token: the keys at ${jwksUrl} are out of reach`, cause),
+                  "unverifiable" as const
+                )
+          )
+        )
+      )
+  })
+
+/** Checks credentials as configured; with JWTs, finds the issuer's keys first, so a wrong issuer fails at start. */
+export const make = (options: Options): Effect.Effect<BearerAuth, JwksError> =>
+  Effect.gen(function* () {
+    const { token, jwt } = options
+    const verifyJwt = jwt === undefined ? undefined : yield* jwtVerifier(jwt)
+    const verify = (authorization: string | undefined): Effect.Effect<Verdict> => {
+      const given = bearerToken(authorization)
+      if (given === undefined) return Effect.succeed(authorization === undefined ? "missing" : "invalid")
+      if (token !== undefined && sameToken(token, given)) return Effect.succeed("accepted")
+      return verifyJwt === undefined ? Effect.succeed("invalid") : verifyJwt(given)
+    }
+    return { required: token !== undefined || jwt !== undefined, issuer: jwt?.issuer, verify }
+  })

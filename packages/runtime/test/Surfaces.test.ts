@@ -1,0 +1,125 @@
+/**
+ * The registry's prompts, resources, completions, subscriptions and log messages, over two
+ * real server-everything processes: one prefixed (its prompts are `b_*`), one not; both list the
+ * same resource URIs, so the second's are reported as shadowed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import { server as everything } from "../../../test/support/Everything.ts"
+import * as Surfaces from "../src/Surfaces.ts"
+import { config, fixtureEntry, open, statusOf, untilBoard } from "./helpers.ts"
+
+const document = "demo://resource/static/document/architecture.md"
+
+const entry = (name: string, prefix?: string) =>
+  fixtureEntry(name, {
+    command: process.execPath,
+    ...(prefix === undefined ? {} : { prefix }),
+    lifecycle: { backoff: { initial: "1500ms", max: "1500ms" } }
+  })
+
+/** The fixture entry, running server-everything instead. */
+const everythingEntry = (name: string, prefix?: string) => {
+  const base = entry(name, prefix)
+  return {
+    ...base,
+    transport: { ...base.transport, args: [everything, "stdio"] },
+    signature: `${base.signature}:everything`
+  }
+}
+
+describe("registry: prompts, resources, completions, subscriptions, logs", () => {
+  it.live("named and routed like tools; clashes reported; kept and waited for across a SIGKILL", () =>
+    Effect.gen(function* () {
+      const { registry, close } = yield* open(config([everythingEntry("a"), everythingEntry("b", "b")]))
+      yield* registry.start
+      const prompts = yield* registry.prompts()
+      const names = prompts.prompts.map((p) => p.name)
+      assert.include(names, "simple-prompt")
+      assert.include(names, "b_simple-prompt")
+      assert.deepStrictEqual(prompts.clashes, [])
+      const got = yield* registry.getPrompt("b_args-prompt", { city: "Lyon" })
+      const content = got.messages[0]?.content
+      assert.include(content?.type === "text" ? content.text : "", "Lyon")
+      const unknown = yield* Effect.flip(registry.getPrompt("simple-promp"))
+      assert.strictEqual(unknown._tag, "UnknownPrompt")
+      assert.include(unknown._tag === "UnknownPrompt" ? unknown.near : [], "simple-prompt")
+
+      const resources = yield* registry.resources()
+      assert.include(
+        resources.resources.map((r) => r.item.uri),
+        document
+      )
+      assert.isTrue(resources.resources.every((r) => r.toolset === "a"))
+      assert.include(
+        resources.clashes.map((c) => `${c.name} ${c.toolset} ${c.shadowedBy}`),
+        `${document} b a`
+      )
+      const read = yield* registry.readResource("demo://resource/dynamic/text/3")
+      assert.strictEqual(read.contents.length, 1)
+      const missing = yield* Effect.flip(registry.readResource("nowhere://x"))
+      assert.strictEqual(missing._tag, "UnknownResource")
+      const completion = yield* registry.complete({
+        ref: { type: "ref/prompt", name: "b_completable-prompt" },
+        argument: { name: "department", value: "S" }
+      })
+      assert.deepStrictEqual(completion.values, ["Sales", "Support"])
+
+      // The version moves only when a listing changes: a second look keeps it.
+      assert.strictEqual((yield* registry.prompts()).version, prompts.version)
+
+      const pid = (yield* statusOf(registry, "a"))?.pid ?? 0
+      process.kill(pid, "SIGKILL")
+      yield* untilBoard(registry, (board) => board.some((s) => s.name === "a" && s.state !== "Ready"))
+      const during = yield* registry.resources()
+      assert.isFalse(during.complete)
+      assert.isTrue(during.resources.some((r) => r.item.uri === document && r.lastKnown))
+      assert.strictEqual(during.version, resources.version)
+      const duringPrompts = yield* registry.prompts()
+      assert.strictEqual(duringPrompts.version, prompts.version)
+      const again = yield* registry.readResource(document)
+      assert.strictEqual(again.contents[0]?.uri, document)
+      yield* close
+    })
+  )
+
+  it.live("a subscription through the registry is restored after a SIGKILL; server logs arrive on one stream", () =>
+    Effect.gen(function* () {
+      const { registry, close } = yield* open(config([everythingEntry("a")]))
+      yield* registry.start
+      const logs = yield* Queue.unbounded<string>()
+      yield* registry.logs.pipe(
+        Stream.runForEach((event) => Queue.offer(logs, `${event.toolset} ${event.level}`)),
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* registry.callTool("toggle-simulated-logging", {})
+      assert.match(yield* Queue.take(logs), /^a \w+$/)
+
+      const updates = yield* Queue.unbounded<string>()
+      yield* registry.subscribe(document).pipe(
+        Stream.runForEach((update) => Queue.offer(updates, update.reason)),
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* registry.callTool("toggle-subscriber-updates", {})
+      assert.strictEqual(yield* Queue.take(updates), "updated")
+      const pid = (yield* statusOf(registry, "a"))?.pid ?? 0
+      process.kill(pid, "SIGKILL")
+      assert.strictEqual(yield* Queue.take(updates), "reconnected")
+      yield* untilBoard(registry, (board) => board.some((s) => s.name === "a" && s.state === "Ready"))
+      yield* registry.callTool("toggle-subscriber-updates", {})
+      assert.strictEqual(yield* Queue.take(updates), "updated")
+      yield* close
+    })
+  )
+})
+
+describe("Surfaces.matches", () => {
+  it("a URI fits a template by its fixed parts", () => {
+    assert.isTrue(Surfaces.matches("demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/text/3"))
+    assert.isFalse(Surfaces.matches("demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/blob/3"))
+    assert.isTrue(Surfaces.matches("file:///{+path}", "file:///a/b.txt"))
+    assert.isFalse(Surfaces.matches("demo://x/{id}", "demo://x/"))
+  })
+})

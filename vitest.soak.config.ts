@@ -1,0 +1,22 @@
+/**
+ * The soaks: the 45 s chaos run, the supervisor heap retention and the gateway's RSS after
+ * thousands of abandoned sessions. Each runs for a minute or more and measures time or memory, so
+ * they are a project of their own: CI runs it as a step after the unit projects (`npm run
+ * test:soak`), and its files one at a time, so that no soak shares the CPU with another test.
+ * A soak is a `*.soak.test.ts` in a package's `test/`; that package's project excludes it.
+ */
+import { defineProject } from "vitest/config"
+
+export default defineProject({
+  resolve: { conditions: ["@toolvisor/source"] },
+  ssr: { resolve: { conditions: ["@toolvisor/source"] } },
+  test: {
+    name: "soak",
+    include: ["{apps,packages}/*/test/**/*.soak.test.ts"],
+    // The CLI's soaks run its bundle, as its own tests do.
+    globalSetup: ["apps/cli/test/bundle.setup.ts"],
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
+    fileParallelism: false
+  }
+})
