@@ -7,7 +7,7 @@ import * as ChildProcess from "node:child_process"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 
-const soak = NodePath.resolve(import.meta.dirname, "chaos/cluster/soak.ts")
+const soak = NodePath.resolve(import.meta.dirname, "../../../test/chaos/cluster/soak.ts")
 
 describe("the cluster soak (75 s, short timers)", () => {
   it("holds every check through runner crashes, pauses and SIGTERMs, store restarts and crashes, and killed servers, clients and gateways", async () => {
