@@ -62,9 +62,17 @@ const escaping = (toolset: string) =>
       args: ["-c", `setsid sh -c "trap '' TERM; exec sleep 1000" </dev/null >/dev/null 2>&1 & exec sleep 1000`],
       grace: { stdin: "100 millis", term: "100 millis" }
     }).pipe(Scope.provide(scope))
-    const number = Procfs.environ(server.pid)?.get(Owner.serverKey)
+    const marks = Procfs.environ(server.pid)
+    const [mark, number] = [marks?.get(Owner.envKey), marks?.get(Owner.serverKey)]
+    // The owner's mark as well as the number: another test worker's servers are numbered from 1 too.
     const find = () =>
-      Owner.scan().find((m) => m.env.get(Owner.serverKey) === number && m.pgid === m.pid && m.pid !== server.pid)
+      Owner.scan().find(
+        (m) =>
+          m.env.get(Owner.envKey) === mark &&
+          m.env.get(Owner.serverKey) === number &&
+          m.pgid === m.pid &&
+          m.pid !== server.pid
+      )
     yield* until(() => find() !== undefined)
     const escapee = find()?.pid ?? 0
     yield* Effect.addFinalizer(() => Effect.sync(() => Procfs.isAlive(escapee) && process.kill(escapee, "SIGKILL")))
