@@ -9,7 +9,9 @@
  * - when the store is back (or restarted between two refreshes), locks its lost session held are
  *   taken again if no one else has them, so nothing moves and nothing restarts.
  * A lock another runner took in between is not taken back: the refresh reports it lost, and
- * the cluster hands the toolset over as it would after any lost lease. A runner that was away
+ * the cluster hands the toolset over as it would after any lost lease. An outage longer than a
+ * lease leaves every runner's heartbeat stale at once, so until a lease after the store is back
+ * the runners seen before it stay in the cluster's view (see `getRunners`). A runner that was away
  * past its lease (paused) is fenced: it takes no shard for the rebalance cooldown, so toolsets
  * are not moved back to it while its view of the cluster is stale.
  */
@@ -17,6 +19,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as ClusterError from "effect/cluster/ClusterError"
+import type * as ClusterRunner from "effect/cluster/Runner"
 import type * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as RunnerStorage from "effect/cluster/RunnerStorage"
 import type * as ShardId from "effect/cluster/ShardId"
@@ -79,6 +82,9 @@ export const make = (name: string) =>
     let fencedUntil = 0
     /** The healthy runners, as the cluster last read them. */
     let healthy: ReadonlyArray<RunnerAddress.RunnerAddress> = []
+    /** The runners as read before the last outage, and when the store was found reachable again. */
+    let beforeOutage: ReadonlyArray<readonly [ClusterRunner.Runner, boolean]> = []
+    let reachableAgainAt = Number.NEGATIVE_INFINITY
     let lastRefresh: number | undefined
     const fenced = (at: number, why: string) => {
       const first = at >= fencedUntil
@@ -142,6 +148,7 @@ export const make = (name: string) =>
       if (unreachableAt === undefined) return Effect.void
       unreachableAt = undefined
       outageSince = undefined
+      reachableAgainAt = now()
       return Effect.logInfo("the cluster's store is reachable again")
     })
 
@@ -207,11 +214,27 @@ export const make = (name: string) =>
       lease,
       storage: RunnerStorage.RunnerStorage.of({
         ...inner,
-        getRunners: Effect.tap(inner.getRunners, (runners) =>
-          Effect.sync(() => {
-            healthy = runners.filter(([, up]) => up).map(([runner]) => runner.address)
-          })
-        ),
+        /**
+         * The runners, with those seen before an outage kept until a lease after the store is
+         * back: a runner's heartbeat is stale then only because the store was away, and the
+         * first runner to write one would otherwise see itself alone and take every shard,
+         * moving the toolsets that the others are still running. A runner that died meanwhile
+         * is dropped a lease later, and its toolsets move then.
+         */
+        getRunners: Effect.map(inner.getRunners, (runners) => {
+          const recovering = unreachableAt !== undefined || now() - reachableAgainAt < leaseMillis
+          if (!recovering) beforeOutage = runners
+          const kept = recovering
+            ? [
+                ...runners,
+                ...beforeOutage.filter(
+                  ([seen]) => !runners.some(([runner]) => Equal.equals(runner.address, seen.address))
+                )
+              ]
+            : runners
+          healthy = kept.filter(([, up]) => up).map(([runner]) => runner.address)
+          return kept
+        }),
         acquire: (address, shardIds) => {
           const asked = now()
           // Fenced, it waits for the cooldown — unless it is the only runner there is.

@@ -47,10 +47,11 @@ const scenario = Layer.effect(
     yield* Effect.addFinalizer(() =>
       Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
     )
-    for (const port of ports) {
-      const runner = yield* startRunner(url, port)
-      runners.set(runner.id, runner)
-    }
+    yield* Effect.forEach(
+      ports,
+      (port) => Effect.map(startRunner(url, port), (runner) => runners.set(runner.id, runner)),
+      { concurrency: "unbounded", discard: true }
+    )
     const journals = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-failover-"))
     const toolsets = Array.from({ length: 10 }, (_, i) =>
       journalEntry(`t${i}`, {
@@ -122,7 +123,9 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
         Effect.gen(function* () {
           const { registry, runners, journals } = yield* Scenario
           const before = yield* registry.snapshot
-          const [victimId, victim] = [...runners.entries()][1] ?? []
+          // The runner on the second port: the next test brings it back there.
+          const victimId = `127.0.0.1:${ports[1]}`
+          const victim = runners.get(victimId)
           assert.isDefined(victim)
           const survivor = [...runners.keys()].find((id) => id !== victimId) ?? ""
           const moved = before.filter((s) => runnerOf(s.pid) === victimId)
@@ -137,7 +140,7 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
             Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (written) => written })
           )
           victim?.child.kill("SIGKILL")
-          runners.delete(victimId ?? "")
+          runners.delete(victimId)
 
           const { seconds } = yield* until(registry, leaseSeconds + 20, allReadyOn([survivor]))
           yield* Effect.log(`failover after SIGKILL: ${seconds.toFixed(2)} s for ${moved.length} toolset(s)`)
@@ -228,7 +231,7 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
     it.effect("with no runner left, requests fail within their deadlines with typed errors", () =>
       Effect.gen(function* () {
         const { postgres, runners } = yield* Scenario
-        yield* Effect.forEach([...runners.values()], stopRunner, { discard: true })
+        yield* Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
         runners.clear()
         const context = yield* Layer.build(ClusterClient.layer({ postgres, timers }))
         const client = yield* ToolsetEntity.ToolsetEntity.client.pipe(Effect.provideContext(context))

@@ -38,6 +38,10 @@ const cooldownSeconds = 8
 const cooldown = ["--rebalance-cooldown", `${cooldownSeconds}s`]
 const clientTimers = { ...timers, rebalanceCooldown: Duration.seconds(cooldownSeconds) }
 
+/** The runner a server process was started by, from the mark in its environment. */
+const runnerOf = (pid: number | undefined): string | undefined =>
+  pid === undefined ? undefined : Orphans.markOf(pid)?.runner
+
 class Scenario extends Context.Service<
   Scenario,
   {
@@ -55,10 +59,11 @@ const scenario = Layer.effect(
     yield* Effect.addFinalizer(() =>
       Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
     )
-    for (const port of ports) {
-      const runner = yield* startRunner(url, port, cooldown)
-      runners.set(runner.id, runner)
-    }
+    yield* Effect.forEach(
+      ports,
+      (port) => Effect.map(startRunner(url, port, cooldown), (runner) => runners.set(runner.id, runner)),
+      { concurrency: "unbounded", discard: true }
+    )
     const journals = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-faults-"))
     const entries = Array.from({ length: toolsets }, (_, i) =>
       journalEntry(`t${i}`, { env: { JOURNAL_FILE: NodePath.join(journals, `t${i}`) } })
@@ -68,20 +73,21 @@ const scenario = Layer.effect(
       Effect.provideContext(context)
     )
     yield* registry.start
-    // Runners that joined the first one get toolsets once the cooldown is over: let that happen.
-    yield* Effect.sleep(`${cooldownSeconds + leaseSeconds + 1} seconds`)
+    // Runners that joined after the first had published its assignments get toolsets once the
+    // cooldown is over: wait until every runner hosts some, so that no move is still to come.
     yield* registry.snapshot.pipe(
       Effect.repeat({
         schedule: Schedule.spaced("100 millis"),
-        until: (board) => board.length === toolsets && board.every((s) => s.state === "Ready")
-      })
+        until: (board) =>
+          board.length === toolsets &&
+          board.every((s) => s.state === "Ready") &&
+          new Set(board.map((s) => runnerOf(s.pid))).size === ports.length
+      }),
+      Effect.timeout(`${cooldownSeconds + leaseSeconds + 30} seconds`)
     )
     return { registry, journals, runners }
   })
 ).pipe(Layer.provideMerge(Postgres.layer))
-
-const runnerOf = (pid: number | undefined): string | undefined =>
-  pid === undefined ? undefined : Orphans.markOf(pid)?.runner
 
 const journal = (journals: string, toolset: string): ReadonlyArray<string> => {
   const file = NodePath.join(journals, toolset)
@@ -149,8 +155,9 @@ describe("a cluster under faults", () => {
             const flowing = yield* traffic(registry, how, stop).pipe(Effect.forkChild({ startImmediately: true }))
             yield* Effect.sleep("1 second")
             yield* pg.down(how)
-            // Down for longer than a lock refresh interval, so every runner meets the outage.
-            yield* Effect.sleep("2 seconds")
+            // Down for longer than a lock refresh interval, so every runner meets the outage; the
+            // crash for longer than a lease too, so every runner's heartbeat is stale when it is back.
+            yield* Effect.sleep(how === "fast" ? "2 seconds" : `${leaseSeconds + 1} seconds`)
             const duringOutage = yield* Effect.sync(() => Date.now())
             yield* pg.up
             // Back for longer than a lease: anything that would restart has done so by now.
