@@ -82,12 +82,22 @@ const fromText = (text: string) => {
   }
 }
 
-/** The MCP caller through the gateway, reconnecting whenever the gateway goes away. */
+/** Whether the gateway refused the connection: nothing was sent, so the call did not run. */
+const refused = (cause: unknown): boolean =>
+  cause instanceof Error && (("code" in cause && cause.code === "ECONNREFUSED") || refused(cause.cause))
+
+/**
+ * The MCP caller through the gateway, reconnecting whenever the gateway goes away. A call whose
+ * answer stream breaks (the gateway was SIGKILLed mid-call) ends then, as lost: the SDK reports
+ * the break to `onerror` but would leave the request waiting for its own timeout.
+ */
 const gatewayCaller = async () => {
   let client: Client | undefined
+  let inFlight: AbortController | undefined
   for (let seq = 0; !stopping; seq++) {
     if (client === undefined) {
       const fresh = new Client({ name: "cluster-soak", version: "1.0.0" })
+      fresh.onerror = (error) => inFlight?.abort(error)
       try {
         await fresh.connect(new StreamableHTTPClientTransport(new URL(gatewayUrl)))
         client = fresh
@@ -99,11 +109,12 @@ const gatewayCaller = async () => {
     const toolset = pick()
     const line = `${tag}-g-${seq}`
     const at = Date.now()
+    inFlight = new AbortController()
     try {
       const result = await client.callTool(
         { name: `${toolset}_append`, arguments: { line, ms: Math.floor(random() * 200) } },
         undefined,
-        { timeout: 60_000 }
+        { timeout: 60_000, signal: inFlight.signal }
       )
       const text = JSON.stringify((result.content as ReadonlyArray<{ text?: string }>)[0]?.text ?? "")
       record({
@@ -116,19 +127,21 @@ const gatewayCaller = async () => {
       })
     } catch (cause) {
       // Refused before anything was sent: not run. Anything else: the answer was lost on the way.
-      const refused = String(cause).includes("ECONNREFUSED") || String(cause).includes("fetch failed")
+      const notSent = refused(cause)
       record({
         via: "gateway",
         toolset,
         line,
         at,
         ms: Date.now() - at,
-        outcome: refused ? "NotRun" : "MayHaveRun",
-        tag: refused ? "GatewayDown" : "GatewayLost",
+        outcome: notSent ? "NotRun" : "MayHaveRun",
+        tag: notSent ? "GatewayDown" : "GatewayLost",
         message: String(cause).slice(0, 300)
       })
       await client.close().catch(() => undefined)
       client = undefined
+    } finally {
+      inFlight = undefined
     }
     await pause(30)
   }
