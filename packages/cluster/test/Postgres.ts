@@ -1,6 +1,6 @@
 /**
  * A throwaway PostgreSQL server for the tests: a fresh data directory under the system's temp
- * directory, bound to 127.0.0.1 on a free port, durability off (nothing here needs to survive a
+ * directory, bound to 127.0.0.1 on a free port below the ephemeral range, durability off (nothing here needs to survive a
  * crash), removed when the scope closes. It needs Debian's `postgresql` package, which `.ci/run`
  * installs; as root, the server runs as the `postgres` user, since PostgreSQL refuses root.
  */
@@ -42,15 +42,25 @@ const binDir = (): string => {
   return NodePath.join(root, newest, "bin")
 }
 
-const freePort = () =>
-  Effect.callback<number>((resume) => {
+/** Whether nothing listens on 127.0.0.1:`port` now. */
+const isFree = (port: number) =>
+  Effect.callback<boolean>((resume) => {
     const server = NodeNet.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resume(Effect.succeed(port)))
-    })
+    server.once("error", () => resume(Effect.succeed(false)))
+    server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.succeed(true))))
   })
+
+/**
+ * A free port picked at random below Linux's ephemeral range (32768–60999): the server is started
+ * again on it after `down`, and meanwhile a port in that range can be taken as the local end of
+ * any outgoing connection on the host, which would keep it from listening. Above the fixed ports
+ * the tests give runners and gateways (24461–26511).
+ */
+const freePort = Effect.sync(() => 27_000 + Math.floor(Math.random() * 5_768)).pipe(
+  Effect.flatMap((port) => Effect.map(isFree(port), (free) => ({ port, free }))),
+  Effect.repeat({ until: ({ free }) => free, times: 100 }),
+  Effect.map(({ port }) => port)
+)
 
 /**
  * Who runs the server: as root, the `postgres` user from /etc/passwd (created by the Debian
@@ -121,7 +131,7 @@ const start = Effect.gen(function* () {
     cwd: dir,
     ...user
   })
-  const port = yield* freePort()
+  const port = yield* freePort
   const settings = { bin, dir, data, port, user }
   const instance: Instance = { ...settings, child: spawn(settings) }
   yield* ready(settings)
