@@ -28,7 +28,7 @@ const runCli = (args: ReadonlyArray<string>) =>
   Effect.promise(
     () =>
       new Promise<Finished>((resolve) => {
-        const child = ChildProcess.spawn(process.execPath, ["--conditions=@toolvisor/source", cli, ...args], {
+        const child = ChildProcess.spawn(process.execPath, [cli, ...args], {
           stdio: ["ignore", "pipe", "pipe"]
         })
         let stdout = ""
@@ -126,16 +126,7 @@ describe("the CLI as a cluster client", () => {
           client.connect(
             new StdioClientTransport({
               command: process.execPath,
-              args: [
-                "--conditions=@toolvisor/source",
-                cli,
-                "serve",
-                config,
-                "--cluster",
-                postgres,
-                "--cluster-settings",
-                settings
-              ],
+              args: [cli, "serve", config, "--cluster", postgres, "--cluster-settings", settings],
               stderr: "ignore"
             })
           )
@@ -159,17 +150,7 @@ describe("the CLI as a cluster client", () => {
         const { postgres, config, settings } = yield* Setup
         const child = ChildProcess.spawn(
           process.execPath,
-          [
-            "--conditions=@toolvisor/source",
-            cli,
-            "run",
-            config,
-            "--json",
-            "--cluster",
-            postgres,
-            "--cluster-settings",
-            settings
-          ],
+          [cli, "run", config, "--json", "--cluster", postgres, "--cluster-settings", settings],
           { stdio: ["pipe", "pipe", "pipe"] }
         )
         const ready = yield* Effect.promise(

@@ -1,13 +1,15 @@
 /**
- * Runner processes for the multi-process tests: the real `toolvisor runner` command on the
- * TypeScript sources, with short timers (a 4 s lease) that the test clients share.
+ * Runner processes for the multi-process tests: the real `toolvisor runner` command, bundled as
+ * it is installed (it starts in a fraction of the time the sources take), with short timers (a
+ * 4 s lease) that the test clients share.
  */
 import * as ChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 
-export const cli = NodePath.resolve(import.meta.dirname, "../../../apps/cli/src/main.ts")
+/** The installed entry point; the project's global setup (`bundle.setup.ts`) has built the bundle it loads. */
+export const cli = NodePath.resolve(import.meta.dirname, "../../../apps/cli/bin/toolvisor.js")
 export const leaseSeconds = 4
 export const timerFlags = [
   "--lease",
@@ -79,16 +81,7 @@ export const startRunner = (postgres: string, port: number, flags: ReadonlyArray
   Effect.callback<RunnerProcess, Error>((resume) => {
     const child = ChildProcess.spawn(
       process.execPath,
-      [
-        "--conditions=@toolvisor/source",
-        cli,
-        "runner",
-        "--postgres",
-        postgres,
-        "--port",
-        String(port),
-        ...overridden(timerFlags, flags)
-      ],
+      [cli, "runner", "--postgres", postgres, "--port", String(port), ...overridden(timerFlags, flags)],
       { stdio: ["ignore", "pipe", "pipe"] }
     )
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))

@@ -24,6 +24,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import buildBundle from "../../../apps/cli/test/bundle.setup.ts"
 import * as ClusterClient from "../../../packages/cluster/src/ClusterClient.ts"
 import * as ClusterRegistry from "../../../packages/cluster/src/ClusterRegistry.ts"
 import * as Orphans from "../../../packages/cluster/src/Orphans.ts"
@@ -88,7 +89,7 @@ process.on("SIGINT", () => {
 })
 
 const env = (tag: string) => ({ ...process.env, CHAOS_TAG: `${run}:${tag}` })
-const cli = (args: ReadonlyArray<string>) => ["--conditions=@toolvisor/source", Setup.main, ...args]
+const cli = (args: ReadonlyArray<string>) => [Setup.main, ...args]
 
 /** Waits until a child's log says `marker`, or fails when it exits first or `within` passes. */
 const awaitLog = (child: Procs.Child, path: string, marker: string, within: number) =>
@@ -621,6 +622,8 @@ const watchdog = setTimeout(() => {
 }, durationMs + 600_000)
 watchdog.unref()
 
+// Runners and gateways run the CLI's bundle: rebuilt first if a source is newer.
+await buildBundle()
 Effect.runPromise(soak.pipe(Effect.scoped, Effect.provide(Postgres.layer)))
   .then((result) => {
     const ok = report(result)
