@@ -42,6 +42,32 @@ const clientTimers = { ...timers, rebalanceCooldown: Duration.seconds(cooldownSe
 const runnerOf = (pid: number | undefined): string | undefined =>
   pid === undefined ? undefined : Orphans.markOf(pid)?.runner
 
+/**
+ * Waits until the placement is final, so that no test takes a move for a fault's doing. Runners
+ * that joined after the first had published its assignments get toolsets once the cooldown is
+ * over, all at about the same time: final once every runner hosts a toolset and nothing changed
+ * for 2 s, or (the toolsets' shards may all hash to fewer runners) nothing changed for longer
+ * than the cooldown.
+ */
+const settled = (registry: ToolsetRegistry.Registry) =>
+  Effect.gen(function* () {
+    let shown = ""
+    let since = Date.now()
+    for (;;) {
+      const board = yield* registry.snapshot
+      const now = board.map((s) => `${s.name}:${s.state}:${s.pid}`).join(" ")
+      if (now !== shown) {
+        shown = now
+        since = Date.now()
+      }
+      const still = Date.now() - since
+      const ready = board.length === toolsets && board.every((s) => s.state === "Ready")
+      const spread = new Set(board.map((s) => runnerOf(s.pid))).size === ports.length
+      if (ready && (spread ? still >= 2000 : still > (cooldownSeconds + 1) * 1000)) return
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
 class Scenario extends Context.Service<
   Scenario,
   {
@@ -73,18 +99,7 @@ const scenario = Layer.effect(
       Effect.provideContext(context)
     )
     yield* registry.start
-    // Runners that joined after the first had published its assignments get toolsets once the
-    // cooldown is over: wait until every runner hosts some, so that no move is still to come.
-    yield* registry.snapshot.pipe(
-      Effect.repeat({
-        schedule: Schedule.spaced("100 millis"),
-        until: (board) =>
-          board.length === toolsets &&
-          board.every((s) => s.state === "Ready") &&
-          new Set(board.map((s) => runnerOf(s.pid))).size === ports.length
-      }),
-      Effect.timeout(`${cooldownSeconds + leaseSeconds + 30} seconds`)
-    )
+    yield* settled(registry).pipe(Effect.timeout(`${cooldownSeconds + leaseSeconds + 30} seconds`))
     return { registry, journals, runners }
   })
 ).pipe(Layer.provideMerge(Postgres.layer))
