@@ -1,7 +1,7 @@
 /**
- * The soaks: the 45 s chaos run, the supervisor heap retention and the gateway's RSS after
- * thousands of abandoned sessions. Each runs for a minute or more and measures time or memory, so
- * they are a project of their own: CI runs it as a step after the unit projects (`npm run
+ * The soaks: the 45 s chaos run, the cluster soak (every fault once), the supervisor heap retention and the
+ * gateway's RSS after thousands of abandoned sessions. Each runs for a minute or more and
+ * measures time or memory, so they are a project of their own: CI runs it as a step after the unit projects (`npm run
  * test:soak`), and its files one at a time, so that no soak shares the CPU with another test.
  * A soak is a `*.soak.test.ts` in a package's `test/`; that package's project excludes it.
  * The `*.alone.test.ts` files run here too, for the same one-at-a-time: they make orphan processes

@@ -22,6 +22,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
+import buildBundle from "../../apps/cli/test/bundle.setup.ts"
 import * as ClusterClient from "../../packages/cluster/src/ClusterClient.ts"
 import * as ClusterRegistry from "../../packages/cluster/src/ClusterRegistry.ts"
 import * as ClusterRunner from "../../packages/cluster/src/ClusterRunner.ts"
@@ -234,4 +235,6 @@ const program = Effect.gen(function* () {
   )
 }).pipe(Effect.scoped, Effect.provide(Postgres.layer))
 
+// The runner processes run the CLI's bundle: rebuilt first if a source is newer.
+await buildBundle()
 NodeRuntime.runMain(program)

@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { UsageError } from "./CliError.ts"
+import * as ClusterFlags from "./ClusterFlags.ts"
 
 /** What every command that loads a config takes. */
 export interface Source {
@@ -22,8 +23,8 @@ export interface Source {
   readonly input: ReadonlyArray<string>
 }
 
-/** What every registry command takes. */
-export interface Target extends Source {
+/** What every registry command takes; the cluster's timers only matter with `--cluster`. */
+export interface Target extends Source, ClusterFlags.Member {
   readonly cluster: Option.Option<string>
 }
 
@@ -99,18 +100,24 @@ export const open = (target: Target) =>
     const options = agentOptions(target.agent)
     const registry = yield* Option.match(target.cluster, {
       onNone: () => Effect.andThen(OrphanSweep.start, ToolsetRegistry.make(loaded.config, options)),
-      onSome: (postgres) => joinCluster(postgres, loaded.config, options)
+      onSome: (postgres) => joinCluster(postgres, loaded.config, options, target)
     })
     const opened: Opened = { ...loaded, registry }
     return opened
   })
 
 /** A registry whose toolsets run on the cluster's runners; this process joins as a client. */
-const joinCluster = (postgres: string, config: AgentConfig.Config, options: { readonly agent?: string }) =>
+const joinCluster = (
+  postgres: string,
+  config: AgentConfig.Config,
+  options: { readonly agent?: string },
+  target: ClusterFlags.Member
+) =>
   Effect.gen(function* () {
     const { ClusterClient, ClusterRegistry, Sealing } = yield* Effect.promise(() => import("@toolvisor/cluster"))
     const key = Sealing.fromEnv()
-    const context = yield* Layer.build(ClusterClient.layer({ postgres }))
+    const { file, timers } = yield* ClusterFlags.given(target)
+    const context = yield* Layer.build(ClusterClient.layer({ postgres, timers, settingsFile: file }))
     return yield* ClusterRegistry.make(config, { ...options, ...(key === undefined ? {} : { key }) }).pipe(
       Effect.provideContext(context)
     )

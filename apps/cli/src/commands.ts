@@ -6,19 +6,27 @@
 
 import { Argument, Command, Flag } from "effect/cli"
 import * as Effect from "effect/Effect"
+import * as ClusterFlags from "./ClusterFlags.ts"
 import * as Flags from "./Flags.ts"
 
 /** Runs `f` on a module imported on first use. */
 const lazy = <M, A, E, R>(load: () => Promise<M>, f: (module: M) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.promise(load), f)
 
-const target = { config: Flags.config, input: Flags.input, agent: Flags.agent, cluster: Flags.cluster }
+const target = {
+  config: Flags.config,
+  input: Flags.input,
+  agent: Flags.agent,
+  cluster: Flags.cluster,
+  ...ClusterFlags.member
+}
 
 /** What the commands that act on one thing (`describe`, `call`, `prompt`, `read`) take besides their operands. */
 const request = {
   input: Flags.input,
   agent: Flags.agent,
   cluster: Flags.cluster,
+  ...ClusterFlags.member,
   json: Flags.json,
   timeout: Flags.timeout
 }
@@ -293,9 +301,6 @@ const serve = Command.make(
   ])
 )
 
-const durationFlag = (name: string, fallback: string, description: string) =>
-  Flag.String(name).pipe(Flag.withDescription(description), Flag.withDefault(fallback))
-
 const runner = Command.make(
   "runner",
   {
@@ -313,16 +318,7 @@ const runner = Command.make(
       Flag.withDescription("Address to bind when it differs from --host (e.g. 0.0.0.0)"),
       Flag.optional
     ),
-    lease: durationFlag(
-      "lease",
-      "10s",
-      "How long a runner holds its shards without renewing: the failover time after a crash"
-    ),
-    leaseRefresh: durationFlag("lease-refresh", "3s", "How often the lease is renewed"),
-    healthCheck: durationFlag("health-check", "5s", "How often runners ping each other"),
-    assignmentsRefresh: durationFlag("assignments-refresh", "1s", "How often shard ownership is re-read"),
-    messagePoll: durationFlag("message-poll", "2s", "How often persisted start requests are polled"),
-    shutdownGrace: durationFlag("shutdown-grace", "10s", "How long shutdown waits for toolsets before moving them")
+    ...ClusterFlags.runner
   },
   (options) =>
     lazy(

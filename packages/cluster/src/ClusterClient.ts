@@ -12,12 +12,17 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as ShardLock from "./internal/shardLock.ts"
+import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
 
 export interface Options {
   /** The cluster's PostgreSQL URL, e.g. postgres://toolvisor@127.0.0.1:5432/toolvisor. */
   readonly postgres: string
+  /** Timers over those of the settings file, over the defaults (see `Settings`). */
   readonly timers?: Partial<Timers.Timers>
+  /** A settings file with a `cluster:` section. */
+  readonly settingsFile?: string | undefined
 }
 
 /** The cluster's database cannot be reached: no member can work without it. */
@@ -28,9 +33,10 @@ export class ClusterUnavailable extends Schema.TaggedError<ClusterUnavailable>()
 
 /**
  * The cluster's PostgreSQL client, checked with one query when built: the cluster's own layers
- * treat a database they cannot reach as a defect, which would surface as a stack trace.
+ * treat a database they cannot reach as a defect, which would surface as a stack trace. Its
+ * sessions are named for `member`, which is how a runner finds out who holds a shard.
  */
-export const database = (url: string) =>
+export const database = (url: string, member = "client") =>
   Layer.effectDiscard(
     Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`).pipe(
       Effect.mapError(
@@ -41,11 +47,24 @@ export const database = (url: string) =>
           })
       )
     )
-  ).pipe(Layer.provideMerge(PgClient.layer({ url: Redacted.make(url), applicationName: "toolvisor" })))
+  ).pipe(
+    Layer.provideMerge(PgClient.layer({ url: Redacted.make(url), applicationName: ShardLock.applicationName(member) }))
+  )
 
+/**
+ * A client-only member. Its timers must agree with those of the runners that are up: a client
+ * whose lease or assignment timers differ routes calls by another view of the cluster.
+ */
 export const layer = (options: Options) =>
-  NodeClusterSocket.layer({
-    clientOnly: true,
-    storage: "sql",
-    shardingConfig: { ...Timers.shardingConfig(options.timers), runnerAddress: Option.none() }
-  }).pipe(Layer.provide(database(options.postgres)))
+  Layer.unwrap(
+    Effect.map(Settings.resolve({ given: options.timers, file: options.settingsFile }), (timers) =>
+      NodeClusterSocket.layer({
+        clientOnly: true,
+        storage: "sql",
+        shardingConfig: { ...Timers.shardingConfig(timers), runnerAddress: Option.none() }
+      }).pipe(
+        Layer.provide(Layer.effectDiscard(Settings.agree(timers, "client"))),
+        Layer.provide(database(options.postgres))
+      )
+    )
+  )

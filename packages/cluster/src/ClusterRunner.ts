@@ -3,16 +3,35 @@
  * PostgreSQL database, listens on a TCP socket for the other members, and before it takes any
  * toolset (and again after it let them all go) kills whatever a previous life at the same
  * address left running.
+ *
+ * It is Effect's socket runner, assembled here rather than by `NodeClusterSocket.layer` so that
+ * three things fit in: the shard-lock storage keeps the runner's lease through a store outage
+ * (`Lease`), a fence keeps a runner that lost its shards from serving them (`Fence`), and the
+ * runner's shutdown is bounded: the shutdown grace for the toolsets to finish, then a margin,
+ * after which whatever is still hosted is stopped and the runner leaves anyway.
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as RunnerAddress from "effect/cluster/RunnerAddress"
+import * as RunnerHealth from "effect/cluster/RunnerHealth"
+import * as Runners from "effect/cluster/Runners"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as SocketRunner from "effect/cluster/SocketRunner"
+import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as RpcSerialization from "effect/rpc/RpcSerialization"
 import * as Schema from "effect/Schema"
 import * as CallLedger from "./CallLedger.ts"
 import * as ClusterClient from "./ClusterClient.ts"
+import * as Fence from "./Fence.ts"
+import { bounded } from "./internal/bounded.ts"
+import * as ShardLock from "./internal/shardLock.ts"
+import * as Lease from "./Lease.ts"
 import * as Orphans from "./Orphans.ts"
+import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
 import * as ToolsetHost from "./ToolsetHost.ts"
 
@@ -23,29 +42,66 @@ export interface Options extends ToolsetHost.Options {
   readonly port: number
   /** The address to bind, when it differs from `host` (e.g. 0.0.0.0 in a container). */
   readonly listenHost?: string
+  /** Timers over those of the settings file, over the defaults (see `Settings`). */
   readonly timers?: Partial<Timers.Timers>
+  /** A settings file with a `cluster:` section. */
+  readonly settingsFile?: string | undefined
 }
 
-export const layer = (options: Options) => {
+/** How long past the shutdown grace a runner's shutdown may take before it stops what is left. */
+export const shutdownMargin = Duration.seconds(2)
+
+/** Effect's socket runner over the SQL message storage and whatever runner storage is provided. */
+const socketRunner = SocketRunner.layer.pipe(
+  Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc))),
+  Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+  Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
+  Layer.provide(RpcSerialization.layerSchemaBinary())
+)
+
+/**
+ * The runner. Its timers (`options.timers` over the defaults) are checked, and must agree with
+ * those of the runners that are up (`Settings`); they are then recorded for later members.
+ */
+export const layer = (options: Options) =>
+  Layer.unwrap(
+    Effect.map(Settings.resolve({ given: options.timers, file: options.settingsFile }), (timers) =>
+      assemble(options, timers)
+    )
+  )
+
+const assemble = (options: Options, timers: Settings.Resolved) => {
   const address = RunnerAddress.make(options.host, options.port)
-  return ToolsetHost.layer(options).pipe(
-    Layer.provide(CallLedger.layerSql),
-    // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
-    Layer.provideMerge(
-      NodeClusterSocket.layer({
-        storage: "sql",
-        shardingConfig: {
-          ...Timers.shardingConfig(options.timers),
-          runnerAddress: Option.some(address),
-          runnerListenAddress:
-            options.listenHost === undefined
-              ? Option.none()
-              : Option.some(RunnerAddress.make(options.listenHost, options.port))
-        }
-      })
-    ),
-    Layer.provide(ClusterClient.database(options.postgres)),
-    Layer.provide(Orphans.layer(Orphans.runnerId(address)))
+  const id = Orphans.runnerId(address)
+  const limit = Duration.sum(timers.shutdownGrace, shutdownMargin)
+  const config = ShardingConfig.layer({
+    ...Timers.shardingConfig(timers),
+    runnerAddress: Option.some(address),
+    runnerListenAddress:
+      options.listenHost === undefined
+        ? Option.none()
+        : Option.some(RunnerAddress.make(options.listenHost, options.port))
+  })
+  const stopLeftovers = (deadline: Duration.Duration) =>
+    Effect.flatMap(Fence.Fence, (fence) =>
+      Effect.andThen(
+        Effect.logWarning(
+          `runner ${id} did not shut down within ${Duration.format(deadline)}: stopping its toolsets and leaving; their shards move when the lease expires`
+        ),
+        fence.stopAll
+      )
+    )
+  const agreement = Layer.effectDiscard(Effect.andThen(Settings.agree(timers, id), Settings.publish(timers, id)))
+  // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
+  const hosting = ToolsetHost.layer(options).pipe(Layer.provide(CallLedger.layerSql), Layer.provideMerge(socketRunner))
+  return bounded(hosting, limit, stopLeftovers).pipe(
+    Layer.provideMerge(Fence.layer()),
+    Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`))),
+    Layer.provide(config),
+    // Before anything joins: a runner whose timers differ from the others' must not take shards.
+    Layer.provide(agreement),
+    Layer.provide(ClusterClient.database(options.postgres, `runner ${id}`)),
+    Layer.provide(Orphans.layer(id))
   )
 }
 

@@ -4,8 +4,8 @@
  * that ignore both stdin EOF and the LSP `processId` keep running when their runner is SIGKILLed,
  * while the cluster starts a second copy elsewhere; the marks let them be found and their groups
  * killed:
- * - a runner starting up kills what earlier lives at its address left, then what any owner that is
- *   gone left on this host, and does that again every few seconds;
+ * - a runner starting up kills what any owner that is gone left on this host — its own earlier
+ *   lives' leftovers among them — and does that again every few seconds;
  * - a runner shutting down kills what its own toolsets left, after they were closed.
  * Linux only (it reads /proc); elsewhere the sweeps log that they cannot look and do nothing.
  */
@@ -45,16 +45,8 @@ export const scan = (): ReadonlyArray<Marked> =>
     return runner === undefined ? [] : [{ ...m, runner }]
   })
 
-/**
- * What earlier lives of runner `id` left (its current life excepted). Only lives that are over: a
- * runner started twice at one address by mistake must not kill the running one's servers before
- * it finds the port taken.
- */
-export const sweepEarlier = (id: string) =>
-  Owner.sweep(`left by an earlier runner at ${id}`, (m) => runnerOf(m.env) === id && !Owner.isAlive(m.owner))
-
 /** What this runner's own servers left after they were closed. */
-export const sweepOwn = (id: string) =>
+const sweepOwn = (id: string) =>
   Owner.sweep(
     "left by this runner's toolsets",
     // A live owner with this process's pid is this process.
@@ -62,13 +54,21 @@ export const sweepOwn = (id: string) =>
   )
 
 /**
+ * Kills the process group a server leads at once (SIGKILL), for a toolset this runner must stop
+ * serving now: its shard belongs to another runner, which runs its own copy.
+ */
+export const killServer = (pgid: number, why: string) => Owner.sweep(why, (m) => m.pgid === pgid)
+
+/**
  * Sweeps when built, every `interval` while up, and once more when released — after everything
- * built on top of it (the runner and its toolsets) has closed.
+ * built on top of it (the runner and its toolsets) has closed. What an earlier life at this
+ * address left needs no sweep of its own: its owner is gone, so the first sweep ends it, before
+ * this runner listens or starts a server.
  */
 export const layer = (id: string, interval: Duration.Input = "5 seconds"): Layer.Layer<never> =>
   Layer.effectDiscard(
     Effect.gen(function* () {
-      yield* Effect.acquireRelease(sweepEarlier(id), () => sweepOwn(id))
+      yield* Effect.addFinalizer(() => Effect.asVoid(sweepOwn(id)))
       yield* Owner.guard(interval)
     })
   )

@@ -5,17 +5,21 @@
  * otherwise retry silently until the new owner answers), and status arrives on a watch that is
  * re-opened whenever it ends, as it does when the toolset moves.
  */
+import * as NodeCrypto from "node:crypto"
 import type { AgentConfig } from "@toolvisor/config"
 import { LifecycleError, State, type Toolset } from "@toolvisor/core"
 import { Toolsets } from "@toolvisor/runtime"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import type * as ClusterError from "effect/cluster/ClusterError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as CallOutcome from "./CallOutcome.ts"
 import * as Sealing from "./Sealing.ts"
 import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./ToolsetEntity.ts"
 
@@ -83,17 +87,29 @@ export const make = (
             )
       )
 
-    let seen = { incarnation: "", seq: -1 }
+    /**
+     * The last reading seen. A reading from another runner than the last one is a move, shown as
+     * `Relocating` from one runner to the other before the new owner's own readings.
+     */
+    let seen = { runner: "", incarnation: "", seq: -1 }
     const observe = (o: Observed) => {
       if (o.incarnation === seen.incarnation && o.seq <= seen.seq) return Effect.void
-      seen = { incarnation: o.incarnation, seq: o.seq }
+      const from = seen.runner
+      seen = { runner: o.runner, incarnation: o.incarnation, seq: o.seq }
+      const moved = from !== "" && from !== o.runner
+      const move = moved ? relocating(`moving from runner ${from} to runner ${o.runner}`) : Effect.void
       const snapshot = o.snapshot
-      if (snapshot === undefined) return relocating(`waiting for runner ${o.runner} to take it over`)
-      return Effect.flatMap(SubscriptionRef.get(latest), (shown) =>
-        // A new owner builds the toolset (Stopped) and starts it at once: not worth showing.
-        shown.lastError?.tag === "Relocating" && snapshot.state === "Stopped" && snapshot.lastError === undefined
-          ? Effect.void
-          : publish({ ...snapshot, name })
+      if (snapshot === undefined) {
+        return moved ? move : relocating(`waiting for runner ${o.runner} to take it over`)
+      }
+      return Effect.andThen(
+        move,
+        Effect.flatMap(SubscriptionRef.get(latest), (shown) =>
+          // A new owner builds the toolset (Stopped) and starts it at once: not worth showing.
+          shown.lastError?.tag === "Relocating" && snapshot.state === "Stopped" && snapshot.lastError === undefined
+            ? Effect.void
+            : publish({ ...snapshot, name })
+        )
       )
     }
 
@@ -102,7 +118,11 @@ export const make = (
       Stream.timeout(Duration.times(heartbeat, 3)),
       Stream.runForEach(observe),
       Effect.catchCause((cause) => Effect.logDebug("status watch broke", cause)),
-      Effect.andThen(relocating("its runner stopped answering (the toolset is moving)")),
+      Effect.andThen(
+        Effect.suspend(() =>
+          relocating(`moving from runner ${seen.runner || "unknown"}, which stopped answering or let it go`)
+        )
+      ),
       Effect.andThen(Effect.sleep(rewatchDelay)),
       Effect.forever,
       Effect.annotateLogs({ toolset: name }),
@@ -112,7 +132,9 @@ export const make = (
     /** Cluster failures and missed deadlines, as the lifecycle error a local toolset would give. */
     const deadline =
       (what: string, limit: Duration.Duration | undefined) =>
-      <A, E>(request: Effect.Effect<A, E | Undelivered>): Effect.Effect<A, E | LifecycleError.TransportError> => {
+      <A, E>(
+        request: Effect.Effect<A, E | CallOutcome.Undelivered>
+      ): Effect.Effect<A, E | LifecycleError.TransportError> => {
         const bounded =
           limit === undefined
             ? request
@@ -157,6 +179,34 @@ export const make = (
         .pipe(deadline("start", within(config.policy.startupTimeout)), Effect.andThen(refresh))
     })
 
+    const callLimit = within(config.policy.callTimeout) ?? requestTimeout
+
+    /**
+     * One call, with its failures classified as `CallOutcome` says: the runner has already made
+     * its own true; here the cluster's own failures are, and so is a call whose answer never came
+     * (a deadline, a defect, or an interruption the caller did not ask for): it may have run.
+     */
+    const callTool = (call: CallOutcome.Call, args: { readonly [key: string]: unknown }, sentAt: number) =>
+      entity.CallTool({ tool: call.tool, args, callId: call.callId, sentAt }).pipe(
+        Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error))),
+        Effect.timeoutOrElse({
+          duration: callLimit,
+          orElse: () =>
+            Effect.fail(
+              CallOutcome.unknown(
+                call,
+                `no answer from the cluster within ${Duration.format(callLimit)} (is a runner up, or is the toolset moving?)`
+              )
+            )
+        }),
+        Effect.catchCause((cause) => {
+          const failure = Cause.findErrorOption(cause)
+          return Option.isSome(failure)
+            ? Effect.fail(failure.value)
+            : Effect.fail(CallOutcome.unknown(call, `the call ended without an answer: ${Cause.pretty(cause)}`, cause))
+        })
+      )
+
     const toolset: Toolset.Toolset = {
       name,
       kind,
@@ -174,17 +224,12 @@ export const make = (
       events: Stream.fromPubSub(transitions),
       tools: entity.ListTools().pipe(deadline("list tools", requestTimeout)),
       callTool: (tool, args) =>
-        entity.CallTool({ tool, args }).pipe(deadline(`call "${tool}"`, within(config.policy.callTimeout)))
+        Effect.flatMap(Clock.currentTimeMillis, (sentAt) =>
+          callTool({ toolset: name, tool, callId: NodeCrypto.randomUUID() }, args, sentAt)
+        )
     }
     return { toolset, lsp: config.type === "lsp" ? { ...toolset, spec: Toolsets.lspSpec(config) } : undefined }
   })
-
-/** What the cluster client fails with when it could not hand a message to the entity. */
-type Undelivered =
-  | ClusterError.MailboxFull
-  | ClusterError.AlreadyProcessingMessage
-  | ClusterError.PersistenceError
-  | ClusterError.EntityNotAssignedToRunner
 
 const undeliveredTags: ReadonlySet<unknown> = new Set([
   "MailboxFull",
@@ -193,5 +238,5 @@ const undeliveredTags: ReadonlySet<unknown> = new Set([
   "EntityNotAssignedToRunner"
 ])
 
-const isUndelivered = (error: unknown): error is Undelivered =>
-  typeof error === "object" && error !== null && undeliveredTags.has((error as { readonly _tag?: unknown })._tag)
+const isUndelivered = (error: unknown): error is CallOutcome.Undelivered =>
+  Predicate.hasProperty(error, "_tag") && undeliveredTags.has(error._tag)

@@ -19,6 +19,12 @@ export interface Timers {
   readonly messagePoll: Duration.Input
   /** How long a runner shutting down waits for its toolsets to finish before moving them. */
   readonly shutdownGrace: Duration.Input
+  /**
+   * How long the runners must stay unchanged before a runner that joined (or came back) gets
+   * toolsets: a toolset stays where it is healthy, and one that moved is not moved back to a
+   * runner that just returned (a paused one included) until the cluster has settled.
+   */
+  readonly rebalanceCooldown: Duration.Input
 }
 
 export const defaults: Timers = {
@@ -27,7 +33,8 @@ export const defaults: Timers = {
   healthCheck: "5 seconds",
   assignmentsRefresh: "1 second",
   messagePoll: "2 seconds",
-  shutdownGrace: "10 seconds"
+  shutdownGrace: "10 seconds",
+  rebalanceCooldown: "30 seconds"
 }
 
 /**
@@ -47,6 +54,7 @@ export const shardingConfig = (timers: Partial<Timers> = {}): Partial<ShardingCo
     refreshAssignmentsInterval: t.assignmentsRefresh,
     entityMessagePollInterval: t.messagePoll,
     entityTerminationTimeout: t.shutdownGrace,
+    runnerJoinDebounce: t.rebalanceCooldown,
     entityMaxIdleTime: Duration.infinity
   }
 }

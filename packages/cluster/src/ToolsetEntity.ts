@@ -204,8 +204,15 @@ export const ListTools = Rpc.make("ListTools", { success: Listing, error: Lifecy
 
 export const CallError = Schema.Union([Toolset.ToolError, LifecycleError.LifecycleError])
 
+/**
+ * A tool call. `callId` is the caller's id for it, the same on every delivery (the cluster
+ * re-delivers a call whose runner died): the call ledger's key, and what a `CallOutcomeUnknown`
+ * names. `sentAt` (the caller's clock, epoch ms) tells a runner that took the toolset over
+ * whether an earlier delivery could have gone elsewhere. Failures are classified as
+ * `CallOutcome` says.
+ */
 export const CallTool = Rpc.make("CallTool", {
-  payload: { tool: Schema.String, args: Json },
+  payload: { tool: Schema.String, args: Json, callId: Schema.String, sentAt: Schema.Number },
   success: ToolResult,
   error: CallError
 })

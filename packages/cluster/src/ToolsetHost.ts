@@ -5,7 +5,7 @@
  * a fresh activation (after a move) waits for its spec and for Ready before serving calls, and a
  * call the cluster re-delivers after a runner died is refused unless the tool is safe to repeat.
  */
-import { LifecycleError, State, Toolset } from "@toolvisor/core"
+import { LifecycleError, State, type Toolset } from "@toolvisor/core"
 import { Toolsets } from "@toolvisor/runtime"
 import * as Clock from "effect/Clock"
 import * as Entity from "effect/cluster/Entity"
@@ -20,9 +20,11 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallLedger from "./CallLedger.ts"
+import * as Fence from "./Fence.ts"
+import * as HostedCalls from "./internal/hostedCalls.ts"
 import * as Orphans from "./Orphans.ts"
 import type * as Sealing from "./Sealing.ts"
-import { buildable, heartbeat, type Opened, open, type Spec, ToolsetEntity } from "./ToolsetEntity.ts"
+import { buildable, heartbeat, open, type Spec, ToolsetEntity } from "./ToolsetEntity.ts"
 
 export interface Options {
   /**
@@ -32,13 +34,14 @@ export interface Options {
   readonly activationWait?: Duration.Input
   /** The cluster key, to open toolset configs that clients sealed (see `Sealing`). */
   readonly key?: Sealing.Key
+  /**
+   * How far a client's clock may be ahead of this runner's (default 5 s): a call refused on a
+   * runner that took its toolset over after the call was sent is answered "may have run".
+   */
+  readonly clockSkew?: Duration.Input
 }
 
-interface Hosted {
-  readonly spec: Opened
-  /** Masked by its secrets (see `Toolsets.make`): what the entity answers is already redacted. */
-  readonly toolset: Toolset.Toolset
-}
+type Hosted = HostedCalls.Hosted
 
 export const layer = (options: Options = {}) =>
   ToolsetEntity.toLayer(
@@ -47,8 +50,11 @@ export const layer = (options: Options = {}) =>
       const runner = Orphans.runnerId(yield* Entity.CurrentRunnerAddress)
       const scope = yield* Scope.Scope
       const ledger = yield* CallLedger.CallLedger
+      const fence = yield* Fence.Fence
+      const shard = address.shardId
       const wait = Duration.fromInputUnsafe(options.activationWait ?? "30 seconds")
-      const incarnation = `${runner}/${(yield* Clock.currentTimeMillis).toString(36)}`
+      const activatedAt = yield* Clock.currentTimeMillis
+      const incarnation = `${runner}/${activatedAt.toString(36)}`
       const observed = yield* SubscriptionRef.make({ runner, incarnation, seq: 0 } as {
         readonly snapshot?: State.StatusSnapshot
         readonly runner: string
@@ -83,6 +89,17 @@ export const layer = (options: Options = {}) =>
                 Effect.forkIn(scope, { startImmediately: true })
               )
               installed = { spec, toolset }
+              const h = installed
+              // Runs before the toolset's own finalizers: a lost shard's server is killed, not asked.
+              yield* Effect.addFinalizer(() =>
+                fence.lost(shard) ? HostedCalls.halt(h, "as its shard went to another runner") : Effect.void
+              )
+              yield* fence.host({
+                shard,
+                name: spec.name,
+                onLost: (holder) => calls.lose(h, holder),
+                halt: HostedCalls.halt(h, "as its runner's shutdown ran out of time")
+              })
               yield* Deferred.succeed(hosted, installed)
               return installed
             })
@@ -124,33 +141,17 @@ export const layer = (options: Options = {}) =>
           Effect.ignore
         )
 
-      const call = (tool: string, args: { readonly [key: string]: unknown }, requestId: string) =>
-        Effect.gen(function* () {
-          const h = yield* current
-          yield* settled(h.toolset)
-          const listing = yield* h.toolset.tools
-          if (!Toolset.isSafeToRepeat(listing.items.find((t) => t.name === tool))) {
-            const first = yield* ledger.begin({ requestId, toolset: h.spec.name, tool, runner }).pipe(
-              Effect.mapError(
-                (cause) =>
-                  new LifecycleError.TransportError({
-                    toolset: h.spec.name,
-                    message: `${h.spec.name}: the call ledger is unavailable, so "${tool}" was not run: ${cause.message}`,
-                    cause
-                  })
-              )
-            )
-            if (first !== undefined) {
-              return yield* new Toolset.CallOutcomeUnknown({
-                toolset: h.spec.name,
-                tool,
-                requestId,
-                message: `${h.spec.name}: "${tool}" was already started on runner ${first.runner} at ${first.startedAt.toISOString()}, which stopped before answering; it may or may not have run, so it is not run again`
-              })
-            }
-          }
-          return yield* h.toolset.callTool(tool, args)
-        })
+      const calls = HostedCalls.make({
+        runner,
+        shard,
+        activatedAt,
+        skew: Duration.fromInputUnsafe(options.clockSkew ?? "5 seconds"),
+        ledger,
+        fence,
+        current,
+        settled,
+        keepStarted
+      })
 
       return ToolsetEntity.of({
         Ensure: ({ payload }) =>
@@ -181,11 +182,12 @@ export const layer = (options: Options = {}) =>
             Stream.tick(heartbeat).pipe(Stream.mapEffect(() => SubscriptionRef.get(observed)))
           ),
         ListTools: () => Effect.flatMap(current, (h) => h.toolset.tools),
-        CallTool: ({ payload, requestId }) => call(payload.tool, payload.args, String(requestId))
+        CallTool: ({ payload }) => calls.call(payload)
       })
     }),
     { concurrency: "unbounded", maxIdleTime: Duration.infinity }
   )
 
-/** The host with the in-memory call ledger: for a single runner or the in-process test runner. */
-export const layerMemory = (options: Options = {}) => layer(options).pipe(Layer.provide(CallLedger.layerMemory))
+/** The host alone with an in-memory call ledger: for the in-process test runner. */
+export const layerMemory = (options: Options = {}) =>
+  layer(options).pipe(Layer.provide([CallLedger.layerMemory, Fence.layerAlone]))

@@ -16,7 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Orphans from "../src/Orphans.ts"
 import { journalServer } from "./helpers.ts"
 import * as Postgres from "./Postgres.ts"
-import { cli, startRunner, stopRunner } from "./Runners.ts"
+import { cli, settingsFile, startRunner, stopRunner } from "./Runners.ts"
 
 interface Finished {
   readonly code: number | null
@@ -28,7 +28,7 @@ const runCli = (args: ReadonlyArray<string>) =>
   Effect.promise(
     () =>
       new Promise<Finished>((resolve) => {
-        const child = ChildProcess.spawn(process.execPath, ["--conditions=@toolvisor/source", cli, ...args], {
+        const child = ChildProcess.spawn(process.execPath, [cli, ...args], {
           stdio: ["ignore", "pipe", "pipe"]
         })
         let stdout = ""
@@ -41,7 +41,7 @@ const runCli = (args: ReadonlyArray<string>) =>
 
 class Setup extends Context.Service<
   Setup,
-  { readonly postgres: string; readonly config: string; readonly journal: string }
+  { readonly postgres: string; readonly config: string; readonly journal: string; readonly settings: string }
 >()("test/Setup") {}
 
 const setup = Layer.effect(
@@ -66,7 +66,7 @@ const setup = Layer.effect(
         `        env: { JOURNAL_FILE: "${journal}" }`
       ].join("\n")
     )
-    return { postgres: url, config, journal }
+    return { postgres: url, config, journal, settings: settingsFile(dir) }
   })
 ).pipe(Layer.provide(Postgres.layer))
 
@@ -74,15 +74,25 @@ describe("the CLI as a cluster client", () => {
   layer(setup, { timeout: 120_000, excludeTestServices: true })((it) => {
     it.effect("status and tools report the toolsets the runner hosts; the server is the runner's, not the CLI's", () =>
       Effect.gen(function* () {
-        const { postgres, config } = yield* Setup
-        const status = yield* runCli(["status", config, "--json", "--cluster", postgres, "--timeout", "60s"])
+        const { postgres, config, settings } = yield* Setup
+        const status = yield* runCli([
+          "status",
+          config,
+          "--json",
+          "--cluster",
+          postgres,
+          "--cluster-settings",
+          settings,
+          "--timeout",
+          "60s"
+        ])
         assert.strictEqual(status.code, 0, status.stderr)
         const [notes] = JSON.parse(status.stdout) as ReadonlyArray<{ state: string; pid: number }>
         assert.strictEqual(notes?.state, "Ready")
         // The CLI has exited; the server lives on under the runner, marked as its own.
         const environ = NodeFs.readFileSync(`/proc/${notes?.pid}/environ`, "utf8")
         assert.include(environ.split("\0"), `${Orphans.envKey}=127.0.0.1:24471`)
-        const tools = yield* runCli(["tools", config, "--json", "--cluster", postgres])
+        const tools = yield* runCli(["tools", config, "--json", "--cluster", postgres, "--cluster-settings", settings])
         assert.strictEqual(tools.code, 0, tools.stderr)
         const names = (JSON.parse(tools.stdout) as { tools: ReadonlyArray<{ name: string }> }).tools.map((t) => t.name)
         assert.deepStrictEqual(names.sort(), ["notes_append", "notes_echo", "notes_echo_unmarked", "notes_pid"])
@@ -91,8 +101,17 @@ describe("the CLI as a cluster client", () => {
 
     it.effect("call runs the tool on the runner", () =>
       Effect.gen(function* () {
-        const { postgres, config, journal } = yield* Setup
-        const called = yield* runCli(["call", config, "notes_append", '{"line":"from the cli"}', "--cluster", postgres])
+        const { postgres, config, journal, settings } = yield* Setup
+        const called = yield* runCli([
+          "call",
+          config,
+          "notes_append",
+          '{"line":"from the cli"}',
+          "--cluster",
+          postgres,
+          "--cluster-settings",
+          settings
+        ])
         assert.strictEqual(called.code, 0, called.stderr)
         assert.include(called.stdout, "appended from the cli")
         assert.strictEqual(NodeFs.readFileSync(journal, "utf8"), "from the cli\n")
@@ -101,13 +120,13 @@ describe("the CLI as a cluster client", () => {
 
     it.effect("serve fronts the cluster's toolsets as one MCP server", () =>
       Effect.gen(function* () {
-        const { postgres, config } = yield* Setup
+        const { postgres, config, settings } = yield* Setup
         const client = new Client({ name: "test", version: "1.0.0" })
         yield* Effect.promise(() =>
           client.connect(
             new StdioClientTransport({
               command: process.execPath,
-              args: ["--conditions=@toolvisor/source", cli, "serve", config, "--cluster", postgres],
+              args: [cli, "serve", config, "--cluster", postgres, "--cluster-settings", settings],
               stderr: "ignore"
             })
           )
@@ -128,10 +147,10 @@ describe("the CLI as a cluster client", () => {
 
     it.effect("run --json follows the cluster's toolsets and exits 0 on SIGTERM, leaving them running", () =>
       Effect.gen(function* () {
-        const { postgres, config } = yield* Setup
+        const { postgres, config, settings } = yield* Setup
         const child = ChildProcess.spawn(
           process.execPath,
-          ["--conditions=@toolvisor/source", cli, "run", config, "--json", "--cluster", postgres],
+          [cli, "run", config, "--json", "--cluster", postgres, "--cluster-settings", settings],
           { stdio: ["pipe", "pipe", "pipe"] }
         )
         const ready = yield* Effect.promise(
@@ -158,6 +177,65 @@ describe("the CLI as a cluster client", () => {
       })
     )
 
+    it.effect(
+      "clients and runners share one settings source; a member whose timers differ is refused, saying how",
+      () =>
+        Effect.gen(function* () {
+          const { postgres, config, settings } = yield* Setup
+          // On the defaults (a 10 s lease), against a runner on a 4 s lease.
+          const defaults = yield* runCli(["status", config, "--json", "--cluster", postgres, "--timeout", "20s"])
+          assert.strictEqual(defaults.code, 1)
+          assert.include(defaults.stderr, "SettingsMismatch")
+          assert.include(defaults.stderr, "--lease 10s here, 4s on runner 127.0.0.1:24471")
+          assert.notInclude(defaults.stderr, "    at ")
+          // The same timers as flags agree as well as the file does.
+          const flags = yield* runCli([
+            "tools",
+            config,
+            "--json",
+            "--cluster",
+            postgres,
+            "--lease",
+            "4s",
+            "--lease-refresh",
+            "1s",
+            "--health-check",
+            "2s",
+            "--assignments-refresh",
+            "500ms",
+            "--message-poll",
+            "1s",
+            "--rebalance-cooldown",
+            "1s"
+          ])
+          assert.strictEqual(flags.code, 0, flags.stderr)
+          // A flag wins over the file; a second runner on other timers does not join.
+          const other = yield* runCli([
+            "runner",
+            "--postgres",
+            postgres,
+            "--port",
+            "24478",
+            "--cluster-settings",
+            settings,
+            "--lease",
+            "6s"
+          ])
+          assert.strictEqual(other.code, 1)
+          assert.include(other.stderr, "--lease 6s here, 4s on runner 127.0.0.1:24471")
+          // The file is checked like any config: unknown keys and broken rules are named.
+          const dir = NodePath.dirname(settings)
+          const typo = NodePath.join(dir, "typo.yaml")
+          NodeFs.writeFileSync(typo, "cluster:\n  lease: 4s\n  lease_refesh: 1s\n")
+          const misspelt = yield* runCli(["tools", config, "--cluster", postgres, "--cluster-settings", typo])
+          assert.strictEqual(misspelt.code, 2)
+          assert.include(misspelt.stderr, "did you mean `lease_refresh`?")
+          const slow = yield* runCli(["tools", config, "--cluster", postgres, "--lease", "4s", "--lease-refresh", "3s"])
+          assert.strictEqual(slow.code, 2)
+          assert.include(slow.stderr, "must be at most half the lease (4s)")
+        })
+    )
+
     it.effect("bad runner input is a clear one-line error, not a stack trace", () =>
       Effect.gen(function* () {
         const lease = yield* runCli(["runner", "--postgres", "postgres://x@127.0.0.1:1/x", "--lease", "soon"])
@@ -176,8 +254,18 @@ describe("the CLI as a cluster client", () => {
         assert.notInclude(unreachable.stderr, "    at ")
         // A second runner at the address of the one this suite started: the port is taken, and the
         // running one's server is left alone.
-        const { postgres, config } = yield* Setup
-        const status = yield* runCli(["status", config, "--json", "--cluster", postgres, "--timeout", "60s"])
+        const { postgres, config, settings } = yield* Setup
+        const status = yield* runCli([
+          "status",
+          config,
+          "--json",
+          "--cluster",
+          postgres,
+          "--cluster-settings",
+          settings,
+          "--timeout",
+          "60s"
+        ])
         const [notes] = JSON.parse(status.stdout) as ReadonlyArray<{ pid: number }>
         const taken = yield* runCli(["runner", "--postgres", postgres, "--port", "24471"])
         assert.strictEqual(taken.code, 1)

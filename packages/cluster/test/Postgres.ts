@@ -1,6 +1,6 @@
 /**
  * A throwaway PostgreSQL server for the tests: a fresh data directory under the system's temp
- * directory, bound to 127.0.0.1 on a free port, durability off (nothing here needs to survive a
+ * directory, bound to 127.0.0.1 on a free port below the ephemeral range, durability off (nothing here needs to survive a
  * crash), removed when the scope closes. It needs Debian's `postgresql` package, which `.ci/run`
  * installs; as root, the server runs as the `postgres` user, since PostgreSQL refuses root.
  */
@@ -14,7 +14,18 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 
-export class Postgres extends Context.Service<Postgres, { readonly url: string }>()("test/Postgres") {}
+export interface Server {
+  readonly url: string
+  /**
+   * Takes the server down: `fast` is PostgreSQL's fast shutdown (clients disconnected, not waited
+   * for); `kill` SIGKILLs every process of it, as a crash would. Resolves once it is gone.
+   */
+  readonly down: (how: "fast" | "kill") => Effect.Effect<void>
+  /** Starts it again on the same port and data, after `down`; resolves once it accepts connections. */
+  readonly up: Effect.Effect<void>
+}
+
+export class Postgres extends Context.Service<Postgres, Server>()("test/Postgres") {}
 
 /** The newest installed server's bin directory, e.g. /usr/lib/postgresql/15/bin. */
 const binDir = (): string => {
@@ -31,15 +42,25 @@ const binDir = (): string => {
   return NodePath.join(root, newest, "bin")
 }
 
-const freePort = () =>
-  Effect.callback<number>((resume) => {
+/** Whether nothing listens on 127.0.0.1:`port` now. */
+const isFree = (port: number) =>
+  Effect.callback<boolean>((resume) => {
     const server = NodeNet.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resume(Effect.succeed(port)))
-    })
+    server.once("error", () => resume(Effect.succeed(false)))
+    server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.succeed(true))))
   })
+
+/**
+ * A free port picked at random below Linux's ephemeral range (32768–60999): the server is started
+ * again on it after `down`, and meanwhile a port in that range can be taken as the local end of
+ * any outgoing connection on the host, which would keep it from listening. Above the fixed ports
+ * the tests give runners and gateways (24461–26511).
+ */
+const freePort = Effect.sync(() => 27_000 + Math.floor(Math.random() * 5_768)).pipe(
+  Effect.flatMap((port) => Effect.map(isFree(port), (free) => ({ port, free }))),
+  Effect.repeat({ until: ({ free }) => free, times: 100 }),
+  Effect.map(({ port }) => port)
+)
 
 /**
  * Who runs the server: as root, the `postgres` user from /etc/passwd (created by the Debian
@@ -55,6 +76,50 @@ const owner = (): { readonly uid: number; readonly gid: number } | undefined => 
   return { uid: Number(uid), gid: Number(gid) }
 }
 
+interface Instance {
+  readonly bin: string
+  readonly dir: string
+  readonly data: string
+  readonly port: number
+  readonly user: { readonly uid: number; readonly gid: number } | undefined
+  child: ChildProcess.ChildProcess
+}
+
+const spawn = (instance: Omit<Instance, "child">) =>
+  ChildProcess.spawn(
+    NodePath.join(instance.bin, "postgres"),
+    [
+      "-D",
+      instance.data,
+      "-k",
+      instance.dir,
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(instance.port),
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+      "-c",
+      "max_connections=200"
+    ],
+    { detached: true, stdio: "ignore", cwd: instance.dir, ...instance.user }
+  )
+
+const ready = (instance: Omit<Instance, "child">) =>
+  Effect.try(() =>
+    ChildProcess.execFileSync(
+      NodePath.join(instance.bin, "pg_isready"),
+      ["-h", "127.0.0.1", "-p", String(instance.port)],
+      {
+        stdio: "ignore"
+      }
+    )
+  ).pipe(Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 300 }), Effect.orDie)
+
 const start = Effect.gen(function* () {
   const bin = binDir()
   const user = owner()
@@ -66,50 +131,41 @@ const start = Effect.gen(function* () {
     cwd: dir,
     ...user
   })
-  const port = yield* freePort()
-  const child = ChildProcess.spawn(
-    NodePath.join(bin, "postgres"),
-    [
-      "-D",
-      data,
-      "-k",
-      dir,
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(port),
-      "-c",
-      "fsync=off",
-      "-c",
-      "synchronous_commit=off",
-      "-c",
-      "full_page_writes=off",
-      "-c",
-      "max_connections=200"
-    ],
-    { detached: true, stdio: "ignore", cwd: dir, ...user }
-  )
-  yield* Effect.try(() =>
-    ChildProcess.execFileSync(NodePath.join(bin, "pg_isready"), ["-h", "127.0.0.1", "-p", String(port)], {
-      stdio: "ignore"
-    })
-  ).pipe(Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 300 }))
-  return { url: `postgres://toolvisor@127.0.0.1:${port}/postgres`, child, dir }
+  const port = yield* freePort
+  const settings = { bin, dir, data, port, user }
+  const instance: Instance = { ...settings, child: spawn(settings) }
+  yield* ready(settings)
+  return instance
 })
 
-const stop = (server: { readonly child: ChildProcess.ChildProcess; readonly dir: string }) =>
+const exited = (child: ChildProcess.ChildProcess) =>
   Effect.callback<void>((resume) => {
-    const done = () => {
-      NodeFs.rmSync(server.dir, { recursive: true, force: true })
-      resume(Effect.void)
-    }
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return done()
-    server.child.once("exit", done)
-    // SIGINT is PostgreSQL's fast shutdown: clients are disconnected, not waited for.
-    process.kill(-(server.child.pid ?? 0), "SIGINT")
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    child.once("exit", () => resume(Effect.void))
   })
+
+/** Takes the server down and waits until every process of it is gone. */
+const down = (instance: Instance, how: "fast" | "kill") =>
+  Effect.suspend(() => {
+    // SIGINT is PostgreSQL's fast shutdown: clients are disconnected, not waited for.
+    process.kill(-(instance.child.pid ?? 0), how === "fast" ? "SIGINT" : "SIGKILL")
+    return exited(instance.child)
+  })
+
+const stop = (instance: Instance) =>
+  Effect.andThen(
+    instance.child.exitCode === null && instance.child.signalCode === null ? down(instance, "fast") : Effect.void,
+    Effect.sync(() => NodeFs.rmSync(instance.dir, { recursive: true, force: true }))
+  )
 
 export const layer: Layer.Layer<Postgres> = Layer.effect(
   Postgres,
-  Effect.map(Effect.acquireRelease(Effect.orDie(start), stop), ({ url }) => ({ url }))
+  Effect.map(Effect.acquireRelease(Effect.orDie(start), stop), (instance) => ({
+    url: `postgres://toolvisor@127.0.0.1:${instance.port}/postgres`,
+    down: (how) => down(instance, how),
+    up: Effect.suspend(() => {
+      instance.child = spawn(instance)
+      return ready(instance)
+    })
+  }))
 )

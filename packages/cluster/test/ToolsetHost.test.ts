@@ -6,10 +6,14 @@ import { ServerProcess } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as TestRunner from "effect/cluster/TestRunner"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as CallLedger from "../src/CallLedger.ts"
+import * as CallOutcome from "../src/CallOutcome.ts"
 import * as ClusterRegistry from "../src/ClusterRegistry.ts"
+import * as Fence from "../src/Fence.ts"
 import * as Orphans from "../src/Orphans.ts"
 import * as Sealing from "../src/Sealing.ts"
 import * as ToolsetEntity from "../src/ToolsetEntity.ts"
@@ -17,13 +21,15 @@ import * as ToolsetHost from "../src/ToolsetHost.ts"
 import { config, journalEntry, tsEntry } from "./helpers.ts"
 
 /** A ledger that has seen every request already, as after a runner crash. */
+const first = { runner: "10.0.0.9:34431", startedAt: new Date(0) }
 const replayedLedger = Layer.succeed(CallLedger.CallLedger, {
-  begin: () => Effect.succeed({ runner: "10.0.0.9:34431", startedAt: new Date(0) })
+  begin: () => Effect.succeed({ _tag: "Repeated", ...first }),
+  lookup: () => Effect.succeed(first)
 })
 
 const cluster = (ledger: Layer.Layer<CallLedger.CallLedger>, key?: Sealing.Key) =>
   ToolsetHost.layer({ activationWait: "5 seconds", ...(key === undefined ? {} : { key }) }).pipe(
-    Layer.provide(ledger),
+    Layer.provide([ledger, Fence.layerAlone]),
     Layer.provideMerge(TestRunner.layer)
   )
 
@@ -86,6 +92,30 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       assert.deepStrictEqual(echoed.content, [{ type: "text", text: "again" }])
       yield* registry.stopToolset("notes")
     }).pipe(Effect.scoped, Effect.provide(cluster(replayedLedger)))
+  )
+
+  it.live("a call cut short after it reached the server may have run; a call to a stopped toolset did not run", () =>
+    Effect.gen(function* () {
+      const file = journal()
+      const registry = yield* ClusterRegistry.make(config([journalEntry("notes", { env: { JOURNAL_FILE: file } })]))
+      yield* registry.start
+      // The server journals the call at once, then takes 3 s to answer; the toolset is stopped meanwhile.
+      const inFlight = yield* registry
+        .callTool("notes_append", { line: "cut short", ms: 3000 })
+        .pipe(Effect.flip, Effect.forkChild({ startImmediately: true }))
+      yield* Effect.sync(() => NodeFs.existsSync(file)).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (written) => written })
+      )
+      yield* registry.stopToolset("notes")
+      const cut = yield* Fiber.join(inFlight)
+      assert.strictEqual(cut._tag, "CallOutcomeUnknown")
+      assert.strictEqual(CallOutcome.outcome(cut), "MayHaveRun")
+      assert.strictEqual(NodeFs.readFileSync(file, "utf8"), "cut short\n")
+
+      const refused = yield* Effect.flip(registry.callTool("notes_append", { line: "never" }))
+      assert.strictEqual(CallOutcome.outcome(refused), "NotRun", `${refused._tag}: ${refused.message}`)
+      assert.strictEqual(NodeFs.readFileSync(file, "utf8"), "cut short\n")
+    }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
   )
 
   it.live(

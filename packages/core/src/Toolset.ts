@@ -67,15 +67,18 @@ export class ToolCallFailed extends Schema.TaggedError<ToolCallFailed>()("ToolCa
 }) {}
 
 /**
- * The call may or may not have run: it was re-delivered after the process that ran it died, and
- * running it again could repeat its side effects. Read-only and idempotent tools never get this.
+ * The call may or may not have run: it was re-delivered after the process that ran it died, or it
+ * ended (a crash, a deadline, a lost runner) after it was sent, and running it again could repeat
+ * its side effects.
  */
 export class CallOutcomeUnknown extends Schema.TaggedError<CallOutcomeUnknown>()("CallOutcomeUnknown", {
   toolset: Schema.String,
   tool: Schema.String,
   message: Schema.String,
   /** The id the call was first delivered with, as the call ledger recorded it. */
-  requestId: Schema.String
+  requestId: Schema.String,
+  /** What ended the call, when something did (a crash, a deadline, a lost runner). */
+  cause: Schema.optional(Schema.Defect())
 }) {}
 
 /** Every way a call can fail that is about the tool rather than the toolset's lifecycle. */

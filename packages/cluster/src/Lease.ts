@@ -1,0 +1,273 @@
+/**
+ * A runner's hold on its shards, as it knows it, and the shard-lock storage that keeps it
+ * through a store outage. Effect's SQL runner storage is wrapped, not replaced:
+ * - every lock it confirms is recorded with the time the confirmation was asked for, so a call
+ *   can tell at once whether this runner still surely owns its shard (`fresh`);
+ * - when the store cannot be reached, a refresh reports the shards as still held instead of
+ *   failing, so the cluster does not stop every toolset while PostgreSQL restarts; what is
+ *   unsafe without the store stays fenced (the call ledger needs it, and `fresh` lapses);
+ * - when the store is back (or restarted between two refreshes), locks its lost session held are
+ *   taken again if no one else has them, so nothing moves and nothing restarts.
+ * A lock another runner took in between is not taken back: the refresh reports it lost, and
+ * the cluster hands the toolset over as it would after any lost lease. An outage longer than a
+ * lease leaves every runner's heartbeat stale at once, so until a lease after the store is back
+ * the runners seen before it stay in the cluster's view (see `getRunners`). A runner that was away
+ * past its lease (paused) is fenced: it takes no shard for the rebalance cooldown, so toolsets
+ * are not moved back to it while its view of the cluster is stale.
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as ClusterError from "effect/cluster/ClusterError"
+import type * as ClusterRunner from "effect/cluster/Runner"
+import type * as RunnerAddress from "effect/cluster/RunnerAddress"
+import * as RunnerStorage from "effect/cluster/RunnerStorage"
+import type * as ShardId from "effect/cluster/ShardId"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as SqlClient from "effect/sql/SqlClient"
+
+export interface Service {
+  /** The runner, as the store names its sessions (`ShardLock.applicationName`). */
+  readonly name: string
+  /** The shard groups, in the order their lock keys are numbered. */
+  readonly groups: ReadonlyArray<string>
+  /**
+   * Whether this runner's lock on `shard` was confirmed within half a lease: no other runner can
+   * hold it then, whatever happened meanwhile (a pause, a lost connection), since a lock outlives
+   * its holder's last word by a whole lease.
+   */
+  readonly fresh: (shard: ShardId.ShardId) => boolean
+  /** Whether the store was unreachable within the last lease. */
+  readonly outage: () => boolean
+  /** Whether the lock of `shard` was found taken from this runner (not released by it). */
+  readonly lost: (shard: ShardId.ShardId) => boolean
+  /** How long a lock proven held stays surely held: (lease − time between refreshes) / 2. */
+  readonly sendWithin: Duration.Duration
+}
+
+export class Lease extends Context.Service<Lease, Service>()("@toolvisor/cluster/Lease") {}
+
+/** How long between the lock operations the cluster runs (Effect's own rule). */
+export const interval = (config: ShardingConfig.ShardingConfig["Service"]): Duration.Duration =>
+  Duration.min(
+    Duration.fromInputUnsafe(config.shardLockRefreshInterval),
+    Duration.divideUnsafe(Duration.fromInputUnsafe(config.shardLockExpiration), 3)
+  )
+
+/** Builds the lease and the runner storage that keeps it; `name` is the runner's session name. */
+export const make = (name: string) =>
+  Effect.gen(function* () {
+    const config = yield* ShardingConfig.ShardingConfig
+    const sql = yield* SqlClient.SqlClient
+    const inner = yield* RunnerStorage.RunnerStorage
+    const clock = yield* Clock.Clock
+    const leaseMillis = Duration.toMillis(Duration.fromInputUnsafe(config.shardLockExpiration))
+    const every = Duration.toMillis(interval(config))
+    const confirmed = new Map<string, number>()
+    /** When the store was last found unreachable, and when the outage that includes it began. */
+    let unreachableAt: number | undefined
+    let outageSince: number | undefined
+    /**
+     * A runner that was away past its lease (paused, its event loop stuck) has been fenced: its
+     * shards went elsewhere, and its own view of who owns what is stale until the cluster has
+     * seen it back for a cooldown. Until then it takes no shard.
+     */
+    const cooldown = Duration.toMillis(Duration.fromInputUnsafe(config.runnerJoinDebounce))
+    let fencedUntil = 0
+    /** The healthy runners, as the cluster last read them. */
+    let healthy: ReadonlyArray<RunnerAddress.RunnerAddress> = []
+    /** The runners as read before the last outage, and when the store was found reachable again. */
+    let beforeOutage: ReadonlyArray<readonly [ClusterRunner.Runner, boolean]> = []
+    let reachableAgainAt = Number.NEGATIVE_INFINITY
+    let lastRefresh: number | undefined
+    const fenced = (at: number, why: string) => {
+      const first = at >= fencedUntil
+      fencedUntil = at + cooldown
+      return first
+        ? Effect.logWarning(
+            `${why}: this runner takes no shard for the next ${Duration.format(Duration.millis(cooldown))}`
+          )
+        : Effect.void
+    }
+
+    const now = () => clock.currentTimeMillisUnsafe()
+    /** Shards whose lock was found taken from this runner (not released by it). */
+    const lostShards = new Set<string>()
+    const confirm = (shards: Array<ShardId.ShardId>, at: number) => {
+      for (const shard of shards) {
+        confirmed.set(shard.toString(), at)
+        lostShards.delete(shard.toString())
+      }
+      return shards
+    }
+
+    const lease: Service = {
+      name,
+      groups: config.availableShardGroups,
+      fresh: (shard) => {
+        const at = confirmed.get(shard.toString())
+        return at !== undefined && now() - at < leaseMillis / 2
+      },
+      outage: () => unreachableAt !== undefined && now() - unreachableAt < leaseMillis,
+      lost: (shard) => lostShards.has(shard.toString()),
+      sendWithin: Duration.millis((leaseMillis - every) / 2)
+    }
+
+    /**
+     * Whether the store answers a plain query: it is down only if the query fails (refused, reset,
+     * "starting up"); one that is merely slow (a loaded machine) does not make an outage.
+     */
+    const down = sql`SELECT 1`.pipe(
+      Effect.timeoutOption(every * 0.2),
+      Effect.as(false),
+      Effect.catchCause(() => Effect.succeed(true))
+    )
+
+    const enterOutage = (shards: Array<ShardId.ShardId>) =>
+      Effect.suspend(() => {
+        const first = !lease.outage()
+        unreachableAt = now()
+        outageSince ??= unreachableAt
+        return first
+          ? Effect.as(
+              Effect.logWarning(
+                "the cluster's store is unreachable: this runner keeps its toolsets running and runs no call that needs the store until it is back"
+              ),
+              shards
+            )
+          : Effect.succeed(shards)
+      })
+
+    const leaveOutage = Effect.suspend(() => {
+      if (unreachableAt === undefined) return Effect.void
+      unreachableAt = undefined
+      outageSince = undefined
+      reachableAgainAt = now()
+      return Effect.logInfo("the cluster's store is reachable again")
+    })
+
+    /**
+     * The locks the refresh found missing, taken again where no one else has them — only those
+     * this runner's lease still covered when the store went away (or now, if it did not): their
+     * session was lost with the store, not their lease, so no other runner was entitled to them.
+     */
+    const retake = (
+      address: RunnerAddress.RunnerAddress,
+      held: ReadonlyArray<ShardId.ShardId>,
+      requested: ReadonlyArray<ShardId.ShardId>
+    ) => {
+      const kept = new Set(held.map(String))
+      const since = (outageSince ?? now()) - leaseMillis
+      // Shards being released are refreshed too, and have no confirmation any more: not lost.
+      const lost = requested.filter((shard) => !kept.has(shard.toString()) && confirmed.has(shard.toString()))
+      const missing = lost.filter((shard) => (confirmed.get(shard.toString()) ?? 0) > since)
+      const expired = missing.length < lost.length ? fenced(now(), "this runner's lease ran out") : Effect.void
+      return Effect.andThen(
+        expired,
+        missing.length === 0
+          ? Effect.succeed([...held])
+          : Effect.map(inner.acquire(address, missing), (again) => [...held, ...again])
+      )
+    }
+
+    const refresh: RunnerStorage.RunnerStorage["Service"]["refresh"] = (address, shardIds) => {
+      const requested = Array.from(shardIds)
+      // An empty refresh is the cluster's own probe of an unhealthy store: left as it is.
+      if (requested.length === 0) return inner.refresh(address, requested)
+      const asked = now()
+      const away = lastRefresh !== undefined && asked - lastRefresh > leaseMillis
+      lastRefresh = asked
+      return inner.refresh(address, requested).pipe(
+        Effect.tap(() => (away ? fenced(asked, "this runner was away longer than its lease") : Effect.void)),
+        Effect.flatMap((held) => retake(address, held, requested)),
+        Effect.timeout(every * 0.7),
+        Effect.flatMap((held) => {
+          const kept = new Set(held.map(String))
+          for (const shard of requested) {
+            const key = shard.toString()
+            if (!kept.has(key) && confirmed.has(key)) lostShards.add(key)
+            confirmed.delete(key)
+          }
+          return Effect.as(leaveOutage, confirm(held, asked))
+        }),
+        Effect.catchCause((cause) =>
+          Effect.flatMap(down, (isDown) => {
+            if (isDown || lease.outage()) return enterOutage(requested)
+            // A lock session that is alive but slow (queued behind releases, a loaded machine)
+            // still holds its locks; only a failed one may have lost them, and the cluster
+            // retries on a new one.
+            return Option.exists(Cause.findErrorOption(cause), Cause.isTimeoutError)
+              ? Effect.succeed(requested)
+              : Effect.fail(new ClusterError.PersistenceError({ cause: Cause.squash(cause) }))
+          })
+        )
+      )
+    }
+
+    return {
+      lease,
+      storage: RunnerStorage.RunnerStorage.of({
+        ...inner,
+        /**
+         * The runners, with those seen before an outage kept until a lease after the store is
+         * back: a runner's heartbeat is stale then only because the store was away, and the
+         * first runner to write one would otherwise see itself alone and take every shard,
+         * moving the toolsets that the others are still running. A runner that died meanwhile
+         * is dropped a lease later, and its toolsets move then.
+         */
+        getRunners: Effect.map(inner.getRunners, (runners) => {
+          const recovering = unreachableAt !== undefined || now() - reachableAgainAt < leaseMillis
+          if (!recovering) beforeOutage = runners
+          const kept = recovering
+            ? [
+                ...runners,
+                ...beforeOutage.filter(
+                  ([seen]) => !runners.some(([runner]) => Equal.equals(runner.address, seen.address))
+                )
+              ]
+            : runners
+          healthy = kept.filter(([, up]) => up).map(([runner]) => runner.address)
+          return kept
+        }),
+        acquire: (address, shardIds) => {
+          const asked = now()
+          // Fenced, it waits for the cooldown — unless it is the only runner there is.
+          if (asked < fencedUntil && healthy.some((other) => !Equal.equals(other, address))) return Effect.succeed([])
+          return Effect.map(inner.acquire(address, shardIds), (held) => confirm(held, asked))
+        },
+        refresh,
+        release: (address, shard) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              confirmed.delete(shard.toString())
+              lostShards.delete(shard.toString())
+            }),
+            inner.release(address, shard)
+          ),
+        releaseAll: (address) =>
+          Effect.andThen(
+            Effect.sync(() => confirmed.clear()),
+            inner.releaseAll(address)
+          )
+      })
+    }
+  })
+
+/**
+ * The lease, and the runner storage that keeps it, over Effect's SQL runner storage; `name` is
+ * the `application_name` of the runner's sessions.
+ */
+export const layer = (
+  name: string
+): Layer.Layer<Lease | RunnerStorage.RunnerStorage, never, SqlClient.SqlClient | ShardingConfig.ShardingConfig> =>
+  Layer.effectContext(
+    Effect.map(make(name), ({ lease, storage }) =>
+      Context.make(Lease, lease).pipe(Context.add(RunnerStorage.RunnerStorage, storage))
+    )
+  ).pipe(Layer.provide(Layer.orDie(SqlRunnerStorage.layer)))
