@@ -17,7 +17,7 @@
  */
 import * as NodeFs from "node:fs"
 import { ConfigError } from "@toolvisor/config"
-import * as ConfigText from "@toolvisor/config/ConfigText"
+import * as ConfigText from "@toolvisor/config/internal/configText"
 import { Policy } from "@toolvisor/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
