@@ -9,8 +9,8 @@ import type { AgentConfig } from "@toolvisor/config"
 import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as RemoteToolset from "./RemoteToolset.ts"
-import { ToolsetEntity } from "./ToolsetEntity.ts"
+import * as RemoteToolset from "./internal/remoteToolset.ts"
+import { ToolsetEntity } from "./internal/toolsetEntity.ts"
 
 export interface Options extends Omit<ToolsetRegistry.Options, "build">, RemoteToolset.Options {}
 

@@ -7,7 +7,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import * as Orphans from "../src/Orphans.ts"
+import * as Orphans from "../src/internal/orphans.ts"
 import { journalServer } from "./helpers.ts"
 
 /**

@@ -13,8 +13,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
-import * as ShardLock from "./internal/shardLock.ts"
-import * as Lease from "./Lease.ts"
+import * as Lease from "./lease.ts"
+import * as ShardLock from "./shardLock.ts"
 
 export interface Entry {
   readonly requestId: string

@@ -18,8 +18,8 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as SqlClient from "effect/sql/SqlClient"
-import * as ShardLock from "./internal/shardLock.ts"
-import * as Lease from "./Lease.ts"
+import * as Lease from "./lease.ts"
+import * as ShardLock from "./shardLock.ts"
 
 /** Whether this runner may run a call for a shard now. */
 export type Verdict =

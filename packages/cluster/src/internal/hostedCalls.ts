@@ -17,11 +17,11 @@ import type * as ShardId from "effect/cluster/ShardId"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import type * as CallLedger from "../CallLedger.ts"
 import * as CallOutcome from "../CallOutcome.ts"
-import type * as Fence from "../Fence.ts"
-import * as Orphans from "../Orphans.ts"
-import type { Opened } from "../ToolsetEntity.ts"
+import type * as CallLedger from "./callLedger.ts"
+import type * as Fence from "./fence.ts"
+import * as Orphans from "./orphans.ts"
+import type { Opened } from "./toolsetEntity.ts"
 
 export interface Hosted {
   readonly spec: Opened

@@ -19,9 +19,9 @@ import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as CallOutcome from "./CallOutcome.ts"
-import * as Sealing from "./Sealing.ts"
-import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./ToolsetEntity.ts"
+import * as CallOutcome from "../CallOutcome.ts"
+import * as Sealing from "../Sealing.ts"
+import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./toolsetEntity.ts"
 
 export type Client = Effect.Success<typeof ToolsetEntity.client>
 

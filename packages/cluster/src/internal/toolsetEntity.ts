@@ -11,7 +11,7 @@ import * as Entity from "effect/cluster/Entity"
 import * as Duration from "effect/Duration"
 import * as Rpc from "effect/rpc/Rpc"
 import * as Schema from "effect/Schema"
-import * as Sealing from "./Sealing.ts"
+import * as Sealing from "../Sealing.ts"
 
 const Env = Schema.Record(Schema.String, Schema.String)
 

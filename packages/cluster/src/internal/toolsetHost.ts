@@ -19,12 +19,12 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as CallLedger from "./CallLedger.ts"
-import * as Fence from "./Fence.ts"
-import * as HostedCalls from "./internal/hostedCalls.ts"
-import * as Orphans from "./Orphans.ts"
-import type * as Sealing from "./Sealing.ts"
-import { buildable, heartbeat, open, type Spec, ToolsetEntity } from "./ToolsetEntity.ts"
+import type * as Sealing from "../Sealing.ts"
+import * as CallLedger from "./callLedger.ts"
+import * as Fence from "./fence.ts"
+import * as HostedCalls from "./hostedCalls.ts"
+import * as Orphans from "./orphans.ts"
+import { buildable, heartbeat, open, type Spec, ToolsetEntity } from "./toolsetEntity.ts"
 
 export interface Options {
   /**
