@@ -20,6 +20,11 @@ import { LifecycleError, Toolset } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
 import type * as ClusterError from "effect/cluster/ClusterError"
 
+/**
+ * What a failed call's error says about whether it ran: `NotRun` (it never reached a server, so
+ * sending it again cannot run it twice), `Answered` (the server ran it and answered with an
+ * error) or `MayHaveRun` (nobody can tell).
+ */
 export type Outcome = "NotRun" | "Answered" | "MayHaveRun"
 
 /** Every error a call through a registry can end with, locally or through the cluster. */

@@ -16,6 +16,10 @@ import * as ShardLock from "./internal/shardLock.ts"
 import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
 
+/**
+ * Where a client finds the cluster, and its timers: they must agree with those of the runners
+ * that are up, so they come from the same settings source as a runner's.
+ */
 export interface Options {
   /** The cluster's PostgreSQL URL, e.g. postgres://toolvisor@127.0.0.1:5432/toolvisor. */
   readonly postgres: string

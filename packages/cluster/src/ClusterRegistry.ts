@@ -12,6 +12,10 @@ import * as Layer from "effect/Layer"
 import * as RemoteToolset from "./internal/remoteToolset.ts"
 import { ToolsetEntity } from "./internal/toolsetEntity.ts"
 
+/**
+ * The local registry's options (all but `build`, which builds entity clients here) and the
+ * remote toolsets' own: request deadlines and the cluster key.
+ */
 export interface Options extends Omit<ToolsetRegistry.Options, "build">, RemoteToolset.Options {}
 
 /** Builds toolsets as entity clients; pass it as the `build` option of the runtime's registries. */
@@ -21,6 +25,10 @@ export const build = (options: RemoteToolset.Options = {}) =>
     (client) => (entry: AgentConfig.ToolsetConfig) => RemoteToolset.make(client, entry, options)
   )
 
+/**
+ * The registry of an in-memory config, over the cluster the context's `Sharding` belongs to;
+ * closing its scope lets go of the toolsets without stopping them.
+ */
 export const make = (config: AgentConfig.Config, options: Options = {}) =>
   Effect.flatMap(build(options), (remote) => ToolsetRegistry.make(config, { ...options, build: remote }))
 

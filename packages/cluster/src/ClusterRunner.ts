@@ -35,7 +35,12 @@ import * as ToolsetHost from "./internal/toolsetHost.ts"
 import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
 
+/**
+ * What a runner needs: the cluster's database, the address other members reach it at, its
+ * timers, and the options of the toolsets it hosts (activation wait, cluster key, clock skew).
+ */
 export interface Options extends ToolsetHost.Options {
+  /** The cluster's PostgreSQL URL, shared by every runner and client. */
   readonly postgres: string
   /** The address other members reach this runner at; also its identity. */
   readonly host: string

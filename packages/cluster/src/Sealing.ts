@@ -9,6 +9,10 @@ import * as NodeCrypto from "node:crypto"
 /** The environment variable clients and runners read the cluster key from. */
 export const envKey = "TOOLVISOR_CLUSTER_KEY"
 
+/**
+ * An AES-256 key, made from the cluster key's passphrase by `key`. Clients seal with it and
+ * runners open with it, so both must be given the same passphrase.
+ */
 export interface Key {
   readonly bytes: Buffer
 }

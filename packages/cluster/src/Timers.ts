@@ -6,6 +6,10 @@
 import type * as ShardingConfig from "effect/cluster/ShardingConfig"
 import * as Duration from "effect/Duration"
 
+/**
+ * The cluster's timers, each named for what it decides rather than for Effect's setting it maps
+ * to (`shardingConfig`). A member gives any of them over `defaults`.
+ */
 export interface Timers {
   /** How long a runner's hold on its shards lasts without renewal: the failover time after a crash. */
   readonly lease: Duration.Input
@@ -27,6 +31,10 @@ export interface Timers {
   readonly rebalanceCooldown: Duration.Input
 }
 
+/**
+ * What every timer is when neither a settings file nor a flag or option sets it: a crashed
+ * runner's toolsets move after about the 10 s lease (Effect's own default lease is 35 s).
+ */
 export const defaults: Timers = {
   lease: "10 seconds",
   leaseRefresh: "3 seconds",
