@@ -16,6 +16,7 @@ import type * as SqlError from "effect/sql/SqlError"
 import * as Lease from "./lease.ts"
 import * as ShardLock from "./shardLock.ts"
 
+/** A call about to start, and the shard its runner must hold for the record to take effect. */
 export interface Entry {
   readonly requestId: string
   readonly toolset: string
@@ -40,12 +41,14 @@ export interface First {
   readonly startedAt: Date
 }
 
+/** The ledger's operations: `begin` records a call before it runs and says whether it may. */
 export interface Ledger {
   readonly begin: (entry: Entry) => Effect.Effect<Began, SqlError.SqlError>
   /** Where a call started, if it did (a read, not fenced: it changes nothing). */
   readonly lookup: (requestId: string) => Effect.Effect<First | undefined, SqlError.SqlError>
 }
 
+/** The call ledger, as a service: SQL on a runner (`layerSql`), memory in the test runner (`layerMemory`). */
 export class CallLedger extends Context.Service<CallLedger, Ledger>()("@toolvisor/cluster/CallLedger") {}
 
 /** Rows older than this are deleted when a runner starts: no re-delivery comes that late. */
@@ -94,6 +97,7 @@ export const makeSql = Effect.gen(function* () {
   } satisfies Ledger
 })
 
+/** The SQL ledger: creates its table if missing and deletes rows past the retention when built. */
 export const layerSql: Layer.Layer<CallLedger, SqlError.SqlError, SqlClient.SqlClient | Lease.Lease> = Layer.effect(
   CallLedger,
   makeSql
@@ -114,4 +118,5 @@ export const makeMemory = Effect.sync((): Ledger => {
   }
 })
 
+/** The in-memory ledger, unfenced: a runner alone in its cluster owns every shard. */
 export const layerMemory: Layer.Layer<CallLedger> = Layer.effect(CallLedger, makeMemory)

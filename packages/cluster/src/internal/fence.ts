@@ -42,6 +42,10 @@ export interface Hosted {
   readonly halt: Effect.Effect<void>
 }
 
+/**
+ * What the host asks of the fence: whether this runner may serve a shard now, and to stop the
+ * toolsets it hosts once another runner holds their shards.
+ */
 export interface Service {
   readonly verdict: (shard: ShardId.ShardId) => Effect.Effect<Verdict>
   /**
@@ -57,9 +61,11 @@ export interface Service {
   readonly sendWithin: Duration.Duration
   /** Hosts a toolset until the scope closes. */
   readonly host: (hosted: Hosted) => Effect.Effect<void, never, Scope.Scope>
+  /** Stops every hosted toolset at once (`halt`), for a shutdown that ran out of time. */
   readonly stopAll: Effect.Effect<void>
 }
 
+/** The fence, as a service: `layer` on a runner, `layerAlone` for the in-process test runner. */
 export class Fence extends Context.Service<Fence, Service>()("@toolvisor/cluster/Fence") {}
 
 const owner: Verdict = { _tag: "Owner" }
@@ -75,6 +81,7 @@ export const alone: Service = {
   stopAll: Effect.void
 }
 
+/** How often the fence looks, and how long it waits for the store's answer. */
 export interface Options {
   /** How often hosted toolsets whose lease is no longer fresh are checked (default 500 ms). */
   readonly interval?: Duration.Input
@@ -82,6 +89,11 @@ export interface Options {
   readonly askTimeout?: Duration.Input
 }
 
+/**
+ * The fence of this runner's lease, with its sweep forked in the current scope. A store that does
+ * not answer in time counts as an outage: the sweep then stops nothing, and `verdict` serves only
+ * what is safe to repeat.
+ */
 export const make = (options: Options = {}) =>
   Effect.gen(function* () {
     const lease = yield* Lease.Lease
@@ -157,7 +169,9 @@ export const make = (options: Options = {}) =>
     return service
   })
 
+/** The fence over the runner's lease and its SQL client. */
 export const layer = (options: Options = {}): Layer.Layer<Fence, never, Lease.Lease | SqlClient.SqlClient> =>
   Layer.effect(Fence, make(options))
 
+/** The fence of a runner alone in its cluster (`alone`). */
 export const layerAlone: Layer.Layer<Fence> = Layer.succeed(Fence, alone)

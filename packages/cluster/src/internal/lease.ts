@@ -32,6 +32,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as SqlClient from "effect/sql/SqlClient"
 
+/** What the runner knows about its hold on its shards, without asking the store. */
 export interface Service {
   /** The runner, as the store names its sessions (`ShardLock.applicationName`). */
   readonly name: string
@@ -51,6 +52,7 @@ export interface Service {
   readonly sendWithin: Duration.Duration
 }
 
+/** The lease, as a service: provided with the runner storage that keeps it (`layer`). */
 export class Lease extends Context.Service<Lease, Service>()("@toolvisor/cluster/Lease") {}
 
 /** How long between the lock operations the cluster runs (Effect's own rule). */

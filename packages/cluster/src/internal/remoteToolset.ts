@@ -23,8 +23,10 @@ import * as CallOutcome from "../CallOutcome.ts"
 import * as Sealing from "../Sealing.ts"
 import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./toolsetEntity.ts"
 
+/** The client of the `Toolset` entity: a toolset's handle from its entity id. */
 export type Client = Effect.Success<typeof ToolsetEntity.client>
 
+/** Deadlines of the cluster requests, and the key that seals a toolset's secrets. */
 export interface Options {
   /** Deadline of requests that do no tool work (status, stop, listing); added to start and call deadlines. */
   readonly requestTimeout?: Duration.Input
@@ -34,6 +36,10 @@ export interface Options {
   readonly key?: Sealing.Key
 }
 
+/**
+ * The toolset of a config entry, as a client of its entity: its status watch runs in the
+ * current scope, and closing the scope stops the watch, not the toolset.
+ */
 export const make = (
   client: Client,
   config: AgentConfig.ToolsetConfig,

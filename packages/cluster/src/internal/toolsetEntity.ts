@@ -125,6 +125,7 @@ export const entityId = (spec: Pick<Spec, "identity" | "signature">): string =>
 /** JSON objects from servers, passed through as they are (they are JSON on the wire already). */
 const Json = Schema.Record(Schema.String, Schema.Unknown)
 
+/** A tool as the server listed it, in MCP's shape. */
 export const Tool = Schema.Struct({
   name: Schema.String,
   title: Schema.optional(Schema.String),
@@ -143,11 +144,13 @@ export const Tool = Schema.Struct({
   _meta: Schema.optional(Json)
 })
 
+/** The tools of a toolset; incomplete, with why, when it is not started. */
 export const Listing = Schema.Union([
   Schema.Struct({ complete: Schema.Literal(true), items: Schema.Array(Tool) }),
   Schema.Struct({ complete: Schema.Literal(false), items: Schema.Array(Tool), reason: LifecycleError.NotStarted })
 ])
 
+/** A tool's answer, in MCP's shape. */
 export const ToolResult = Schema.Struct({
   content: Schema.Array(Schema.StructWithRest(Schema.Struct({ type: Schema.String }), [Json])),
   structuredContent: Schema.optional(Json),
@@ -183,8 +186,10 @@ export const Start = Rpc.make("Start", { payload: { spec: Spec }, error: Lifecyc
 /** Stops the toolset and answers every open `Ensure`, so it is not brought back. */
 export const Stop = Rpc.make("Stop")
 
+/** Restarts the toolset; fails with why it could not start again. */
 export const Restart = Rpc.make("Restart", { error: LifecycleError.LifecycleError })
 
+/** The latest status reading: a client reads it after a start or stop, so the board shows their outcome at once. */
 export const Status = Rpc.make("Status", { success: Observed })
 
 /**
@@ -200,8 +205,10 @@ export const WatchStatus = Rpc.make("WatchStatus", { success: Observed, stream: 
   true
 )
 
+/** The toolset's tools. */
 export const ListTools = Rpc.make("ListTools", { success: Listing, error: LifecycleError.LifecycleError })
 
+/** Every error a tool call can fail with: the tool's own and the toolset's lifecycle errors. */
 export const CallError = Schema.Union([Toolset.ToolError, LifecycleError.LifecycleError])
 
 /**
@@ -217,6 +224,7 @@ export const CallTool = Rpc.make("CallTool", {
   error: CallError
 })
 
+/** The `Toolset` entity: one per toolset definition (`entityId`), hosted by `ToolsetHost`. */
 export const ToolsetEntity = Entity.make("Toolset", [
   Ensure,
   Start,

@@ -26,6 +26,7 @@ import * as HostedCalls from "./hostedCalls.ts"
 import * as Orphans from "./orphans.ts"
 import { buildable, heartbeat, open, type Spec, ToolsetEntity } from "./toolsetEntity.ts"
 
+/** How a runner hosts its toolsets; part of `ClusterRunner.Options`. */
 export interface Options {
   /**
    * How long a message to a freshly activated entity waits for its spec (the replayed `Ensure`)
@@ -43,6 +44,11 @@ export interface Options {
 
 type Hosted = HostedCalls.Hosted
 
+/**
+ * The entity's behaviour on this runner, over the call ledger and the fence. Messages are
+ * handled concurrently (an `Ensure` and a watch stay open for the toolset's life), and an
+ * entity is never passivated for being idle: its toolset's server would stop with it.
+ */
 export const layer = (options: Options = {}) =>
   ToolsetEntity.toLayer(
     Effect.gen(function* () {
