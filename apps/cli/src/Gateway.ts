@@ -18,7 +18,13 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type ServerCapabilities
+} from "@modelcontextprotocol/sdk/types.js"
 import { ToolGroups } from "@toolvisor/config"
 import type { Toolset } from "@toolvisor/core"
 import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
@@ -30,8 +36,10 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
+import * as GatewayNotices from "./GatewayNotices.ts"
+import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewayReady from "./GatewayReady.ts"
+import * as GatewaySurfaces from "./GatewaySurfaces.ts"
 import type * as HttpListen from "./HttpListen.ts"
 import * as McpHttp from "./McpHttp.ts"
 import type * as McpSessions from "./McpSessions.ts"
@@ -55,6 +63,10 @@ export interface Options {
   readonly groups?: Readonly<Record<string, ReadonlyArray<string>>> | undefined
   /** Over stdio: serve only this group of `groups` (checked by the caller). */
   readonly group?: string | undefined
+  /** Items per page of `tools/list`, `prompts/list` and `resources/list` (`GatewayPages.defaultSize` when omitted). */
+  readonly pageSize?: number | undefined
+  /** The agent's toolsets: whose servers' log messages its clients hear (every toolset's when omitted). */
+  readonly toolsets?: ReadonlyArray<string> | undefined
 }
 
 export interface Address extends HttpListen.Address {
@@ -74,43 +86,56 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
 
 const serverInfo = { name: "toolvisor", version: "0.1.0" }
 
-/**
- * Runs an Effect from an SDK callback; owned by the serving scope, so closing it interrupts calls.
- * A failure rejects with the error, which the SDK answers as a JSON-RPC error (an `McpError` with its code).
- */
-type RunPromise = <A, E = never>(effect: Effect.Effect<A, E>, options?: { readonly signal?: AbortSignal }) => Promise<A>
-
 /** How often at most a call to a down toolset's tool restarts it: a host calling in a loop costs one start per cooldown. */
 export const reviveCooldown = Duration.seconds(10)
 
 /** What every client session of one gateway shares. */
-interface Shared {
-  readonly registry: ToolsetRegistry.Registry
+interface Shared extends GatewaySurfaces.Serving {
   readonly options: Options
-  readonly run: RunPromise
   readonly reprobe: Reprobe.Reprobe
+  readonly capabilities: ServerCapabilities
 }
+
+/**
+ * Prompts, resources and completions are declared when some toolset of the agent can offer them
+ * (an MCP toolset run here); an agent of LSP toolsets only is offered tools alone.
+ */
+const capabilitiesOf = (registry: ToolsetRegistry.Registry, options: Options) =>
+  Effect.gen(function* () {
+    const tools: ServerCapabilities = { tools: { listChanged: true }, logging: {} }
+    const prompts = yield* Effect.option(registry.prompts(options.agent))
+    const names = options.toolsets ?? (yield* registry.snapshot).map((s) => s.name)
+    const unsupported = prompts._tag === "Some" ? new Set(prompts.value.unsupported) : undefined
+    if (unsupported === undefined || names.every((name) => unsupported.has(name))) return tools
+    return {
+      ...tools,
+      prompts: { listChanged: true },
+      resources: { subscribe: true, listChanged: true },
+      completions: {}
+    } satisfies ServerCapabilities
+  })
 
 const makeShared = (registry: ToolsetRegistry.Registry, options: Options) =>
   Effect.gen(function* () {
     const run = yield* FiberSet.makeRuntimePromise<never>()
     const reprobe = yield* Reprobe.make(registry, { cooldown: reviveCooldown, only: Reprobe.failedToStart })
-    return { registry, options, run, reprobe } satisfies Shared
+    return {
+      registry,
+      options,
+      run,
+      reprobe,
+      agent: options.agent,
+      ready: options.ready,
+      pageSize: options.pageSize ?? GatewayPages.defaultSize,
+      capabilities: yield* capabilitiesOf(registry, options)
+    } satisfies Shared
   })
 
-/** A catalog entry as MCP lists it: the exposed name, the toolset's schema untouched. */
-const toMcpTool = (entry: Catalog.Entry) => {
-  const { tool } = entry
-  return {
-    name: entry.name,
-    inputSchema: tool.inputSchema,
-    ...(tool.title === undefined ? {} : { title: tool.title }),
-    ...(tool.description === undefined ? {} : { description: tool.description }),
-    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
-    ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
-    ...(tool._meta === undefined ? {} : { _meta: tool._meta })
-  }
-}
+/**
+ * A catalog entry as MCP lists it: the toolset's definition whole (icons, title, execution,
+ * annotations, `_meta`, schemas, and what later revisions add), under its exposed name.
+ */
+const toMcpTool = (entry: Catalog.Entry) => ({ ...entry.tool, name: entry.name })
 
 /**
  * The tools an agent sees right now. An agent that a reload removed has no tools rather than a
@@ -157,13 +182,21 @@ const errorResult = (tag: string, message: string): Toolset.ToolResult => ({
   isError: true
 })
 
-/** A failed call as the agent reads it: typed errors by tag, a cancelled call, and defects logged. */
+/**
+ * A failed call as the agent reads it: typed errors by tag, a cancelled call, and defects logged.
+ * A tool no toolset offers is not an answer but invalid params (-32602), as the spec has it.
+ */
 const failure =
   (tool: string) =>
-  (cause: Cause.Cause<ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent>): Effect.Effect<Toolset.ToolResult> => {
+  (
+    cause: Cause.Cause<ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent>
+  ): Effect.Effect<Toolset.ToolResult, McpError> => {
     const error = Cause.findErrorOption(cause)
     if (error._tag === "Some") {
       const { _tag, message } = error.value
+      if (_tag === "UnknownTool" || _tag === "ToolNotFound") {
+        return Effect.fail(new McpError(ErrorCode.InvalidParams, message, { tool: tool.slice(0, 200) }))
+      }
       return Effect.as(Effect.logDebug(`${tool}: ${_tag}: ${message}`), errorResult(_tag, message))
     }
     return Cause.hasInterruptsOnly(cause)
@@ -186,18 +219,29 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
   const { agent } = options
   const { ready } = options
   const session = SessionOffer.make(group)
-  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true }, logging: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
+  const server = new Server(serverInfo, { capabilities: shared.capabilities })
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
     run(
       Effect.andThen(
         GatewayReady.settled(server, registry, ready, extra),
-        Effect.map(listing(registry, agent), (tools) => ({
-          tools: [
-            ...session.listed(tools).map(toMcpTool),
-            ...(session.searches(tools) ? [SessionOffer.searchTool] : []),
-            ...(offersStatus(options, tools) ? [StatusTool.tool] : [])
-          ]
-        }))
+        listing(registry, agent).pipe(
+          Effect.flatMap((tools) =>
+            GatewayPages.page(
+              "tools",
+              [
+                ...session.listed(tools).map(toMcpTool),
+                ...(session.searches(tools) ? [SessionOffer.searchTool] : []),
+                ...(offersStatus(options, tools) ? [StatusTool.tool] : [])
+              ],
+              request.params?.cursor,
+              shared.pageSize
+            )
+          ),
+          Effect.map(({ items, nextCursor }) => ({
+            tools: [...items],
+            ...(nextCursor === undefined ? {} : { nextCursor })
+          }))
+        )
       ),
       { signal: extra.signal }
     )
@@ -234,38 +278,26 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
     })
     return run(ownAnswer, options)
   })
+  if (shared.capabilities.prompts !== undefined) {
+    const subscriptions = GatewaySurfaces.register(server, shared)
+    // The transport closing (DELETE, expiry, stdin closed) ends what the session subscribed to.
+    server.onclose = () => {
+      Effect.runFork(subscriptions.close)
+    }
+  }
   return server
 }
 
-/**
- * Sends `tools/list_changed` to every connected client each time the catalog's version moves:
- * only when the offered tools (names, descriptions, schemas) changed, not when a toolset passes
- * through a restart and comes back with the same tools.
- */
-const announceChanges = (
-  registry: ToolsetRegistry.Registry,
-  agent: string | undefined,
-  initial: Catalog.Catalog,
-  servers: () => Iterable<Server>
-): Effect.Effect<void> => {
-  let announced = initial.version
-  return registry.catalogChanges(agent).pipe(
-    Stream.runForEach((catalog) =>
-      Effect.gen(function* () {
-        if (catalog.version === announced) return
-        announced = catalog.version
-        yield* Effect.logDebug("the catalog changed: sending tools/list_changed")
-        yield* Effect.forEach(
-          Array.from(servers()),
-          (server) =>
-            Effect.tryPromise(() => server.sendToolListChanged()).pipe(
-              Effect.catch((error) => Effect.logDebug("a client missed tools/list_changed", error))
-            ),
-          { discard: true }
-        )
-      })
-    ),
-    Effect.catchTag("UnknownAgent", (error) => Effect.logWarning(`no longer announcing changes: ${error.message}`))
+/** Everything every session hears, for as long as the scope is open (`GatewayNotices`). */
+const notices = (shared: Shared, initial: Catalog.Catalog, sessions: () => Iterable<Server>) => {
+  const { registry, agent, options } = shared
+  return Effect.all(
+    [
+      GatewayNotices.toolChanges(registry, agent, initial, sessions),
+      GatewayNotices.logs(registry, options.toolsets, sessions),
+      ...(shared.capabilities.prompts === undefined ? [] : [GatewayNotices.surfaceChanges(registry, agent, sessions)])
+    ],
+    { concurrency: "unbounded", discard: true }
   )
 }
 
@@ -300,7 +332,7 @@ export const connect = (
       }),
       McpHttp.closeServer
     )
-    yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, () => [server]))
+    yield* Effect.forkScoped(notices(shared, initial, () => [server]))
   })
 
 /**
@@ -326,7 +358,7 @@ export const listen = (
       groups,
       unknownGroup: (group) => ToolGroups.unknownMessage(options, group)
     }).pipe(Effect.mapError((error) => new GatewayError({ message: error.message, cause: error })))
-    yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, endpoint.servers))
+    yield* Effect.forkScoped(notices(shared, initial, endpoint.servers))
     if (groups.length > 0) yield* Effect.logInfo(`tool groups at ${endpoint.url}/<group>: ${groups.join(", ")}`)
     return { port: endpoint.port, url: endpoint.url }
   })
