@@ -79,6 +79,21 @@ export const ToolError = Schema.Union([ToolNotFound, ToolCallFailed, CallOutcome
 
 export type ToolError = typeof ToolError.Type
 
+/** A progress notification of the server for one call (MCP's `notifications/progress`). */
+export interface Progress {
+  readonly progress: number
+  readonly total?: number | undefined
+  readonly message?: string | undefined
+}
+
+/** What a call can carry besides its arguments; a toolset without the notion ignores it. */
+export interface CallOptions {
+  /** Called with each progress notification of the call, in the order the server sent them. */
+  readonly onProgress?: ((progress: Progress) => void) | undefined
+  /** Passed to the server as the request's `_meta`, as is. */
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
+}
+
 export interface Toolset {
   readonly name: string
   readonly kind: string
@@ -92,7 +107,8 @@ export interface Toolset {
   readonly tools: Effect.Effect<Listing<Tool>, LifecycleError.LifecycleError>
   readonly callTool: (
     name: string,
-    args: { readonly [key: string]: unknown }
+    args: { readonly [key: string]: unknown },
+    options?: CallOptions
   ) => Effect.Effect<ToolResult, ToolError | LifecycleError.LifecycleError>
   /**
    * The last lines the toolset's latest server process wrote to stderr, oldest first, kept after

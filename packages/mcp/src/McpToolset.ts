@@ -97,19 +97,10 @@ interface Call {
 }
 
 /** A progress notification of the server for one call (`notifications/progress`). */
-export interface Progress {
-  readonly progress: number
-  readonly total?: number | undefined
-  readonly message?: string | undefined
-}
+export type Progress = Toolset.Progress
 
-/** What a call can carry besides its arguments. */
-export interface CallOptions {
-  /** Called with each progress notification of the call, in the order the server sent them. */
-  readonly onProgress?: ((progress: Progress) => void) | undefined
-  /** Passed to the server as the request's `_meta`, as is. */
-  readonly _meta?: { readonly [key: string]: unknown } | undefined
-}
+/** What a call can carry besides its arguments: a progress listener, `_meta`. */
+export type CallOptions = Toolset.CallOptions
 
 /** A supervised MCP toolset, in the current scope (closing it stops the server); nothing starts until `start`. */
 export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.Scope> =>

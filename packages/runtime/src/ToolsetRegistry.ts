@@ -58,10 +58,11 @@ export class UnknownPrompt extends Schema.TaggedError<UnknownPrompt>()("UnknownP
   incomplete: Schema.Boolean
 }) {}
 
-/** No toolset of the agent lists that resource URI or has a template that matches it. */
+/** No toolset of the agent lists that resource URI or has a template that matches it; `near` holds close URIs. */
 export class UnknownResource extends Schema.TaggedError<UnknownResource>()("UnknownResource", {
   uri: Schema.String,
   message: Schema.String,
+  near: Schema.Array(Schema.String),
   incomplete: Schema.Boolean
 }) {}
 
@@ -136,10 +137,15 @@ export interface Registry {
       readonly within?: ((name: string) => boolean) | undefined
     }
   ) => Effect.Effect<ToolSearch.Result, UnknownAgent>
+  /**
+   * Calls a tool by its catalog name. `options` carry a progress listener and `_meta` to an MCP
+   * server (other toolsets, and toolsets on cluster runners, ignore them).
+   */
   readonly callTool: (
     tool: string,
     args: { readonly [key: string]: unknown },
-    agent?: string
+    agent?: string,
+    options?: Toolset.CallOptions
   ) => Effect.Effect<Toolset.ToolResult, CallError | UnknownAgent>
   /**
    * `callTool` for hosts that live in Promises (an MCP server's handler), when the call can be

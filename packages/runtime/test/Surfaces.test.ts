@@ -61,6 +61,9 @@ describe("registry: prompts, resources, completions, subscriptions, logs", () =>
       assert.strictEqual(read.contents.length, 1)
       const missing = yield* Effect.flip(registry.readResource("nowhere://x"))
       assert.strictEqual(missing._tag, "UnknownResource")
+      const typo = yield* Effect.flip(registry.readResource(`${document}x`))
+      assert.include(typo._tag === "UnknownResource" ? typo.near : [], document)
+      assert.include(typo.message, `did you mean ${document}`)
       const completion = yield* registry.complete({
         ref: { type: "ref/prompt", name: "b_completable-prompt" },
         argument: { name: "department", value: "S" }
@@ -96,6 +99,13 @@ describe("registry: prompts, resources, completions, subscriptions, logs", () =>
       )
       yield* registry.callTool("toggle-simulated-logging", {})
       assert.match(yield* Queue.take(logs), /^a \w+$/)
+
+      // A call through the registry carries a progress listener to the server and back, in order.
+      const progress: Array<string> = []
+      yield* registry.callTool("trigger-long-running-operation", { duration: 0.3, steps: 3 }, undefined, {
+        onProgress: (p) => progress.push(`${p.progress}/${p.total}`)
+      })
+      assert.deepStrictEqual(progress, ["1/3", "2/3", "3/3"])
 
       const updates = yield* Queue.unbounded<string>()
       yield* registry.subscribe(document).pipe(

@@ -63,10 +63,15 @@ export const make = (options: Options) => {
       const toolset = Surfaces.routeUri(catalog, uri)
       const surfaces = toolset === undefined ? undefined : yield* surfacesOf(agent, toolset)
       if (surfaces === undefined) {
+        const near = Catalog.nearNames(
+          uri,
+          catalog.resources.map((r) => r.item.uri)
+        )
         return yield* new ToolsetRegistry.UnknownResource({
           uri,
+          near,
           incomplete: !catalog.complete,
-          message: `no toolset lists the resource ${uri} or has a template that matches it${catalog.complete ? "" : "; some toolsets are not ready, it may appear later"}`
+          message: `no toolset lists the resource ${uri} or has a template that matches it${near.length === 0 ? "" : ` (did you mean ${near.join(", ")}?)`}${catalog.complete ? "" : "; some toolsets are not ready, it may appear later"}`
         })
       }
       return surfaces

@@ -381,7 +381,7 @@ export const make = (
           Stream.changesWith((a, b) => a.version === b.version && a.complete === b.complete)
         ),
       searchTools: (query, { limit, agent = defaultAgent, within } = {}) => searchTools(query, agent, limit, within),
-      callTool: (tool, args, name = defaultAgent) => routing.callTool(tool, args, name),
+      callTool: (tool, args, name = defaultAgent, options) => routing.callTool(tool, args, name, options),
       callToolNow: (tool, args, name = defaultAgent, signal) => routing.callToolNow(tool, args, name, signal),
       startToolset: (name) => Effect.flatMap(byName(name), (entry) => startOne(entry)),
       stopToolset: (name) => Effect.flatMap(byName(name), (entry) => entry.toolset.stop),

@@ -49,7 +49,8 @@ export interface Routing {
   readonly callTool: (
     tool: string,
     args: { readonly [key: string]: unknown },
-    agent: string
+    agent: string,
+    options?: Toolset.CallOptions
   ) => Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent>
   /** The agent's catalog now, then each time its offered tools or its completeness change. */
   readonly changes: (agent: string) => Stream.Stream<Catalog.Catalog, ToolsetRegistry.UnknownAgent>
@@ -226,13 +227,14 @@ export const make = (options: Options): Routing => {
   const invoke = (
     fiber: Fiber.Fiber<unknown, unknown>,
     route: Route,
-    args: { readonly [key: string]: unknown }
+    args: { readonly [key: string]: unknown },
+    callOptions: Toolset.CallOptions | undefined
   ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError> => {
     const clock = fiber.getRef(Clock.Clock)
     const started = clock.currentTimeMillisUnsafe()
     const traced = Tracing.isTraced(fiber.context)
     const call = Effect.onExitPrimitive(
-      route.owner.toolset.callTool(route.tool, args),
+      route.owner.toolset.callTool(route.tool, args, callOptions),
       (exit) => {
         const failure = Exit.isFailure(exit) ? failureTag(exit.cause) : undefined
         route.recorder.recordUnsafe(clock.currentTimeMillisUnsafe() - started, failure, fiber.context)
@@ -296,22 +298,23 @@ export const make = (options: Options): Routing => {
   const callTool = (
     tool: string,
     args: { readonly [key: string]: unknown },
-    agent: string
+    agent: string,
+    callOptions?: Toolset.CallOptions
   ): Effect.Effect<Toolset.ToolResult, ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent> =>
     Effect.withFiber((fiber) => {
       // The common case, checked without building an effect: a kept catalog that has the tool.
       const route = keptRoute(agent, tool)
-      if (route !== undefined) return invoke(fiber, route, args)
+      if (route !== undefined) return invoke(fiber, route, args, callOptions)
       return Effect.flatMap(routed(agent), (now) => {
         const late = now.routes.get(tool)
-        if (late !== undefined) return invoke(fiber, late, args)
+        if (late !== undefined) return invoke(fiber, late, args, callOptions)
         return Effect.flatMap(settleUnlisted(now.members), (waited) =>
           waited
             ? Effect.flatMap(routed(agent), (again) => {
                 const settled = again.routes.get(tool)
                 return settled === undefined
                   ? Effect.fail(unknownTool(tool, again.catalog))
-                  : invoke(fiber, settled, args)
+                  : invoke(fiber, settled, args, callOptions)
               })
             : Effect.fail(unknownTool(tool, now.catalog))
         )

@@ -53,6 +53,20 @@ const exit = <E extends object>(
       : Exit.succeed(result(e.value, redactor))
     : Exit.mapError(e, (failure) => error(failure, redactor))
 
+/** A call's options whose progress messages reach the listener masked. */
+const callOptions = (
+  options: Toolset.CallOptions | undefined,
+  redactor: Redaction.Redactor
+): Toolset.CallOptions | undefined => {
+  const listener = options?.onProgress
+  return listener === undefined || redactor.isEmpty()
+    ? options
+    : {
+        ...options,
+        onProgress: (p) => listener(p.message === undefined ? p : { ...p, message: redactor.text(p.message) })
+      }
+}
+
 /**
  * The toolset seen through `redactor`. Every other field (an MCP toolset's prompts, an LSP
  * backend's spec) is kept, so the masked toolset stands in for the original everywhere.
@@ -70,8 +84,8 @@ export const guard = <T extends Toolset.Toolset>(toolset: T, redactor: Redaction
       onFailure: (e) => error(e, redactor),
       onSuccess: (l) => listing(l, redactor)
     }),
-    callTool: (name, args) =>
-      Effect.mapBoth(toolset.callTool(name, args), {
+    callTool: (name, args, options) =>
+      Effect.mapBoth(toolset.callTool(name, args, callOptions(options, redactor)), {
         onFailure: (e) => error(e, redactor),
         onSuccess: (r) => result(r, redactor)
       }),
