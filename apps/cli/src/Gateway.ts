@@ -17,13 +17,16 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
-  type ServerCapabilities
+  type ServerCapabilities,
+  type ServerNotification,
+  type ServerRequest
 } from "@modelcontextprotocol/sdk/types.js"
 import { ToolGroups } from "@toolvisor/config"
 import type { Toolset } from "@toolvisor/core"
@@ -210,6 +213,31 @@ const groupOf = (options: Options, name: string | undefined): SessionOffer.Group
   return name === undefined || patterns === undefined ? undefined : SessionOffer.group(name, patterns)
 }
 
+/**
+ * What a client's call carries to the backend: its `_meta`, and, when it asked for progress, a
+ * listener that relays the backend's progress to this request (so to this session alone, in the
+ * order the backend sent it). The backend sees the toolset's own progress token, never the
+ * client's. Undefined for a plain call, which then takes the fast path.
+ */
+const callOptions = (
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>
+): Toolset.CallOptions | undefined => {
+  if (extra._meta === undefined) return undefined
+  const { progressToken, ...meta } = extra._meta
+  return {
+    ...(Object.keys(meta).length === 0 ? {} : { _meta: meta }),
+    ...(progressToken === undefined
+      ? {}
+      : {
+          onProgress: (progress: Toolset.Progress) => {
+            extra
+              .sendNotification({ method: "notifications/progress", params: { ...progress, progressToken } })
+              .catch(() => undefined)
+          }
+        })
+  }
+}
+
 /** True for the names the gateway may answer itself rather than route. */
 const isOwn = (name: string) => name === StatusTool.name || name === Deferral.name
 
@@ -252,7 +280,8 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
     const options = { signal: extra.signal }
     const own = isOwn(name)
     if (!own && !session.may(name)) return Promise.reject(SessionOffer.outside(session, name))
-    if (!own && GatewayReady.isSettled(ready)) {
+    const carried = callOptions(extra)
+    if (!own && carried === undefined && GatewayReady.isSettled(ready)) {
       // Most calls: sent at once, the runtime entered only if the call fails.
       const now = registry.callToolNow(name, args, agent, extra.signal)
       if (now !== undefined) {
@@ -260,7 +289,7 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
       }
     }
     const call = Effect.catchCause(
-      Effect.andThen(revive(shared, name), registry.callTool(name, args, agent)),
+      Effect.andThen(revive(shared, name), registry.callTool(name, args, agent, carried)),
       failure(name)
     )
     const answer = GatewayReady.isSettled(ready)

@@ -58,7 +58,7 @@ export const toMcpError = (
     case "UnknownPrompt":
       return new McpError(ErrorCode.InvalidParams, error.message, { prompt: error.prompt, near: error.near })
     case "UnknownResource":
-      return new McpError(ErrorCode.InvalidParams, error.message, { uri: error.uri })
+      return new McpError(ErrorCode.InvalidParams, error.message, { uri: error.uri, near: error.near })
     case "McpRequestFailed":
       return new McpError(error.code ?? ErrorCode.InternalError, error.message)
     default:
