@@ -9,7 +9,6 @@
 import * as NodeFs from "node:fs"
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -86,16 +85,16 @@ const direct = () =>
   connect(new StdioClientTransport({ command: process.execPath, args: [everything, "stdio"], cwd: root }))
 
 /** Every page of a list, following the cursors. */
-const all = async <A>(
-  list: (cursor: string | undefined) => Promise<{ readonly nextCursor?: string | undefined }>,
-  key: string
+const all = async <P extends { readonly nextCursor?: string | undefined }, A>(
+  list: (cursor: string | undefined) => Promise<P>,
+  itemsOf: (page: P) => ReadonlyArray<A>
 ) => {
   const items: Array<A> = []
   let cursor: string | undefined
   let pages = 0
   do {
-    const page: { readonly nextCursor?: string | undefined; readonly [key: string]: unknown } = await list(cursor)
-    items.push(...(page[key] as Array<A>))
+    const page = await list(cursor)
+    items.push(...itemsOf(page))
     cursor = page.nextCursor
     pages += 1
   } while (cursor !== undefined)
@@ -126,9 +125,9 @@ describe("serve: prompts, resources, completions, progress and logs", () => {
       logging: {}
     })
 
-    const tools = await all<{ name: string }>(
+    const tools = await all(
       (cursor) => client.listTools(cursor === undefined ? {} : { cursor }),
-      "tools"
+      (page) => page.tools
     )
     assert.isAbove(tools.pages, 3)
     const theirs = (await reference.client.listTools()).tools
@@ -139,20 +138,23 @@ describe("serve: prompts, resources, completions, progress and logs", () => {
       if (ours !== undefined) assert.deepStrictEqual(ours, { ...tool, name: `ev_${tool.name}` })
     }
 
-    const prompts = await all<{ name: string }>(
+    const prompts = await all(
       (cursor) => client.listPrompts(cursor === undefined ? {} : { cursor }),
-      "prompts"
+      (page) => page.prompts
     )
     const theirPrompts = (await reference.client.listPrompts()).prompts
     assert.deepStrictEqual(
       prompts.items,
       theirPrompts.map((p) => ({ ...p, name: `ev_${p.name}` }))
     )
-    const resources = await all((cursor) => client.listResources(cursor === undefined ? {} : { cursor }), "resources")
+    const resources = await all(
+      (cursor) => client.listResources(cursor === undefined ? {} : { cursor }),
+      (page) => page.resources
+    )
     assert.deepStrictEqual(resources.items, (await reference.client.listResources()).resources)
     const templates = await all(
       (cursor) => client.listResourceTemplates(cursor === undefined ? {} : { cursor }),
-      "resourceTemplates"
+      (page) => page.resourceTemplates
     )
     assert.deepStrictEqual(templates.items, (await reference.client.listResourceTemplates()).resourceTemplates)
 
