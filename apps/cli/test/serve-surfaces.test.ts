@@ -224,27 +224,39 @@ describe("serve: prompts, resources, completions, progress and logs", () => {
     assert.isAbove(fromBackend(a.heard).filter((l) => l.level !== "emergency").length, fromBackend(b.heard).length - 3)
   }, 120_000)
 
-  it("HTTP: a client's cancellation ends the backend call at once", async () => {
-    const { base } = await serveHttp()
-    const { client } = await http(base)
-    const abort = new AbortController()
-    const started = Date.now()
-    const call = client.callTool(
-      { name: "ev_trigger-long-running-operation", arguments: { duration: 30, steps: 30 } },
-      undefined,
-      { signal: abort.signal }
-    )
-    // Cancelled while in flight: the gateway's call into the toolset ends (Interrupted), not after 30 s.
-    setTimeout(() => abort.abort(), 1_000)
-    await call.catch(() => undefined)
-    let metrics = ""
-    const interrupted = async () => {
-      metrics = await (await fetch(`${base}/metrics`)).text()
-      return /toolvisor_tool_call_failures_total\{[^}]*Interrupted[^}]*\} 1/.test(metrics)
-    }
-    await until(interrupted, 10_000).catch(() => assert.fail(metrics))
-    assert.isBelow(Date.now() - started, 20_000)
-  }, 120_000)
+  // A call with a progress token or `_meta` takes the registry's path, a plain one the fast path: both end at once.
+  const carrying = [
+    { what: "plain", _meta: undefined, onprogress: undefined },
+    { what: "a progress token", _meta: undefined, onprogress: () => undefined },
+    { what: "_meta", _meta: { "example.com/trace": "t-1" }, onprogress: undefined }
+  ]
+  for (const { what, _meta, onprogress } of carrying) {
+    it(`HTTP: a client's cancellation ends the backend call at once (${what})`, async () => {
+      const { base } = await serveHttp()
+      const { client } = await http(base)
+      const abort = new AbortController()
+      const started = Date.now()
+      const call = client.callTool(
+        {
+          name: "ev_trigger-long-running-operation",
+          arguments: { duration: 30, steps: 30 },
+          ...(_meta === undefined ? {} : { _meta })
+        },
+        undefined,
+        { signal: abort.signal, ...(onprogress === undefined ? {} : { onprogress }) }
+      )
+      // Cancelled while in flight: the gateway's call into the toolset ends (Interrupted), not after 30 s.
+      setTimeout(() => abort.abort(), 1_000)
+      await call.catch(() => undefined)
+      let metrics = ""
+      const interrupted = async () => {
+        metrics = await (await fetch(`${base}/metrics`)).text()
+        return /toolvisor_tool_call_failures_total\{[^}]*Interrupted[^}]*\} 1/.test(metrics)
+      }
+      await until(interrupted, 10_000).catch(() => assert.fail(metrics))
+      assert.isBelow(Date.now() - started, 20_000)
+    }, 120_000)
+  }
 
   it("HTTP: a subscription is this session's, and outlives a SIGKILL of the backend; lists and reads wait", async () => {
     const { base, pid } = await serveHttp()
