@@ -54,7 +54,7 @@ export const make = (limits: Limits = defaults, now: () => number = Date.now): E
     storeEvent: async (stream, message) => {
       const id = String(++next)
       const replayable = "jsonrpc" in message
-      const size = replayable ? JSON.stringify(message).length : 0
+      const size = replayable ? Buffer.byteLength(JSON.stringify(message)) : 0
       prune()
       if (size > limits.bytes) return id
       while (events.size > 0 && (events.size >= limits.events || bytes + size > limits.bytes)) dropOldest()
