@@ -7,7 +7,8 @@
  * bounded event store (`McpEvents`), so a client that lost a stream resumes it with
  * `Last-Event-ID`. Older hosts get the legacy SSE transport, `GET /sse` (or `/sse/<group>`) then
  * `POST /messages?sessionId=…`, behind the same gate and in the same table, so `--max-sessions`
- * and `--session-idle` count both. What a session serves is the caller's: this module only
+ * and `--session-idle` count both; one that stops reading its stream loses its session once
+ * `sseBacklog` bytes wait for it. What a session serves is the caller's: this module only
  * carries requests to it.
  */
 import * as NodeCrypto from "node:crypto"
@@ -15,6 +16,7 @@ import type * as NodeHttp from "node:http"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import type { HttpGate } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
@@ -28,6 +30,34 @@ export const endpoint = "/mcp" as const
 
 /** The legacy SSE transport's paths: its stream (`/sse`, `/sse/<group>`) and where its client posts. */
 export const sse = { stream: "/sse", messages: "/messages" } as const
+
+/**
+ * What a legacy SSE client may leave unread, in bytes, before its session is dropped. The stream
+ * is written as messages come; a client that stops reading would have the gateway hold all of
+ * them. Checked before each write, so one large answer to a reading client passes.
+ */
+export const sseBacklog = 8 * 1024 * 1024
+
+/** The SDK's SSE transport, closing its stream (and so its session) once `sseBacklog` is unread. */
+class BoundedSSEServerTransport extends SSEServerTransport {
+  readonly stream: NodeHttp.ServerResponse
+  readonly dropped: () => void
+  constructor(stream: NodeHttp.ServerResponse, dropped: () => void) {
+    super(sse.messages, stream)
+    this.stream = stream
+    this.dropped = dropped
+  }
+  override send(message: JSONRPCMessage): Promise<void> {
+    if (this.stream.destroyed) return Promise.reject(new Error("the SSE stream is closed"))
+    if (this.stream.writableLength > sseBacklog) {
+      this.dropped()
+      // Destroyed, not ended: an end would wait behind what the client does not read.
+      this.stream.destroy()
+      return Promise.reject(new Error("the SSE client does not read its stream"))
+    }
+    return super.send(message)
+  }
+}
 
 export interface Options extends HttpListen.Address {
   readonly gate: HttpGate.Gate
@@ -194,7 +224,9 @@ export const listen = (
         const opening = yield* place(res)
         if (opening === undefined) return
         const server = newServer(group)
-        const transport = new SSEServerTransport(sse.messages, res)
+        const transport = new BoundedSSEServerTransport(res, () => {
+          fork(Effect.logWarning(`a legacy SSE client left over ${sseBacklog} bytes unread: its session is closed`))
+        })
         const closed = server.onclose
         server.onclose = () => {
           closed?.()
