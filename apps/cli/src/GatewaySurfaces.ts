@@ -23,7 +23,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import type { ToolsetRegistry } from "@toolvisor/runtime"
+import type { Surfaces, ToolsetRegistry } from "@toolvisor/runtime"
 import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as GatewayPages from "./GatewayPages.ts"
@@ -106,34 +106,33 @@ export const register = (server: Server, serving: Serving): SessionSubscriptions
       )
     )
   )
-  server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
+  /** A page of the agent's resources or resource templates (`list`): the servers' definitions, whole. */
+  const resourcePage = <A>(
+    extra: Extra,
+    list: string,
+    cursor: string | undefined,
+    select: (catalog: Surfaces.ResourceCatalog) => ReadonlyArray<Surfaces.Offered<A>>
+  ) =>
     answer(
       extra,
       registry.resources(agent).pipe(
         Effect.mapError(toMcpError),
-        Effect.flatMap((catalog) =>
-          GatewayPages.page("resources", catalog.resources, request.params?.cursor, pageSize)
-        ),
+        Effect.flatMap((catalog) => GatewayPages.page(list, select(catalog), cursor, pageSize)),
         Effect.map(({ items, nextCursor }) => ({
-          resources: items.map((entry) => entry.item),
+          items: items.map((entry) => entry.item),
           ...(nextCursor === undefined ? {} : { nextCursor })
         }))
       )
     )
+  server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
+    resourcePage(extra, "resources", request.params?.cursor, (c) => c.resources).then(({ items, ...rest }) => ({
+      resources: items,
+      ...rest
+    }))
   )
   server.setRequestHandler(ListResourceTemplatesRequestSchema, (request, extra) =>
-    answer(
-      extra,
-      registry.resources(agent).pipe(
-        Effect.mapError(toMcpError),
-        Effect.flatMap((catalog) =>
-          GatewayPages.page("resources/templates", catalog.templates, request.params?.cursor, pageSize)
-        ),
-        Effect.map(({ items, nextCursor }) => ({
-          resourceTemplates: items.map((entry) => entry.item),
-          ...(nextCursor === undefined ? {} : { nextCursor })
-        }))
-      )
+    resourcePage(extra, "resources/templates", request.params?.cursor, (c) => c.templates).then(
+      ({ items, ...rest }) => ({ resourceTemplates: items, ...rest })
     )
   )
   server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>

@@ -7,7 +7,7 @@
 import * as NodeChildProcess from "node:child_process"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { cliArgs, everything, isAlive, mcpEntry, root, writeConfig, yaml } from "./helpers.ts"
+import { cliArgs, everythingEntry, isAlive, mcpEntry, root, writeConfig, yaml } from "./helpers.ts"
 
 const inspectorBin = NodePath.join(root, "node_modules/.bin/inspector")
 
@@ -25,18 +25,7 @@ const inspect = (target: ReadonlyArray<string>, method: ReadonlyArray<string>) =
 const listTools = ["--method", "tools/list"]
 const callEcho = ["--method", "tools/call", "--tool-name", "fx_echo", "--tool-arg", "message=hello"]
 
-const config = () =>
-  writeConfig(
-    yaml([
-      mcpEntry("fx"),
-      [
-        "      - type: mcp",
-        "        name: ev",
-        `        command: "${process.execPath}"`,
-        `        args: ["${everything}", "stdio"]`
-      ]
-    ])
-  )
+const config = () => writeConfig(yaml([mcpEntry("fx"), everythingEntry()]))
 
 /** prompts/list and resources/list: both toolsets' prompts under their prefixes, everything's resources by their URIs. */
 const listsPromptsAndResources = (target: ReadonlyArray<string>) => {

@@ -13,38 +13,25 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import * as Predicate from "effect/Predicate"
-import { everything, fixtureServer, freePort, Session, until, writeConfig } from "./helpers.ts"
+import {
+  allReady,
+  closeAll,
+  everythingEntry,
+  freePort,
+  mcpEntry,
+  Session,
+  until,
+  writeConfig,
+  yaml
+} from "./helpers.ts"
 import { openSessions } from "./serve-http.ts"
 
-const config = () =>
-  writeConfig(
-    [
-      "groups:",
-      "  fixture: [fx_*]",
-      "agents:",
-      "  root:",
-      "    toolsets:",
-      "      - type: mcp",
-      "        name: fx",
-      `        command: "${process.execPath}"`,
-      `        args: ["${fixtureServer}"]`,
-      "      - type: mcp",
-      "        name: ev",
-      `        command: "${process.execPath}"`,
-      `        args: ["${everything}", "stdio"]`
-    ].join("\n")
-  )
+const config = () => writeConfig(["groups:", "  fixture: [fx_*]", yaml([mcpEntry("fx"), everythingEntry()])].join("\n"))
 
 const gateways: Array<Session> = []
 const clients: Array<Client> = []
 
-afterEach(async () => {
-  for (const client of clients.splice(0)) await client.close().catch(() => undefined)
-  for (const gateway of gateways.splice(0)) {
-    gateway.child.kill("SIGTERM")
-    await gateway.exited()
-  }
-})
+afterEach(() => closeAll(clients, gateways))
 
 /** `serve --http` on a free port, once both toolsets are Ready. */
 const serveHttp = async (args: ReadonlyArray<string> = [], token?: string) => {
@@ -53,17 +40,7 @@ const serveHttp = async (args: ReadonlyArray<string> = [], token?: string) => {
   gateways.push(new Session(["serve", config(), "--http", String(port), ...args], env))
   const base = `http://127.0.0.1:${port}`
   const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` }
-  const ready = async () => {
-    const response = await fetch(`${base}/status`, { headers }).catch(() => undefined)
-    if (response?.ok !== true) return false
-    const rows: unknown = await response.json()
-    return (
-      Array.isArray(rows) &&
-      rows.length === 2 &&
-      rows.every((row) => Predicate.hasProperty(row, "state") && row.state === "Ready")
-    )
-  }
-  await until(ready, 60_000)
+  await until(allReady(base, 2, headers), 60_000)
   return { base, port, headers }
 }
 

@@ -12,38 +12,28 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  LoggingMessageNotificationSchema,
-  McpError,
-  ResourceUpdatedNotificationSchema
-} from "@modelcontextprotocol/sdk/types.js"
+import { LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import * as Procfs from "@toolvisor/core/internal/procfs"
-import * as Predicate from "effect/Predicate"
-import { everything, freePort, root, Session, until, writeConfig } from "./helpers.ts"
+import {
+  allReady,
+  closeAll,
+  errorCode,
+  everything,
+  everythingEntry,
+  freePort,
+  root,
+  Session,
+  until,
+  writeConfig,
+  yaml
+} from "./helpers.ts"
 
-const config = () =>
-  writeConfig(
-    [
-      "agents:",
-      "  root:",
-      "    toolsets:",
-      "      - type: mcp",
-      "        name: ev",
-      `        command: "${process.execPath}"`,
-      `        args: ["${everything}", "stdio"]`
-    ].join("\n")
-  )
+const config = () => writeConfig(yaml([everythingEntry()]))
 
 const gateways: Array<Session> = []
 const clients: Array<Client> = []
 
-afterEach(async () => {
-  for (const client of clients.splice(0)) await client.close().catch(() => undefined)
-  for (const gateway of gateways.splice(0)) {
-    gateway.child.kill("SIGTERM")
-    await gateway.exited()
-  }
-})
+afterEach(() => closeAll(clients, gateways))
 
 /** `serve --http` on a free port, once its toolset is Ready. */
 const serveHttp = async (args: ReadonlyArray<string> = [], env: NodeJS.ProcessEnv = {}) => {
@@ -53,13 +43,7 @@ const serveHttp = async (args: ReadonlyArray<string> = [], env: NodeJS.ProcessEn
   const base = `http://127.0.0.1:${port}`
   const headers: Record<string, string> =
     env.TOOLVISOR_HTTP_TOKEN === undefined ? {} : { authorization: `Bearer ${env.TOOLVISOR_HTTP_TOKEN}` }
-  const ready = async () => {
-    const response = await fetch(`${base}/status`, { headers }).catch(() => undefined)
-    if (response?.ok !== true) return false
-    const rows: unknown = await response.json()
-    return Array.isArray(rows) && rows.every((row) => Predicate.hasProperty(row, "state") && row.state === "Ready")
-  }
-  await until(ready, 60_000)
+  await until(allReady(base, 1, headers), 60_000)
   return { base, port, pid: gateway.child.pid ?? 0 }
 }
 
@@ -99,16 +83,6 @@ const all = async <P extends { readonly nextCursor?: string | undefined }, A>(
     pages += 1
   } while (cursor !== undefined)
   return { items, pages }
-}
-
-/** The JSON-RPC error code a request fails with; undefined when it answered. */
-const errorCode = async (call: Promise<unknown>) => {
-  try {
-    await call
-    return undefined
-  } catch (error) {
-    return error instanceof McpError ? error.code : Number.NaN
-  }
 }
 
 const invalidParams = -32602
