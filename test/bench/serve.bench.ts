@@ -15,10 +15,15 @@
  *      `StreamableHTTPServerTransport`), the case of a gateway fronting a remote server: direct is
  *      an SDK `Client` + `StreamableHTTPClientTransport`, the proxy's upstream and serve's toolset
  *      reach the backend the same way;
- *   3. recovery: the stdio backend SIGKILLed under the proxy and under serve, then a call every
+ *   3. the same gateway overhead for `prompts/get` (the backend's `greet`, `fx_greet` through serve)
+ *      and `resources/read` (`bench://note`, its URI unchanged through serve), on both kinds of
+ *      backend: this file run with `--stdio-backend` (an SDK `Server` with `echo`, `greet` and the
+ *      resource, over stdio) and the HTTP backend, which serves the same; the proxy forwards them
+ *      too, and a summary of every series' serve / proxy ratio follows;
+ *   4. recovery: the stdio backend SIGKILLed under the proxy and under serve, then a call every
  *      50 ms until one answers again (or 10 s pass): a bare pass-through never does, serve does once
  *      its Supervisor has restarted the server;
- *   4. cold start: `toolvisor run config.yaml --json` spawned until its first `"state":"Ready"` line
+ *   5. cold start: `toolvisor run config.yaml --json` spawned until its first `"state":"Ready"` line
  *      (SIGTERM after each; exit code 0 expected), next to what the fixture server alone needs to
  *      answer `initialize` through a raw SDK client, and to what the CLI takes for `--version`.
  * The CLI runs from source (`node --conditions=@toolvisor/source apps/cli/src/main.ts`, types
@@ -42,7 +47,14 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  CallToolRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema
+} from "@modelcontextprotocol/sdk/types.js"
 import { ConfigLoader } from "@toolvisor/config"
 import * as Procfs from "@toolvisor/core/internal/procfs"
 import { ToolsetRegistry } from "@toolvisor/runtime"
@@ -69,11 +81,24 @@ const fixtureServer = NodePath.join(root, "test/support/fixture-server.mjs")
 const cliArgs = ["--conditions=@toolvisor/source", cliMain]
 
 /**
- * Run as `serve.bench.ts --proxy <marker> [url]`, this file is the plain SDK proxy (see `proxy`
- * below), to the fixture over stdio or to `url` over streamable HTTP; run as
- * `serve.bench.ts --http-backend <marker>`, it is the streamable HTTP backend (see `httpBackend`).
+ * Run as `serve.bench.ts --proxy <marker> [url | --stdio-backend]`, this file is the plain SDK
+ * proxy (see `proxy` below), to the fixture over stdio, to `url` over streamable HTTP, or to this
+ * file's stdio backend; run as `serve.bench.ts --http-backend <marker>` (or `--stdio-backend`), it
+ * is the backend of echo, greet and bench://note (see `backendServer`).
  */
-const mode = process.argv[2] === "--proxy" ? "proxy" : process.argv[2] === "--http-backend" ? "http-backend" : "main"
+const modeOf = (flag: string | undefined) => {
+  switch (flag) {
+    case "--proxy":
+      return "proxy"
+    case "--http-backend":
+      return "http-backend"
+    case "--stdio-backend":
+      return "stdio-backend"
+    default:
+      return "main"
+  }
+}
+const mode = modeOf(process.argv[2])
 /** Every process of this run carries this string in its command line (the temp dir's name). */
 const tempDir = mode === "main" ? NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-serve-bench-")) : ""
 const marker = mode === "main" ? NodePath.basename(tempDir) : (process.argv[3] ?? "")
@@ -159,19 +184,41 @@ const connectHttp = async (url: string, pid?: number): Promise<Connected> => {
 
 const connectFixture = () => connectStdio(fixtureArgs)
 
-/** The backend a series calls: the fixture over stdio, or the HTTP backend at `url`. */
+/** This file as the stdio backend of echo, greet and bench://note. */
+const stdioBackendArgs = [...thisFile, "--stdio-backend", marker]
+
+/**
+ * The backend a series calls: over stdio the fixture (`args` undefined) or this file's backend,
+ * or the HTTP backend at `url`.
+ */
 type Backend =
-  | { readonly _tag: "stdio" }
+  | { readonly _tag: "stdio"; readonly local: boolean }
   | { readonly _tag: "http"; readonly url: string; readonly pid: number | undefined }
+
+/** How a series' client reaches the backend, and what the proxy is told to forward to. */
+const directTo = (backend: Backend) => {
+  if (backend._tag === "http") return { connect: () => connectHttp(backend.url, backend.pid), proxy: [backend.url] }
+  return backend.local
+    ? { connect: () => connectStdio(stdioBackendArgs, root), proxy: ["--stdio-backend"] }
+    : { connect: connectFixture, proxy: [] }
+}
 
 /**
  * The floor for a gateway in a second process: an SDK `Server` on stdio that forwards tools/list
  * and tools/call to an SDK `Client` of the backend, prefixing names as serve does. No registry and
  * no Effect on the call path. Exits when its stdin ends.
  */
-const proxy = async (upstreamUrl: string | undefined) => {
-  const upstream = upstreamUrl === undefined ? await connectFixture() : await connectHttp(upstreamUrl)
-  const server = new Server({ name: "bench-proxy", version: "0.0.0" }, { capabilities: { tools: {} } })
+const proxy = async (target: string | undefined) => {
+  const upstream =
+    target === undefined
+      ? await connectFixture()
+      : target === "--stdio-backend"
+        ? await connectStdio(stdioBackendArgs, root)
+        : await connectHttp(target)
+  const server = new Server(
+    { name: "bench-proxy", version: "0.0.0" },
+    { capabilities: { tools: {}, prompts: {}, resources: {} } }
+  )
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const { tools } = await upstream.client.listTools()
     return { tools: tools.map((tool) => ({ ...tool, name: `fx_${tool.name}` })) }
@@ -179,6 +226,15 @@ const proxy = async (upstreamUrl: string | undefined) => {
   server.setRequestHandler(CallToolRequestSchema, (request) =>
     upstream.client.callTool({ ...request.params, name: request.params.name.replace(/^fx_/, "") })
   )
+  server.setRequestHandler(ListPromptsRequestSchema, async () => {
+    const { prompts } = await upstream.client.listPrompts()
+    return { prompts: prompts.map((prompt) => ({ ...prompt, name: `fx_${prompt.name}` })) }
+  })
+  server.setRequestHandler(GetPromptRequestSchema, (request) =>
+    upstream.client.getPrompt({ ...request.params, name: request.params.name.replace(/^fx_/, "") })
+  )
+  server.setRequestHandler(ListResourcesRequestSchema, () => upstream.client.listResources())
+  server.setRequestHandler(ReadResourceRequestSchema, (request) => upstream.client.readResource(request.params))
   process.stdin.once("end", () => {
     void upstream.close().finally(() => process.exit(0))
   })
@@ -193,19 +249,48 @@ const echoTool = {
   annotations: { readOnlyHint: true }
 }
 
+/** The note `resources/read` series read: a few hundred bytes, as a small file would be. */
+const note = { uri: "bench://note", name: "note", mimeType: "text/plain" }
+const noteText = "A note the benchmark reads: ".padEnd(400, "x")
+
+/** The backend's server: `echo` as the fixture has it, the prompt `greet`, and the resource `bench://note`. */
+const backendServer = () => {
+  const server = new Server(
+    { name: "bench-backend", version: "0.0.0" },
+    { capabilities: { tools: {}, prompts: {}, resources: {} } }
+  )
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [echoTool] }))
+  server.setRequestHandler(CallToolRequestSchema, async (request) => ({
+    content: [{ type: "text", text: String(request.params.arguments?.message ?? "") }]
+  }))
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+    prompts: [{ name: "greet", description: "A greeting", arguments: [{ name: "who", required: true }] }]
+  }))
+  server.setRequestHandler(GetPromptRequestSchema, async (request) => ({
+    messages: [{ role: "user", content: { type: "text", text: `Hello, ${request.params.arguments?.who ?? ""}` } }]
+  }))
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [note] }))
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => ({
+    contents: [{ uri: request.params.uri, mimeType: note.mimeType, text: noteText }]
+  }))
+  return server
+}
+
+/** The stdio backend: `backendServer` on stdin/stdout, until stdin ends. */
+const stdioBackend = async () => {
+  const server = backendServer()
+  await server.connect(new StdioServerTransport())
+}
+
 /**
- * The streamable HTTP backend: an SDK `Server` per session behind the SDK's transport, as the
- * SDK's stateful examples do, answering `echo` as the fixture does. It prints its port on the
- * first line of stdout and exits when its stdin ends.
+ * The streamable HTTP backend: a `backendServer` per session behind the SDK's transport, as the
+ * SDK's stateful examples do. It prints its port on the first line of stdout and exits when its
+ * stdin ends.
  */
 const httpBackend = async () => {
   const sessions = new Map<string, StreamableHTTPServerTransport>()
   const open = async () => {
-    const server = new Server({ name: "bench-http-backend", version: "0.0.0" }, { capabilities: { tools: {} } })
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [echoTool] }))
-    server.setRequestHandler(CallToolRequestSchema, async (request) => ({
-      content: [{ type: "text", text: String(request.params.arguments?.message ?? "") }]
-    }))
+    const server = backendServer()
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => NodeCrypto.randomUUID(),
       onsessioninitialized: (id) => {
@@ -343,7 +428,44 @@ type Stats = ReturnType<typeof stats>
 /** How long closing each client took (for stdio: stdin end → the process exited), by label. */
 const closeMs = new Map<string, number>()
 
+/** One request the series time, as each client makes it, and how to tell it answered right. */
+interface Method {
+  readonly name: string
+  readonly direct: (client: Client) => Promise<unknown>
+  /** Through a gateway (the proxy, serve): the names prefixed with `fx_`, URIs unchanged. */
+  readonly gateway: (client: Client) => Promise<unknown>
+  readonly registry: (registry: ToolsetRegistry.Registry) => Effect.Effect<unknown, unknown>
+  readonly answered: (result: unknown) => boolean
+}
+
+const greetArgs = { who: "x" }
+
+const methods = {
+  call: {
+    name: "tools/call",
+    direct: (client) => client.callTool({ name: "echo", arguments: echoArgs }),
+    gateway: (client) => client.callTool({ name: "fx_echo", arguments: echoArgs }),
+    registry: (registry) => registry.callTool("fx_echo", echoArgs),
+    answered: (result) => textOf(result)?.endsWith(echoArgs.message) === true
+  },
+  prompt: {
+    name: "prompts/get",
+    direct: (client) => client.getPrompt({ name: "greet", arguments: greetArgs }),
+    gateway: (client) => client.getPrompt({ name: "fx_greet", arguments: greetArgs }),
+    registry: (registry) => registry.getPrompt("fx_greet", greetArgs),
+    answered: (result) => JSON.stringify(result).includes(`Hello, ${greetArgs.who}`)
+  },
+  read: {
+    name: "resources/read",
+    direct: (client) => client.readResource({ uri: note.uri }),
+    gateway: (client) => client.readResource({ uri: note.uri }),
+    registry: (registry) => registry.readResource(note.uri),
+    answered: (result) => JSON.stringify(result).includes(noteText)
+  }
+} satisfies Record<string, Method>
+
 interface Overhead {
+  readonly method: string
   readonly direct: Stats
   readonly proxy: Stats
   readonly serve: Stats
@@ -365,7 +487,7 @@ interface Path {
  * Direct, proxy and serve on one backend, alternated in ABBA blocks; for the stdio backend also
  * the registry and the gateway in this process.
  */
-const overhead = async (backend: Backend, configPath: string): Promise<Overhead> => {
+const overhead = async (backend: Backend, configPath: string, method: Method): Promise<Overhead> => {
   const opened = new Map<string, Connected>()
   const open = async (label: string, connect: () => Promise<Connected>) => {
     const connected = await connect()
@@ -376,12 +498,11 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
   const scope = Effect.runSync(Scope.make())
   const suffix = backend._tag === "stdio" ? "" : " (http)"
   try {
-    const direct = await open(`direct${suffix}`, () =>
-      backend._tag === "stdio" ? connectFixture() : connectHttp(backend.url, backend.pid)
-    )
+    const to = directTo(backend)
+    const direct = await open(`direct${suffix}`, to.connect)
     const gateway = await open(`serve${suffix}`, () => connectStdio([...cliArgs, "serve", configPath], root))
     const sdkProxy = await open(`proxy${suffix}`, () =>
-      connectStdio([...thisFile, "--proxy", marker, ...(backend._tag === "stdio" ? [] : [backend.url])], root)
+      connectStdio([...thisFile, "--proxy", marker, ...to.proxy], root)
     )
     await waitForTool(gateway, "fx_echo")
     // The clients list first, as an agent would (the SDK Client then knows each tool's output schema).
@@ -390,13 +511,13 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
     const paths: Array<Path> = [
       {
         label: "serve",
-        call: () => gateway.client.callTool({ name: "fx_echo", arguments: echoArgs }),
+        call: () => method.gateway(gateway.client),
         ...(gateway.pid === undefined ? {} : { pid: gateway.pid }),
         series: makeSeries()
       },
       {
         label: "proxy",
-        call: () => sdkProxy.client.callTool({ name: "fx_echo", arguments: echoArgs }),
+        call: () => method.gateway(sdkProxy.client),
         ...(sdkProxy.pid === undefined ? {} : { pid: sdkProxy.pid }),
         series: makeSeries()
       }
@@ -416,7 +537,7 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
       await memory.connect(clientSide)
       opened.set("in-memory", { client: memory, close: () => memory.close(), stderr: () => "" })
       await memory.listTools()
-      viaRegistry = registry.callTool("fx_echo", echoArgs)
+      viaRegistry = method.registry(registry)
       const call = viaRegistry
       registrySeries = makeSeries()
       memorySeries = makeSeries()
@@ -424,23 +545,23 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
         { label: "registry", call: () => Effect.runPromise(call), series: registrySeries },
         {
           label: "in-memory",
-          call: () => memory.callTool({ name: "fx_echo", arguments: echoArgs }),
+          call: () => method.gateway(memory),
           series: memorySeries
         }
       )
     }
     const directPath: Path = {
       label: "direct",
-      call: () => direct.client.callTool({ name: "echo", arguments: echoArgs }),
+      call: () => method.direct(direct.client),
       ...(direct.pid === undefined ? {} : { pid: direct.pid }),
       series: makeSeries()
     }
     paths.push(directPath)
 
-    // Every path answers the echo.
-    const answers = await Promise.all(paths.map(async (path) => textOf(await path.call())))
-    if (answers.some((a) => a === undefined || !a.endsWith(echoArgs.message))) {
-      throw new Error(`unexpected echo answers: ${answers.join(", ")}`)
+    // Every path answers right.
+    const answers = await Promise.all(paths.map((path) => path.call()))
+    if (!answers.every(method.answered)) {
+      throw new Error(`unexpected ${method.name} answers: ${JSON.stringify(answers).slice(0, 2_000)}`)
     }
 
     /** One block of every series: serve first and direct last (or the reverse), the rest between. */
@@ -461,6 +582,7 @@ const overhead = async (backend: Backend, configPath: string): Promise<Overhead>
     const elapsed = performance.now() - started
     const of = (label: string) => stats(paths.find((p) => p.label === label)?.series ?? makeSeries())
     return {
+      method: method.name,
       direct: of("direct"),
       proxy: of("proxy"),
       serve: of("serve"),
@@ -501,7 +623,7 @@ const report = (title: string, o: Overhead) => {
     return diagnostics ? [...cells.slice(0, -2), "", ""] : cells
   }
   console.log(
-    `\n${title}: sequential echo calls, ${BLOCKS} × ${BLOCK} per series after ${WARMUP} warm-up, ABBA blocks (${fmt(o.elapsed / 1000, 1)} s)`
+    `\n${title}: sequential ${o.method} requests, ${BLOCKS} × ${BLOCK} per series after ${WARMUP} warm-up, ABBA blocks (${fmt(o.elapsed / 1000, 1)} s)`
   )
   console.log(
     renderTable(
@@ -721,8 +843,20 @@ const main = async () => {
   let missed = false
   let backend: Awaited<ReturnType<typeof startHttpBackend>> | undefined
   try {
-    const o = await overhead({ _tag: "stdio" }, stdioConfig)
-    missed = report("1. Backend on stdio (the fixture server)", o)
+    const ratios: Array<ReadonlyArray<string>> = []
+    /** Runs one overhead series set, reports it and keeps its p50 ratio for the summary. */
+    const measured = async (title: string, backend: Backend, configPath: string, method: Method) => {
+      const o = await overhead(backend, configPath, method)
+      missed = report(title, o) || missed
+      ratios.push([method.name, backend._tag, fmt(o.proxy.p50), fmt(o.serve.p50), fmt(o.serve.p50 / o.proxy.p50)])
+      return o
+    }
+    await measured(
+      "1. Backend on stdio (the fixture server)",
+      { _tag: "stdio", local: false },
+      stdioConfig,
+      methods.call
+    )
     console.log(
       [
         "  * a plain SDK Server → SDK Client pass-through process (no registry, no Effect): the floor for any gateway",
@@ -738,12 +872,23 @@ const main = async () => {
 
     backend = await startHttpBackend()
     const httpConfig = writeConfig("agent-http.yaml", ["        remote:", `          url: ${backend.url}`])
-    const h = await overhead({ _tag: "http", url: backend.url, pid: backend.pid }, httpConfig)
-    const httpMissed = report("2. Backend over streamable HTTP (a remote server on loopback)", h)
-    missed = missed || httpMissed
+    const http: Backend = { _tag: "http", url: backend.url, pid: backend.pid }
+    await measured("2. Backend over streamable HTTP (a remote server on loopback)", http, httpConfig, methods.call)
     console.log(
       "  the direct client, the proxy's upstream and serve's toolset each hold their own HTTP session with the backend"
     )
+    const localConfig = writeConfig("agent-local.yaml", [
+      `        command: ${JSON.stringify(process.execPath)}`,
+      `        args: ${JSON.stringify(stdioBackendArgs)}`
+    ])
+    const local: Backend = { _tag: "stdio", local: true }
+    for (const [n, method] of [methods.prompt, methods.read].entries()) {
+      const section = `3${"ab"[n]}`
+      await measured(`${section}. ${method.name}, backend on stdio (this file's backend)`, local, localConfig, method)
+      await measured(`${section}. ${method.name}, backend over streamable HTTP`, http, httpConfig, method)
+    }
+    console.log("\nSummary: p50 ms per request, serve (CLI) against the bare SDK proxy*")
+    console.log(renderTable(["method", "backend", "SDK proxy*", "serve (CLI)", "serve/proxy"], ratios))
     await backend.stop()
     backend = undefined
 
@@ -752,7 +897,7 @@ const main = async () => {
       r.recoveredMs === undefined ? `never (${RECOVERY_WAIT_MS / 1_000} s)` : `${fmt(r.recoveredMs, 0)} ms`,
       String(r.failed)
     ]
-    console.log("\n3. The stdio backend SIGKILLed under each gateway, then a call every 50 ms")
+    console.log("\n4. The stdio backend SIGKILLed under each gateway, then a call every 50 ms")
     console.log(
       renderTable(
         ["gateway", "answers again after", "calls that failed meanwhile"],
@@ -769,7 +914,7 @@ const main = async () => {
       return [fmt(median(sorted), 0), fmt(sorted[0] ?? Number.NaN, 0), fmt(sorted.at(-1) ?? Number.NaN, 0)]
     }
     console.log(
-      `\n4. Cold start, ${COLD_RUNS} runs each (after one untimed run), interleaved; every run exited 0 on SIGTERM`
+      `\n5. Cold start, ${COLD_RUNS} runs each (after one untimed run), interleaved; every run exited 0 on SIGTERM`
     )
     console.log(
       renderTable(
@@ -805,4 +950,5 @@ const main = async () => {
 
 if (mode === "proxy") await proxy(process.argv[4])
 else if (mode === "http-backend") await httpBackend()
+else if (mode === "stdio-backend") await stdioBackend()
 else await main()

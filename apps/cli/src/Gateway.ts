@@ -1,16 +1,14 @@
 /**
- * `toolvisor serve`: one MCP server in front of a registry, exposing every tool of an agent's
- * catalog and routing each call to the supervised toolset that owns it. Tool schemas pass
- * through as JSON Schema (hence the SDK's low-level `Server`), typed call failures come back as
- * `isError` results the agent can read, and clients hear `tools/list_changed` whenever the
- * catalog they were given is no longer the one on offer.
+ * `toolvisor serve`: one MCP server in front of a registry, serving an agent's catalog — tools
+ * (`GatewayTools`: each call routed to the supervised toolset that owns it), prompts, resources
+ * and completions (`GatewaySurfaces`) — per client session, over stdio or streamable HTTP (and
+ * the legacy SSE transport, `McpHttp`). Definitions pass through whole (hence the SDK's low-level
+ * `Server`), and clients hear `list_changed` and their log messages (`GatewayNotices`) whenever
+ * what they were given is no longer what is on offer.
  *
  * A gateway outlives its toolsets' restart budgets: a toolset that failed to start is not gone for
- * good here. A call to one of its tools first runs the runtime's reprobe (the same mechanism the
- * agent adapters run in a turn), bounded to one per call and one per cooldown, so a server that
- * can start now is used. A server that crashed until its budget was spent is left alone: a call
- * must not buy it a new crash loop. `toolvisor_status` (`StatusTool`) lets a host see why tools
- * are missing.
+ * good here (`GatewayTools` reprobes it before a call). `toolvisor_status` (`StatusTool`) lets a
+ * host see why tools are missing.
  *
  * Each session is offered what `SessionOffer` says: its tool group's tools only (`/mcp/<group>`,
  * `serve --group`), deferred ones once its own `search_tools` found them.
@@ -18,25 +16,23 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import type { ServerCapabilities } from "@modelcontextprotocol/sdk/types.js"
 import { ToolGroups } from "@toolvisor/config"
-import type { Toolset } from "@toolvisor/core"
-import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
-import * as Cause from "effect/Cause"
+import { type Catalog, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
-import * as GatewayReady from "./GatewayReady.ts"
+import * as GatewayNotices from "./GatewayNotices.ts"
+import * as GatewayPages from "./GatewayPages.ts"
+import * as GatewaySurfaces from "./GatewaySurfaces.ts"
+import * as GatewayTools from "./GatewayTools.ts"
 import type * as HttpListen from "./HttpListen.ts"
 import * as McpHttp from "./McpHttp.ts"
 import type * as McpSessions from "./McpSessions.ts"
 import * as SessionOffer from "./SessionOffer.ts"
-import * as StatusTool from "./StatusTool.ts"
 
 export interface Options {
   /** The agent whose catalog is served; the registry's default agent when omitted. */
@@ -55,6 +51,10 @@ export interface Options {
   readonly groups?: Readonly<Record<string, ReadonlyArray<string>>> | undefined
   /** Over stdio: serve only this group of `groups` (checked by the caller). */
   readonly group?: string | undefined
+  /** Items per page of `tools/list`, `prompts/list` and `resources/list` (`GatewayPages.defaultSize` when omitted). */
+  readonly pageSize?: number | undefined
+  /** The agent's toolsets: whose servers' log messages its clients hear (every toolset's when omitted). */
+  readonly toolsets?: ReadonlyArray<string> | undefined
 }
 
 export interface Address extends HttpListen.Address {
@@ -74,102 +74,50 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
 
 const serverInfo = { name: "toolvisor", version: "0.1.0" }
 
-/**
- * Runs an Effect from an SDK callback; owned by the serving scope, so closing it interrupts calls.
- * A failure rejects with the error, which the SDK answers as a JSON-RPC error (an `McpError` with its code).
- */
-type RunPromise = <A, E = never>(effect: Effect.Effect<A, E>, options?: { readonly signal?: AbortSignal }) => Promise<A>
-
-/** How often at most a call to a down toolset's tool restarts it: a host calling in a loop costs one start per cooldown. */
-export const reviveCooldown = Duration.seconds(10)
-
 /** What every client session of one gateway shares. */
-interface Shared {
-  readonly registry: ToolsetRegistry.Registry
+interface Shared extends GatewayTools.Serving {
   readonly options: Options
-  readonly run: RunPromise
-  readonly reprobe: Reprobe.Reprobe
+  readonly capabilities: ServerCapabilities
 }
+
+/**
+ * Prompts, resources and completions are declared when some toolset of the agent can offer them
+ * (an MCP toolset run here); an agent of LSP toolsets only is offered tools alone.
+ */
+const capabilitiesOf = (registry: ToolsetRegistry.Registry, options: Options) =>
+  Effect.gen(function* () {
+    const tools: ServerCapabilities = { tools: { listChanged: true }, logging: {} }
+    const prompts = yield* Effect.option(registry.prompts(options.agent))
+    const names = options.toolsets ?? (yield* registry.snapshot).map((s) => s.name)
+    const unsupported = prompts._tag === "Some" ? new Set(prompts.value.unsupported) : undefined
+    if (unsupported === undefined || names.every((name) => unsupported.has(name))) return tools
+    return {
+      ...tools,
+      prompts: { listChanged: true },
+      resources: { subscribe: true, listChanged: true },
+      completions: {}
+    } satisfies ServerCapabilities
+  })
 
 const makeShared = (registry: ToolsetRegistry.Registry, options: Options) =>
   Effect.gen(function* () {
     const run = yield* FiberSet.makeRuntimePromise<never>()
-    const reprobe = yield* Reprobe.make(registry, { cooldown: reviveCooldown, only: Reprobe.failedToStart })
-    return { registry, options, run, reprobe } satisfies Shared
+    const reprobe = yield* Reprobe.make(registry, {
+      cooldown: GatewayTools.reviveCooldown,
+      only: Reprobe.failedToStart
+    })
+    return {
+      registry,
+      options,
+      run,
+      reprobe,
+      statusTool: options.statusTool !== false,
+      agent: options.agent,
+      ready: options.ready,
+      pageSize: options.pageSize ?? GatewayPages.defaultSize,
+      capabilities: yield* capabilitiesOf(registry, options)
+    } satisfies Shared
   })
-
-/** A catalog entry as MCP lists it: the exposed name, the toolset's schema untouched. */
-const toMcpTool = (entry: Catalog.Entry) => {
-  const { tool } = entry
-  return {
-    name: entry.name,
-    inputSchema: tool.inputSchema,
-    ...(tool.title === undefined ? {} : { title: tool.title }),
-    ...(tool.description === undefined ? {} : { description: tool.description }),
-    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
-    ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
-    ...(tool._meta === undefined ? {} : { _meta: tool._meta })
-  }
-}
-
-/**
- * The tools an agent sees right now. An agent that a reload removed has no tools rather than a
- * protocol error, so a client keeps its session and hears list_changed when it comes back.
- */
-const listing = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
-  registry.catalog(agent).pipe(
-    Effect.map((catalog) => catalog.tools),
-    Effect.catchTag("UnknownAgent", (error) => Effect.as(Effect.logWarning(`serving no tools: ${error.message}`), []))
-  )
-
-/** True when the gateway answers `toolvisor_status` itself: offered, and no toolset's tool has the name. */
-const offersStatus = (options: Options, tools: ReadonlyArray<Catalog.Entry>) =>
-  options.statusTool !== false && !tools.some((t) => t.name === StatusTool.name)
-
-/** The board and the agent's catalog, as `toolvisor_status` answers them. */
-const statusResult = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
-  Effect.gen(function* () {
-    const catalog = yield* Effect.option(registry.catalog(agent))
-    return StatusTool.result(
-      yield* registry.snapshot,
-      catalog._tag === "Some" ? catalog.value : undefined,
-      reviveCooldown
-    )
-  })
-
-/**
- * Before a call that could not be sent at once: when the tool is not on offer (its toolset
- * stopped or failed, or never started) while some toolset is missing, the shared reprobe restarts
- * the toolsets that failed to start — one reprobe per call at most, none within `reviveCooldown`
- * of the last, waited for a few seconds. The probe comes before the call, so no call is sent twice.
- */
-const revive = (shared: Shared, tool: string) =>
-  shared.registry.catalog(shared.options.agent).pipe(
-    Effect.flatMap((catalog) =>
-      catalog.complete || catalog.tools.some((t) => t.name === tool) ? Effect.void : shared.reprobe.reprobe
-    ),
-    Effect.ignore
-  )
-
-/** A failure the agent reads as the tool's answer, so a call never surfaces as a JSON-RPC crash. */
-const errorResult = (tag: string, message: string): Toolset.ToolResult => ({
-  content: [{ type: "text", text: `${tag}: ${message}` }],
-  isError: true
-})
-
-/** A failed call as the agent reads it: typed errors by tag, a cancelled call, and defects logged. */
-const failure =
-  (tool: string) =>
-  (cause: Cause.Cause<ToolsetRegistry.CallError | ToolsetRegistry.UnknownAgent>): Effect.Effect<Toolset.ToolResult> => {
-    const error = Cause.findErrorOption(cause)
-    if (error._tag === "Some") {
-      const { _tag, message } = error.value
-      return Effect.as(Effect.logDebug(`${tool}: ${_tag}: ${message}`), errorResult(_tag, message))
-    }
-    return Cause.hasInterruptsOnly(cause)
-      ? Effect.succeed(errorResult("Interrupted", `the call to ${tool} was cancelled`))
-      : Effect.as(Effect.logError(`${tool} failed unexpectedly`, cause), errorResult("Defect", Cause.pretty(cause)))
-  }
 
 /** The group named `name` of the config's; undefined for every tool (no name) or a group it lacks. */
 const groupOf = (options: Options, name: string | undefined): SessionOffer.Group | undefined => {
@@ -177,95 +125,30 @@ const groupOf = (options: Options, name: string | undefined): SessionOffer.Group
   return name === undefined || patterns === undefined ? undefined : SessionOffer.group(name, patterns)
 }
 
-/** True for the names the gateway may answer itself rather than route. */
-const isOwn = (name: string) => name === StatusTool.name || name === Deferral.name
-
 /** One MCP server (one client session) answering from the registry. */
 const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Server => {
-  const { registry, options, run } = shared
-  const { agent } = options
-  const { ready } = options
-  const session = SessionOffer.make(group)
-  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: true }, logging: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
-    run(
-      Effect.andThen(
-        GatewayReady.settled(server, registry, ready, extra),
-        Effect.map(listing(registry, agent), (tools) => ({
-          tools: [
-            ...session.listed(tools).map(toMcpTool),
-            ...(session.searches(tools) ? [SessionOffer.searchTool] : []),
-            ...(offersStatus(options, tools) ? [StatusTool.tool] : [])
-          ]
-        }))
-      ),
-      { signal: extra.signal }
-    )
-  )
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-    const { name } = request.params
-    const args = request.params.arguments ?? {}
-    const options = { signal: extra.signal }
-    const own = isOwn(name)
-    if (!own && !session.may(name)) return Promise.reject(SessionOffer.outside(session, name))
-    if (!own && GatewayReady.isSettled(ready)) {
-      // Most calls: sent at once, the runtime entered only if the call fails.
-      const now = registry.callToolNow(name, args, agent, extra.signal)
-      if (now !== undefined) {
-        return now.then((exit) => (Exit.isSuccess(exit) ? exit.value : run(failure(name)(exit.cause), options)))
-      }
+  const server = new Server(serverInfo, { capabilities: shared.capabilities })
+  GatewayTools.register(server, shared, SessionOffer.make(group))
+  if (shared.capabilities.prompts !== undefined) {
+    const subscriptions = GatewaySurfaces.register(server, shared)
+    // The transport closing (DELETE, expiry, stdin closed) ends what the session subscribed to.
+    server.onclose = () => {
+      Effect.runFork(subscriptions.close)
     }
-    const call = Effect.catchCause(
-      Effect.andThen(revive(shared, name), registry.callTool(name, args, agent)),
-      failure(name)
-    )
-    const answer = GatewayReady.isSettled(ready)
-      ? call
-      : Effect.andThen(GatewayReady.settled(server, registry, ready, extra), call)
-    if (!own) return run(answer, options)
-    // The status and the search answer at once, start-up or not: that is when a host wants to know.
-    // A toolset's own tool of the same name is routed, within the session's group only.
-    const ownAnswer = Effect.flatMap(listing(registry, agent), (tools) => {
-      if (name === StatusTool.name && offersStatus(shared.options, tools)) return statusResult(registry, agent)
-      if (name === Deferral.name && session.searches(tools)) {
-        return SessionOffer.search(registry, agent, session, args, extra)
-      }
-      return session.may(name) ? answer : Effect.fail(SessionOffer.outside(session, name))
-    })
-    return run(ownAnswer, options)
-  })
+  }
   return server
 }
 
-/**
- * Sends `tools/list_changed` to every connected client each time the catalog's version moves:
- * only when the offered tools (names, descriptions, schemas) changed, not when a toolset passes
- * through a restart and comes back with the same tools.
- */
-const announceChanges = (
-  registry: ToolsetRegistry.Registry,
-  agent: string | undefined,
-  initial: Catalog.Catalog,
-  servers: () => Iterable<Server>
-): Effect.Effect<void> => {
-  let announced = initial.version
-  return registry.catalogChanges(agent).pipe(
-    Stream.runForEach((catalog) =>
-      Effect.gen(function* () {
-        if (catalog.version === announced) return
-        announced = catalog.version
-        yield* Effect.logDebug("the catalog changed: sending tools/list_changed")
-        yield* Effect.forEach(
-          Array.from(servers()),
-          (server) =>
-            Effect.tryPromise(() => server.sendToolListChanged()).pipe(
-              Effect.catch((error) => Effect.logDebug("a client missed tools/list_changed", error))
-            ),
-          { discard: true }
-        )
-      })
-    ),
-    Effect.catchTag("UnknownAgent", (error) => Effect.logWarning(`no longer announcing changes: ${error.message}`))
+/** Everything every session hears, for as long as the scope is open (`GatewayNotices`). */
+const notices = (shared: Shared, initial: Catalog.Catalog, sessions: () => Iterable<Server>) => {
+  const { registry, agent, options } = shared
+  return Effect.all(
+    [
+      GatewayNotices.toolChanges(registry, agent, initial, sessions),
+      GatewayNotices.logs(registry, options.toolsets, sessions),
+      ...(shared.capabilities.prompts === undefined ? [] : [GatewayNotices.surfaceChanges(registry, agent, sessions)])
+    ],
+    { concurrency: "unbounded", discard: true }
   )
 }
 
@@ -300,7 +183,7 @@ export const connect = (
       }),
       McpHttp.closeServer
     )
-    yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, () => [server]))
+    yield* Effect.forkScoped(notices(shared, initial, () => [server]))
   })
 
 /**
@@ -326,7 +209,7 @@ export const listen = (
       groups,
       unknownGroup: (group) => ToolGroups.unknownMessage(options, group)
     }).pipe(Effect.mapError((error) => new GatewayError({ message: error.message, cause: error })))
-    yield* Effect.forkScoped(announceChanges(registry, options.agent, initial, endpoint.servers))
+    yield* Effect.forkScoped(notices(shared, initial, endpoint.servers))
     if (groups.length > 0) yield* Effect.logInfo(`tool groups at ${endpoint.url}/<group>: ${groups.join(", ")}`)
     return { port: endpoint.port, url: endpoint.url }
   })

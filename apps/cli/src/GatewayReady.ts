@@ -46,7 +46,7 @@ export const settled = (
             })
           )
     const log = Effect.tryPromise(() =>
-      server.sendLoggingMessage({ level: "info", logger: "toolvisor", data: message })
+      server.sendLoggingMessage({ level: "info", logger: "toolvisor", data: message }, extra.sessionId)
     )
     return Effect.ignore(Effect.andThen(progress, log))
   }

@@ -3,22 +3,61 @@
  * request passes the same `HttpGate` as the status routes beside it (Host, Origin, credential),
  * then reaches its session's transport. Each client session gets its own MCP server and
  * transport, as the SDK's stateful examples do, kept in a bounded table (`McpSessions`); a
- * session belongs to the path it was opened on. What a session serves is the caller's: this
- * module only carries requests to it.
+ * session belongs to the path it was opened on. A streamable session keeps what it sent in a
+ * bounded event store (`McpEvents`), so a client that lost a stream resumes it with
+ * `Last-Event-ID`. Older hosts get the legacy SSE transport, `GET /sse` (or `/sse/<group>`) then
+ * `POST /messages?sessionId=…`, behind the same gate and in the same table, so `--max-sessions`
+ * and `--session-idle` count both; one that stops reading its stream loses its session once
+ * `sseBacklog` bytes wait for it. What a session serves is the caller's: this module only
+ * carries requests to it.
  */
 import * as NodeCrypto from "node:crypto"
 import type * as NodeHttp from "node:http"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import type { HttpGate } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import type * as Scope from "effect/Scope"
 import * as HttpListen from "./HttpListen.ts"
+import * as McpEvents from "./McpEvents.ts"
 import * as McpSessions from "./McpSessions.ts"
 
 /** The path of the streamable HTTP endpoint, as in the SDK's examples. */
 export const endpoint = "/mcp" as const
+
+/** The legacy SSE transport's paths: its stream (`/sse`, `/sse/<group>`) and where its client posts. */
+export const sse = { stream: "/sse", messages: "/messages" } as const
+
+/**
+ * What a legacy SSE client may leave unread, in bytes, before its session is dropped. The stream
+ * is written as messages come; a client that stops reading would have the gateway hold all of
+ * them. Checked before each write, so one large answer to a reading client passes.
+ */
+export const sseBacklog = 8 * 1024 * 1024
+
+/** The SDK's SSE transport, closing its stream (and so its session) once `sseBacklog` is unread. */
+class BoundedSSEServerTransport extends SSEServerTransport {
+  readonly stream: NodeHttp.ServerResponse
+  readonly dropped: () => void
+  constructor(stream: NodeHttp.ServerResponse, dropped: () => void) {
+    super(sse.messages, stream)
+    this.stream = stream
+    this.dropped = dropped
+  }
+  override send(message: JSONRPCMessage): Promise<void> {
+    if (this.stream.destroyed) return Promise.reject(new Error("the SSE stream is closed"))
+    if (this.stream.writableLength > sseBacklog) {
+      this.dropped()
+      // Destroyed, not ended: an end would wait behind what the client does not read.
+      this.stream.destroy()
+      return Promise.reject(new Error("the SSE client does not read its stream"))
+    }
+    return super.send(message)
+  }
+}
 
 export interface Options extends HttpListen.Address {
   readonly gate: HttpGate.Gate
@@ -40,15 +79,15 @@ export interface Endpoint {
 
 interface Session extends McpSessions.Session {
   readonly server: Server
-  readonly transport: StreamableHTTPServerTransport
-  /** The group of the path it was opened on; `undefined` for `/mcp`. */
+  readonly transport: StreamableHTTPServerTransport | SSEServerTransport
+  /** The group of the path it was opened on; `undefined` for `/mcp` and `/sse`. */
   readonly group: string | undefined
 }
 
-/** `/mcp` is every tool (`undefined`), `/mcp/<group>` a group (`string`); any other path is not ours (`null`). */
-const groupOf = (pathname: string): string | undefined | null => {
-  if (pathname === endpoint) return undefined
-  return pathname.startsWith(`${endpoint}/`) ? pathname.slice(endpoint.length + 1) : null
+/** `base` is every tool (`undefined`), `base/<group>` a group (`string`); any other path is not this one (`null`). */
+const groupOf = (pathname: string, base: string): string | undefined | null => {
+  if (pathname === base) return undefined
+  return pathname.startsWith(`${base}/`) ? pathname.slice(base.length + 1) : null
 }
 
 /** Answers an HTTP request no transport saw, with a JSON-RPC error body as the SDK does. */
@@ -102,12 +141,16 @@ export const listen = (
         const server = newServer(group)
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => NodeCrypto.randomUUID(),
+          eventStore: McpEvents.make(),
           onsessioninitialized: (id) => {
             opening.add(id, { server, transport, group, close: closeServer(server) })
             use(id, res)
           }
         })
+        // After the session's own close handler (`newServer` may set one: its subscriptions end with it).
+        const closed = server.onclose
         server.onclose = () => {
+          closed?.()
           if (transport.sessionId !== undefined) table.remove(transport.sessionId)
         }
         yield* Effect.tryPromise(() => server.connect(transport))
@@ -115,42 +158,113 @@ export const listen = (
         if (transport.sessionId === undefined) yield* closeServer(server)
       }).pipe(Effect.ensuring(Effect.sync(opening.done)))
 
-    const mcp = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
+    /** The gate, then the group: undefined when the request may go on, else it has been answered. */
+    const admit = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
       Effect.gen(function* () {
         const refusal = yield* gate.check(req.headers, "protected")
-        if (refusal !== undefined) return yield* reject(res, refusal.status, refusal.message, refusal.headers)
+        if (refusal !== undefined) {
+          yield* reject(res, refusal.status, refusal.message, refusal.headers)
+          return false
+        }
         // Past the gate only: who may not connect learns no group's name.
         if (group !== undefined && !groups.has(group)) {
           // The path is the caller's: a long one is cut, not echoed whole.
           const asked = group.slice(0, 100)
-          return yield* reject(res, 404, `Not found: ${options.unknownGroup?.(asked) ?? `no tool group "${asked}"`}`)
+          yield* reject(res, 404, `Not found: ${options.unknownGroup?.(asked) ?? `no tool group "${asked}"`}`)
+          return false
         }
+        return true
+      })
+
+    /** A place for a new session, or the 503 that says there is none. */
+    const place = (res: NodeHttp.ServerResponse) => {
+      const opening = table.open()
+      if (opening !== undefined) return Effect.succeed(opening)
+      return Effect.as(
+        reject(
+          res,
+          503,
+          `Service Unavailable: ${limits.max} MCP sessions are open, the most --max-sessions allows; close one or try later`
+        ),
+        undefined
+      )
+    }
+
+    const mcp = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
+      Effect.gen(function* () {
+        if (!(yield* admit(req, res, group))) return
         const sessionId = req.headers["mcp-session-id"]
         if (sessionId !== undefined) {
           const session = typeof sessionId === "string" ? use(sessionId, res) : undefined
-          // A session answers on its own path only: its id on another group's path finds nothing.
-          if (session === undefined || session.group !== group) {
+          const { transport } = session ?? {}
+          // A session answers on its own path only: its id on another group's path, or an SSE session's, finds nothing.
+          if (
+            session === undefined ||
+            session.group !== group ||
+            !(transport instanceof StreamableHTTPServerTransport)
+          ) {
             return yield* reject(res, 404, "Session not found: initialize a new session")
           }
-          return yield* Effect.tryPromise(() => session.transport.handleRequest(req, res))
+          return yield* Effect.tryPromise(() => transport.handleRequest(req, res))
         }
         if (req.method !== "POST") return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
-        const opening = table.open()
-        if (opening === undefined) {
-          return yield* reject(
-            res,
-            503,
-            `Service Unavailable: ${limits.max} MCP sessions are open, the most --max-sessions allows; close one or try later`
-          )
+        const opening = yield* place(res)
+        if (opening !== undefined) yield* open(req, res, opening, group)
+      })
+
+    /**
+     * `GET /sse[/<group>]` opens a legacy SSE session: the stream is the session, in use while it
+     * is open, closed (and its server with it) when the client goes.
+     */
+    const sseStream = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
+      Effect.gen(function* () {
+        if (!(yield* admit(req, res, group))) return
+        if (req.method !== "GET")
+          return yield* reject(res, 405, `Method not allowed: GET ${sse.stream} opens a session`)
+        const opening = yield* place(res)
+        if (opening === undefined) return
+        const server = newServer(group)
+        const transport = new BoundedSSEServerTransport(res, () => {
+          fork(Effect.logWarning(`a legacy SSE client left over ${sseBacklog} bytes unread: its session is closed`))
+        })
+        const closed = server.onclose
+        server.onclose = () => {
+          closed?.()
+          table.remove(transport.sessionId)
         }
-        yield* open(req, res, opening, group)
+        yield* Effect.tryPromise(() => server.connect(transport)).pipe(
+          Effect.tap(() =>
+            Effect.sync(() => {
+              opening.add(transport.sessionId, { server, transport, group, close: closeServer(server) })
+              use(transport.sessionId, res)
+            })
+          ),
+          Effect.ensuring(Effect.sync(opening.done))
+        )
+      })
+
+    /** `POST /messages?sessionId=…`: a message of a legacy SSE session, to its transport. */
+    const sseMessage = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, url: URL) =>
+      Effect.gen(function* () {
+        if (!(yield* admit(req, res, undefined))) return
+        const id = url.searchParams.get("sessionId")
+        const session = id === null ? undefined : use(id, res)
+        const { transport } = session ?? {}
+        if (req.method !== "POST" || !(transport instanceof SSEServerTransport)) {
+          return yield* reject(res, 404, `Session not found: open one with GET ${sse.stream}`)
+        }
+        yield* Effect.tryPromise(() => transport.handlePostMessage(req, res))
       })
 
     const handle = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<void> =>
       Effect.gen(function* () {
         if (closing) return yield* reject(res, 503, "Service Unavailable: the gateway is shutting down")
-        const group = groupOf(new URL(req.url ?? "/", "http://gateway").pathname)
+        const url = new URL(req.url ?? "/", "http://gateway")
+        const group = groupOf(url.pathname, endpoint)
         if (group !== null) return yield* mcp(req, res, group)
+        const sseGroup = groupOf(url.pathname, sse.stream)
+        if (sseGroup !== null) return yield* sseStream(req, res, sseGroup)
+        if (url.pathname === sse.messages) return yield* sseMessage(req, res, url)
         if (options.routes !== undefined) return options.routes(req, res)
         return yield* reject(res, 404, `Not found: the MCP endpoint is ${endpoint}`)
       }).pipe(

@@ -28,6 +28,8 @@ export interface Options extends Open.Target, StatusServer.Flags {
   /** Over stdio: serve only this tool group of the config's `groups`. */
   readonly group: Option.Option<string>
   readonly otlp: Option.Option<string>
+  /** Items per page of the gateway's lists (`GatewayPages.defaultSize` when none). */
+  readonly pageSize: Option.Option<number>
 }
 
 export const run = (options: Options) => Exporting.withOtlp(options.otlp)(command(options))
@@ -45,6 +47,22 @@ const sessionLimits = (options: Options) =>
     return { idle, max: options.maxSessions }
   })
 
+/** `--page-size`: at least one item per page, checked before anything starts. */
+const pageSizeFlag = (pageSize: Option.Option<number>) =>
+  Option.match(pageSize, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (size) =>
+      Number.isInteger(size) && size >= 1
+        ? Effect.succeed(size)
+        : Effect.fail(new UsageError({ message: `--page-size: at least 1, got ${size}` }))
+  })
+
+/** The names of the served agent's toolsets: whose servers' log messages its clients hear. */
+const toolsetsOf = (config: AgentConfig.Config, agent: string) => {
+  const names = new Map(config.toolsets.map((t) => [t.identity, t.name]))
+  return (config.agents.find((a) => a.name === agent)?.toolsets ?? []).flatMap((id) => names.get(id) ?? [])
+}
+
 /** `--group`: a group the config names, before anything starts; a usage error names the ones it has. */
 const groupFlag = (group: Option.Option<string>, config: AgentConfig.Config) =>
   Option.match(group, {
@@ -56,6 +74,7 @@ const groupFlag = (group: Option.Option<string>, config: AgentConfig.Config) =>
   })
 
 const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
+  const pageSize = yield* pageSizeFlag(options.pageSize)
   if (Option.isNone(options.http)) {
     const { registry, config } = yield* Open.open(options)
     const group = yield* groupFlag(options.group, config)
@@ -63,6 +82,8 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
       ...Open.agentOptions(options.agent),
       statusTool: !options.noStatusTool,
       groups: config.groups,
+      pageSize,
+      toolsets: toolsetsOf(config, registry.agent),
       ...group
     })
   }
@@ -84,6 +105,8 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
     ...Open.agentOptions(options.agent),
     statusTool: !options.noStatusTool,
     groups: config.groups,
+    pageSize,
+    toolsets: toolsetsOf(config, registry.agent),
     http: { port, host: options.host, routes, gate, sessions }
   })
 })

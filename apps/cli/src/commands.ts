@@ -282,6 +282,12 @@ const serve = Command.make(
       Flag.withDescription("Do not offer toolvisor_status, the read-only tool that tells a host why tools are missing"),
       Flag.withDefault(false)
     ),
+    pageSize: Flag.Int("page-size").pipe(
+      Flag.withDescription(
+        "Items per page of tools/list, prompts/list and resources/list (1000 by default: many hosts read one page only)"
+      ),
+      Flag.optional
+    ),
     otlp: Flags.otlp
   },
   (options) =>

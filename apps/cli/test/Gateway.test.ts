@@ -9,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
 import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { ErrorCode, type McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
 import { ToolsetRegistry } from "@toolvisor/runtime"
@@ -143,7 +143,7 @@ describe("Gateway", () => {
     })
   )
 
-  it.live("a call to a stopped toolset or an unknown tool answers isError with the tag, promptly", () =>
+  it.live("a call to a stopped toolset answers isError with the tag, promptly; an unknown tool is invalid params", () =>
     Effect.gen(function* () {
       const { registry, close } = yield* openRegistry(twoToolsets)
       yield* Effect.addFinalizer(() => close)
@@ -157,9 +157,10 @@ describe("Gateway", () => {
       assert.strictEqual(stopped.isError, true)
       assert.match(textOf(stopped), /^(NotStarted|UnknownTool): \S/)
 
-      const unknown = yield* Effect.promise(() => client.callTool({ name: "no_such_tool", arguments: {} }))
-      assert.strictEqual(unknown.isError, true)
-      assert.match(textOf(unknown), /^UnknownTool: /)
+      const unknown = yield* Effect.promise(() =>
+        client.callTool({ name: "no_such_tool", arguments: {} }).then(String, (error: McpError) => error.code)
+      )
+      assert.strictEqual(unknown, ErrorCode.InvalidParams)
 
       // The session survives typed failures: the other toolset still answers.
       const echoed = yield* Effect.promise(() => client.callTool({ name: "one_echo", arguments: { message: "still" } }))
@@ -224,9 +225,10 @@ describe("Gateway", () => {
       assert.includeMembers(yield* toolNames(client), ["fx_echo", "fx_pid", "fx_add_tool"])
       const echoed = yield* Effect.promise(() => client.callTool({ name: "fx_echo", arguments: { message: "piped" } }))
       assert.strictEqual(textOf(echoed), "piped")
-      const unknown = yield* Effect.promise(() => client.callTool({ name: "echo", arguments: { message: "x" } }))
-      assert.strictEqual(unknown.isError, true)
-      assert.match(textOf(unknown), /^UnknownTool: /)
+      const unknown = yield* Effect.promise(() =>
+        client.callTool({ name: "echo", arguments: { message: "x" } }).then(String, (error: McpError) => error.code)
+      )
+      assert.strictEqual(unknown, ErrorCode.InvalidParams)
     })
   )
 

@@ -6,7 +6,9 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import { McpError } from "@modelcontextprotocol/sdk/types.js"
 import * as Procfs from "@toolvisor/core/internal/procfs"
+import * as Predicate from "effect/Predicate"
 import * as Net from "../../../test/support/Net.ts"
 
 export const root = NodePath.resolve(import.meta.dirname, "../../..")
@@ -33,6 +35,14 @@ export const mcpEntry = (name: string, extra: ReadonlyArray<string> = []) => [
   `        command: "${process.execPath}"`,
   `        args: ["${fixtureServer}"]`,
   ...extra
+]
+
+/** server-everything over stdio, as a toolset of `yaml`. */
+export const everythingEntry = (name = "ev") => [
+  "      - type: mcp",
+  `        name: ${name}`,
+  `        command: "${process.execPath}"`,
+  `        args: ["${everything}", "stdio"]`
 ]
 
 export const yaml = (entries: ReadonlyArray<ReadonlyArray<string>>) =>
@@ -187,5 +197,41 @@ export const waitForScreen = async (
     if (p(text)) return text
     if (Date.now() > deadline) throw new Error(`screen never matched:\n${text}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/** True once `/status` at `base` answers `count` toolsets, every one Ready. */
+export const allReady =
+  (base: string, count: number, headers: Readonly<Record<string, string>> = {}) =>
+  async (): Promise<boolean> => {
+    const response = await fetch(`${base}/status`, { headers }).catch(() => undefined)
+    if (response?.ok !== true) return false
+    const rows: unknown = await response.json()
+    return (
+      Array.isArray(rows) &&
+      rows.length === count &&
+      rows.every((row) => Predicate.hasProperty(row, "state") && row.state === "Ready")
+    )
+  }
+
+/** The JSON-RPC error code a request fails with (NaN for another failure); undefined when it answered. */
+export const errorCode = async (call: Promise<unknown>) => {
+  try {
+    await call
+    return undefined
+  } catch (error) {
+    return error instanceof McpError ? error.code : Number.NaN
+  }
+}
+
+/** Closes every client, then stops every gateway and waits for it to exit: a test file's afterEach. */
+export const closeAll = async (
+  clients: Array<{ readonly close: () => Promise<void> }>,
+  gateways: Array<Session>
+): Promise<void> => {
+  for (const client of clients.splice(0)) await client.close().catch(() => undefined)
+  for (const gateway of gateways.splice(0)) {
+    gateway.child.kill("SIGTERM")
+    await gateway.exited()
   }
 }

@@ -176,18 +176,23 @@ export interface Registry {
    * config gives one); restarting toolsets keep their last-known prompts, marked so.
    */
   readonly prompts: (agent?: string) => Effect.Effect<Surfaces.PromptCatalog, UnknownAgent>
-  /** A prompt by the name `prompts` gives it; waits for a restarting toolset within `call_timeout`. */
+  /**
+   * A prompt by the name `prompts` gives it; waits for a restarting toolset within `call_timeout`.
+   * `options._meta` reaches the server as the request's `_meta`.
+   */
   readonly getPrompt: (
     prompt: string,
     args?: { readonly [key: string]: string },
-    agent?: string
+    agent?: string,
+    options?: McpSurfaces.RequestOptions
   ) => Effect.Effect<GetPromptResult, SurfaceError | UnknownPrompt>
   /** The agent's resources and resource templates; URIs as their servers gave them. */
   readonly resources: (agent?: string) => Effect.Effect<Surfaces.ResourceCatalog, UnknownAgent>
-  /** Reads a resource from the toolset that lists it (or whose template matches it). */
+  /** Reads a resource from the toolset that lists it (or whose template matches it); `options` as for `getPrompt`. */
   readonly readResource: (
     uri: string,
-    agent?: string
+    agent?: string,
+    options?: McpSurfaces.RequestOptions
   ) => Effect.Effect<ReadResourceResult, SurfaceError | UnknownResource>
   /**
    * Updates of one resource for as long as the stream runs, across restarts of its server (each

@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
 import { config, fixtureEntry, open, text } from "../../../test/support/Registry.ts"
 import * as Telemetry from "../src/Telemetry.ts"
@@ -37,6 +38,28 @@ describe("call routing", () => {
       )
       assert.strictEqual(latency.count, 3)
       assert.strictEqual(failures.count, 1)
+      yield* close
+    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
+  )
+
+  it.live("a call interrupted in flight (a client's cancellation) is recorded as Interrupted", () =>
+    Effect.gen(function* () {
+      const { registry, close } = yield* open(config([fixtureEntry("alpha")]))
+      yield* registry.start
+      // The route is kept now: the next call runs at once up to the request it sends.
+      yield* registry.callTool("echo", { message: "one" })
+      for (const options of [undefined, { _meta: { trace: "t-1" } }, { onProgress: () => undefined }]) {
+        const call = yield* Effect.forkChild(registry.callTool("sleep", { ms: 60_000 }, undefined, options), {
+          startImmediately: true
+        })
+        yield* Fiber.interrupt(call)
+      }
+      const latency = yield* Metric.value(Metric.withAttributes(Telemetry.callLatency, { toolset: "alpha" }))
+      const interrupted = yield* Metric.value(
+        Metric.withAttributes(Telemetry.callFailures, { toolset: "alpha", tag: "Interrupted" })
+      )
+      assert.strictEqual(latency.count, 4)
+      assert.strictEqual(interrupted.count, 3)
       yield* close
     }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
   )

@@ -83,10 +83,14 @@ export const make = (options: Options) => {
   return {
     prompts,
     resources,
-    getPrompt: (prompt: string, args: { readonly [key: string]: string } | undefined, agent: string) =>
-      Effect.flatMap(promptRoute(prompt, agent), ({ surfaces, name }) => surfaces.getPrompt(name, args)),
-    readResource: (uri: string, agent: string) =>
-      Effect.flatMap(resourceRoute(uri, agent), (surfaces) => surfaces.readResource(uri)),
+    getPrompt: (
+      prompt: string,
+      args: { readonly [key: string]: string } | undefined,
+      agent: string,
+      options?: McpSurfaces.RequestOptions
+    ) => Effect.flatMap(promptRoute(prompt, agent), ({ surfaces, name }) => surfaces.getPrompt(name, args, options)),
+    readResource: (uri: string, agent: string, options?: McpSurfaces.RequestOptions) =>
+      Effect.flatMap(resourceRoute(uri, agent), (surfaces) => surfaces.readResource(uri, options)),
     subscribe: (uri: string, agent: string) =>
       Stream.unwrap(Effect.map(resourceRoute(uri, agent), (surfaces) => surfaces.subscribe(uri))),
     complete: (params: McpSurfaces.CompleteParams, agent: string) =>

@@ -422,9 +422,9 @@ export const make = (
       reprobe,
       reload,
       prompts: (name = defaultAgent) => surfaces.prompts(name),
-      getPrompt: (prompt, args, name = defaultAgent) => surfaces.getPrompt(prompt, args, name),
+      getPrompt: (prompt, args, name = defaultAgent, options) => surfaces.getPrompt(prompt, args, name, options),
       resources: (name = defaultAgent) => surfaces.resources(name),
-      readResource: (uri, name = defaultAgent) => surfaces.readResource(uri, name),
+      readResource: (uri, name = defaultAgent, options) => surfaces.readResource(uri, name, options),
       subscribe: (uri, name = defaultAgent) => surfaces.subscribe(uri, name),
       complete: (params, name = defaultAgent) => surfaces.complete(params, name),
       logs: Stream.fromPubSub(logHub)

@@ -242,9 +242,9 @@ export const make = (options: Options): Routing => {
         if (!traced) return undefined
         const outcome = failure ?? (Exit.isSuccess(exit) && exit.value.isError === true ? "ToolError" : "ok")
         return Effect.annotateCurrentSpan("outcome", outcome)
-      },
-      // Recording takes no step, so only the span's annotation needs shielding from interruption.
-      !traced
+      }
+      // Not marked interruptible: Effect skips an interruptible exit hook when the fiber is
+      // interrupted, so a call a client cancelled would end unrecorded and its span unannotated.
     )
     return traced ? Tracing.withSpan(call, "toolvisor.callTool", route.span) : call
   }
