@@ -12,9 +12,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type ClientCapabilities,
+  ErrorCode,
   type JSONRPCMessage,
   type LoggingLevel,
   LoggingMessageNotificationSchema,
+  McpError,
   type ProgressNotification,
   ProgressNotificationSchema,
   type Prompt,
@@ -176,7 +178,10 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const resourceTemplates = yield* cache(capabilities.resources, (cursor, signal) =>
       client
         .listResourceTemplates(at(cursor), opts(signal))
-        .then((page) => ({ items: page.resourceTemplates, nextCursor: page.nextCursor }))
+        .then(
+          (page) => ({ items: page.resourceTemplates, nextCursor: page.nextCursor }),
+          cursor === undefined ? noTemplates : undefined
+        )
     )
     const progress = routeProgress(link.transport)
     const session: McpSession = { client, tools, prompts, resources, resourceTemplates, capabilities, progress }
@@ -346,6 +351,16 @@ type Page<A> = (
   cursor: string | undefined,
   signal: AbortSignal
 ) => Promise<{ readonly items: ReadonlyArray<A>; readonly nextCursor?: string | undefined }>
+
+/**
+ * Many servers declare resources but no templates, and answer `resources/templates/list` with
+ * "method not found": that is an empty listing, cached like any other, not a failure to ask
+ * again about on every read.
+ */
+const noTemplates = (cause: unknown): Promise<{ readonly items: ReadonlyArray<ResourceTemplate> }> =>
+  cause instanceof McpError && cause.code === ErrorCode.MethodNotFound
+    ? Promise.resolve({ items: [] })
+    : Promise.reject(cause)
 
 /** Reads every page; a server whose cursors never end is cut off rather than followed forever. */
 const listAll = <A>(name: string, page: Page<A>) =>
