@@ -57,7 +57,8 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
   readResource: () => Effect.die("unused"),
   subscribe: () => Stream.empty,
   complete: () => Effect.die("unused"),
-  logs: Stream.empty
+  logs: Stream.empty,
+  listingChanges: Stream.empty
 })
 
 interface Subscriber {

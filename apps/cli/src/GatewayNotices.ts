@@ -52,7 +52,8 @@ export const toolChanges = (
 
 /**
  * Sends `prompts/list_changed` and `resources/list_changed` when their catalogs' versions move,
- * looked at after every change of the toolsets' status (a start, a restart, a new listing).
+ * looked at after every change of the toolsets' status (a start, a restart) and every listing a
+ * server changed (its own `list_changed`, which changes no status).
  */
 export const surfaceChanges = (
   registry: ToolsetRegistry.Registry,
@@ -61,7 +62,7 @@ export const surfaceChanges = (
 ): Effect.Effect<void> => {
   let prompts: number | undefined
   let resources: number | undefined
-  return registry.status.pipe(
+  return Stream.merge(registry.status, registry.listingChanges).pipe(
     Stream.runForEach(() =>
       Effect.gen(function* () {
         const promptCatalog = yield* registry.prompts(agent)

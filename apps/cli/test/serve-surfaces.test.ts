@@ -12,7 +12,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  LoggingMessageNotificationSchema,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
 import * as Procfs from "@toolvisor/core/internal/procfs"
 import {
   allReady,
@@ -21,6 +26,7 @@ import {
   everything,
   everythingEntry,
   freePort,
+  mcpEntry,
   root,
   Session,
   until,
@@ -36,9 +42,9 @@ const clients: Array<Client> = []
 afterEach(() => closeAll(clients, gateways))
 
 /** `serve --http` on a free port, once its toolset is Ready. */
-const serveHttp = async (args: ReadonlyArray<string> = [], env: NodeJS.ProcessEnv = {}) => {
+const serveHttp = async (args: ReadonlyArray<string> = [], env: NodeJS.ProcessEnv = {}, configFile = config()) => {
   const port = await freePort()
-  const gateway = new Session(["serve", config(), "--http", String(port), ...args], env)
+  const gateway = new Session(["serve", configFile, "--http", String(port), ...args], env)
   gateways.push(gateway)
   const base = `http://127.0.0.1:${port}`
   const headers: Record<string, string> =
@@ -258,5 +264,44 @@ describe("serve: prompts, resources, completions, progress and logs", () => {
     // The subscription came back on the new server: the subscriber hears the resource may have changed.
     await until(() => a.heard.updated.length > before, 60_000)
     assert.deepStrictEqual(b.heard.updated, [])
+  }, 120_000)
+
+  it("a backend that changes only its prompts or resources: sessions hear list_changed, routes follow at once", async () => {
+    // The fixture adds and removes prompts and resources on request, each with its list_changed.
+    const { base } = await serveHttp([], { FIXTURE_SURFACES: "1" }, writeConfig(yaml([mcpEntry("fx")])))
+    const { client } = await http(base)
+    const heard = { prompts: 0, resources: 0 }
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => {
+      heard.prompts += 1
+    })
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+      heard.resources += 1
+    })
+    const promptNames = async () => (await client.listPrompts()).prompts.map((p) => p.name)
+    assert.include(await promptNames(), "fx_greet")
+
+    await client.callTool({ name: "fx_add_prompt", arguments: { name: "fresh" } })
+    await until(() => heard.prompts > 0, 30_000)
+    assert.include(await promptNames(), "fx_fresh")
+    assert.deepInclude((await client.getPrompt({ name: "fx_fresh" })).messages[0], {
+      content: { type: "text", text: "Prompt fresh" }
+    })
+    await client.callTool({ name: "fx_remove", arguments: { name: "greet" } })
+    await until(() => heard.prompts > 1, 30_000)
+    assert.notInclude(await promptNames(), "fx_greet")
+    assert.strictEqual(
+      await errorCode(client.getPrompt({ name: "fx_greet", arguments: { who: "Ada" } })),
+      invalidParams
+    )
+
+    await client.callTool({ name: "fx_add_resource", arguments: { uri: "fixture://added" } })
+    await until(() => heard.resources > 0, 30_000)
+    assert.include(
+      (await client.listResources()).resources.map((r) => r.uri),
+      "fixture://added"
+    )
+    await client.callTool({ name: "fx_remove", arguments: { name: "fixture://note" } })
+    await until(() => heard.resources > 1, 30_000)
+    assert.strictEqual(await errorCode(client.readResource({ uri: "fixture://note" })), invalidParams)
   }, 120_000)
 })

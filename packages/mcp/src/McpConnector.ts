@@ -81,6 +81,11 @@ export interface Hooks {
   readonly resourceUpdated?: (uri: string, reason: "updated" | "reconnected") => void
   /** A fresh listing, read at connect time or after a `list_changed`. */
   readonly listed?: { readonly [K in keyof Listings]: (items: Listings[K]) => void }
+  /**
+   * The server said a listing changed (`list_changed`): called as the notification is handled,
+   * before the fresh listing is read, so what was built from the old one can be dropped at once.
+   */
+  readonly listChanged?: (kind: keyof Listings) => void
   /** The resources to subscribe to on every new session. */
   readonly subscriptions?: () => Iterable<string>
   /** The level asked of the server with `logging/setLevel` on every new session. */
@@ -185,7 +190,7 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     )
     const progress = routeProgress(link.transport)
     const session: McpSession = { client, tools, prompts, resources, resourceTemplates, capabilities, progress }
-    yield* watchListChanges(session, options.listChangedDebounce ?? "20 millis")
+    yield* watchListChanges(session, options.listChangedDebounce ?? "20 millis", hooks.listChanged)
     yield* watchServer(name, session, hooks)
     const initialTools = yield* masked(link.guard(tools.get))
     yield* link.established
@@ -413,7 +418,11 @@ const listChanges = [
 type Kind = "tools" | keyof Listings
 
 /** Invalidates on `list_changed` and refetches once per burst, in the session's scope. */
-const watchListChanges = (session: McpSession, debounce: Duration.Input) =>
+const watchListChanges = (
+  session: McpSession,
+  debounce: Duration.Input,
+  heard: ((kind: keyof Listings) => void) | undefined
+) =>
   Effect.gen(function* () {
     const changed = yield* Queue.unbounded<Kind>()
     // Invalidate inside the callback, before the next message on the wire is handled; refetch
@@ -424,6 +433,7 @@ const watchListChanges = (session: McpSession, debounce: Duration.Input) =>
           session[kind].invalidateUnsafe()
           Queue.offerUnsafe(changed, kind)
         }
+        if (kinds[0] !== "tools") heard?.(kinds[0])
       })
     }
     const refresh = Effect.gen(function* () {

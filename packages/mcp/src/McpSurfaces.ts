@@ -52,6 +52,15 @@ export interface ResourceUpdate {
   readonly reason: "updated" | "reconnected"
 }
 
+/**
+ * A listing of the toolset may have changed: the server said so (`list_changed`), or a fresh one
+ * was read (after a `list_changed`, or on a new session). Resources and their templates change together.
+ */
+export interface ListingChange {
+  readonly toolset: string
+  readonly kind: "prompts" | "resources"
+}
+
 /** What a completion request names: a prompt's or a resource template's argument, and its value so far. */
 export type CompleteParams = CompleteRequest["params"]
 
@@ -86,6 +95,13 @@ export interface Surfaces {
   readonly complete: (params: CompleteParams) => Effect.Effect<Completion, SurfaceError>
   /** The server's log messages from now on, of every session. */
   readonly logs: Stream.Stream<LogEvent>
+  /**
+   * Moves each time a listing may have changed, as `listingChanges` says it: whatever was built
+   * from the listings (catalogs, routes) holds while it stays. Read synchronously, on every request.
+   */
+  readonly listingsVersion: () => number
+  /** Each listing that may have changed, from now on, of every session. */
+  readonly listingChanges: Stream.Stream<ListingChange>
 }
 
 /** What the surfaces share with the toolset: the hooks its connector gives every session. */
@@ -114,6 +130,13 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
     const { name } = options
     const logs = yield* PubSub.sliding<LogEvent>(1_024)
     const updates = yield* PubSub.unbounded<ResourceUpdate>()
+    const changes = yield* PubSub.sliding<ListingChange>(1_024)
+    let listingsVersion = 0
+    /** Called from the SDK's callbacks: moves the version before anything else can read a listing. */
+    const changed = (kind: ListingChange["kind"]) => {
+      listingsVersion += 1
+      PubSub.publishUnsafe(changes, { toolset: name, kind })
+    }
     /** Subscribers per URI: the server is subscribed while there is one. */
     const subscribers = new Map<string, number>()
     const kept = {
@@ -129,10 +152,20 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
         if (subscribers.has(uri)) PubSub.publishUnsafe(updates, { toolset: name, uri, reason })
       },
       listed: {
-        prompts: (items) => kept.prompts.set(items),
-        resources: (items) => kept.resources.set(items),
-        resourceTemplates: (items) => kept.resourceTemplates.set(items)
+        prompts: (items) => {
+          kept.prompts.set(items)
+          changed("prompts")
+        },
+        resources: (items) => {
+          kept.resources.set(items)
+          changed("resources")
+        },
+        resourceTemplates: (items) => {
+          kept.resourceTemplates.set(items)
+          changed("resources")
+        }
       },
+      listChanged: (kind) => changed(kind === "prompts" ? "prompts" : "resources"),
       subscriptions: () => subscribers.keys(),
       ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
       ...(options.provides === undefined ? {} : { provides: options.provides })
@@ -264,7 +297,9 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
         request("completion/complete", params.ref.type === "ref/prompt" ? params.ref.name : params.ref.uri, (s, sdk) =>
           s.client.complete(params, sdk).then((result) => result.completion)
         ),
-      logs: Stream.fromPubSub(logs)
+      logs: Stream.fromPubSub(logs),
+      listingsVersion: () => listingsVersion,
+      listingChanges: Stream.fromPubSub(changes)
     }
     return {
       surfaces,

@@ -24,6 +24,10 @@ const kill = (toolset: McpToolset.McpToolset) =>
     return pid
   })
 
+/** How many requests of each method the fixture (run with FIXTURE_SURFACES) has served. */
+const requestsOf = (toolset: McpToolset.McpToolset) =>
+  Effect.map(toolset.callTool("requests", {}), (result): Record<string, number> => JSON.parse(textOf(result)))
+
 describe("MCP surfaces of server-everything", () => {
   it.live("resources (listed, templates, read), prompts (listed, got) and completions", () =>
     Effect.gen(function* () {
@@ -155,6 +159,47 @@ describe("MCP surfaces of server-everything", () => {
         ["updated", "reconnected", "updated"]
       )
       assert.isTrue(got.every((u) => u.uri === document && u.toolset === "everything"))
+      yield* close
+    })
+  )
+
+  it.live("a server with resources but no templates: templates are an empty listing, asked for once", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture({ FIXTURE_SURFACES: "1" }) })
+      for (let i = 0; i < 5; i++) {
+        const templates = yield* toolset.resourceTemplates
+        assert.isTrue(templates.complete, templates.complete ? "" : templates.reason.message)
+        assert.deepStrictEqual(templates.items, [])
+        const read = yield* toolset.readResource("fixture://note")
+        assert.strictEqual(read.contents[0]?.uri, "fixture://note")
+      }
+      assert.strictEqual((yield* requestsOf(toolset))["resources/templates/list"], 1)
+      yield* close
+    })
+  )
+
+  it.live("a listing that changed is announced: when the server says so, and when it was read again", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture({ FIXTURE_SURFACES: "1" }) })
+      const changes = yield* Queue.unbounded<McpSurfaces.ListingChange>()
+      yield* toolset.listingChanges.pipe(
+        Stream.runForEach((change) => Queue.offer(changes, change)),
+        Effect.forkChild({ startImmediately: true })
+      )
+      const before = toolset.listingsVersion()
+      yield* toolset.callTool("add_prompt", { name: "fresh" })
+      // Heard at once (the notification arrives before the call's answer), then read again.
+      assert.isAbove(toolset.listingsVersion(), before)
+      assert.deepStrictEqual(yield* Queue.take(changes), { toolset: "fixture", kind: "prompts" })
+      const prompts = yield* toolset.prompts
+      assert.include(
+        prompts.items.map((p) => p.name),
+        "fresh"
+      )
+      yield* toolset.callTool("add_resource", { uri: "fixture://added" })
+      let change = yield* Queue.take(changes)
+      while (change.kind === "prompts") change = yield* Queue.take(changes)
+      assert.deepStrictEqual(change, { toolset: "fixture", kind: "resources" })
       yield* close
     })
   )

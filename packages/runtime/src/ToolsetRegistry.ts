@@ -209,6 +209,11 @@ export interface Registry {
   ) => Effect.Effect<McpSurfaces.Completion, SurfaceError | UnknownPrompt | UnknownResource>
   /** The log messages of every MCP toolset's server, from now on. */
   readonly logs: Stream.Stream<McpSurfaces.LogEvent>
+  /**
+   * Each prompt or resource listing of an MCP toolset that may have changed, from now on: a server
+   * may change them without its status changing, and `prompts` and `resources` then show it.
+   */
+  readonly listingChanges: Stream.Stream<McpSurfaces.ListingChange>
   /** Applies a new config: starts added, stops removed, restarts changed, leaves the rest alone. */
   readonly reload: (config: AgentConfig.Config) => Effect.Effect<ToolsetDiff.Diff>
 }

@@ -72,7 +72,8 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
   readResource: () => unused,
   subscribe: () => Stream.empty,
   complete: () => unused,
-  logs: Stream.empty
+  logs: Stream.empty,
+  listingChanges: Stream.empty
 })
 
 const transition = (i: number): ToolsetRegistry.ToolsetEvent => ({

@@ -4,6 +4,7 @@
  * same resource URIs, so the second's are reported as shadowed.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
@@ -130,6 +131,52 @@ describe("registry: prompts, resources, completions, subscriptions, logs", () =>
       assert.strictEqual(yield* Queue.take(updates), "updated")
       yield* close
     })
+  )
+  it.live(
+    "what a server adds is routed at once and what it removes is unknown; missing templates are asked for once",
+    () =>
+      Effect.gen(function* () {
+        const { registry, close } = yield* open(config([fixtureEntry("fx", { env: { FIXTURE_SURFACES: "1" } })]))
+        yield* registry.start
+        const requests = Effect.map(registry.callTool("requests", {}), (result): Record<string, number> => {
+          const first = result.content[0]
+          return JSON.parse(typeof first?.text === "string" ? first.text : "{}")
+        })
+        for (let i = 0; i < 5; i++) {
+          const read = yield* registry.readResource("fixture://note")
+          assert.strictEqual(read.contents[0]?.uri, "fixture://note")
+        }
+        // The fixture has no templates ("method not found"): asked once, not once per read.
+        assert.strictEqual((yield* requests)["resources/templates/list"], 1)
+        assert.isTrue((yield* registry.resources()).complete)
+
+        const changes = yield* Queue.unbounded<McpSurfaces.ListingChange>()
+        yield* registry.listingChanges.pipe(
+          Stream.runForEach((change) => Queue.offer(changes, change)),
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* registry.getPrompt("greet", { who: "Ada" })
+        const before = (yield* registry.prompts()).version
+        yield* registry.callTool("add_prompt", { name: "fresh" })
+        const fresh = yield* registry.getPrompt("fresh")
+        const content = fresh.messages[0]?.content
+        assert.strictEqual(content?.type === "text" ? content.text : "", "Prompt fresh")
+        assert.isAbove((yield* registry.prompts()).version, before)
+        assert.deepStrictEqual(yield* Queue.take(changes), { toolset: "fx", kind: "prompts" })
+        yield* registry.callTool("remove", { name: "greet" })
+        const gone = yield* Effect.flip(registry.getPrompt("greet", { who: "Ada" }))
+        assert.strictEqual(gone._tag, "UnknownPrompt")
+
+        yield* registry.callTool("add_resource", { uri: "fixture://added" })
+        const added = yield* registry.readResource("fixture://added")
+        assert.strictEqual(added.contents[0]?.uri, "fixture://added")
+        yield* registry.callTool("remove", { name: "fixture://note" })
+        const removed = yield* Effect.flip(registry.readResource("fixture://note"))
+        assert.strictEqual(removed._tag, "UnknownResource")
+        // The status never changed: only the listings did.
+        assert.strictEqual((yield* statusOf(registry, "fx"))?.state, "Ready")
+        yield* close
+      })
   )
 })
 

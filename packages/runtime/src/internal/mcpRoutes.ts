@@ -3,7 +3,10 @@
  * the agent's catalogs (`Surfaces`) to the toolset that offers what it names, with the same
  * typed errors as a tool call (`UnknownPrompt`, `UnknownResource` with close names; the
  * toolset's own lifecycle errors). A toolset that is restarting still routes (from its
- * last-known listing) and the request waits for it within `call_timeout`.
+ * last-known listing) and the request waits for it within `call_timeout`. Catalogs are kept
+ * while nothing they are built from moved (a status, the config, a listing: each toolset's
+ * `listingsVersion` moves as its server's `list_changed` is handled), so a request costs a
+ * lookup and a prompt or resource that appears or goes is routed accordingly at once.
  */
 import type { AgentConfig } from "@toolvisor/config"
 import type { McpSurfaces } from "@toolvisor/mcp"
@@ -21,29 +24,81 @@ export interface Entry {
 
 export interface Options {
   readonly agentEntries: (agent: string) => Effect.Effect<ReadonlyArray<Entry>, ToolsetRegistry.UnknownAgent>
+  /** Moves whenever a toolset's status, the config or the running set changes. */
+  readonly version: () => number
   readonly memory: Surfaces.Memory
+}
+
+/**
+ * What a catalog was built from: the registry's version and each toolset's listings version, in
+ * config order. While neither moves, the catalog (and the routes in it) is what a fresh one would be.
+ */
+interface Stamp {
+  readonly at: number
+  readonly listings: ReadonlyArray<number>
+}
+
+const stampOf = (at: number, entries: ReadonlyArray<Entry>): Stamp => ({
+  at,
+  listings: entries.map((entry) => entry.mcp?.listingsVersion() ?? -1)
+})
+
+const sameStamp = (a: Stamp, b: Stamp) =>
+  a.at === b.at &&
+  a.listings.length === b.listings.length &&
+  a.listings.every((version, i) => version === b.listings[i])
+
+/** An agent's catalog of one kind, and each of its toolsets' surfaces by name (where a route leads). */
+interface Kept<C> {
+  readonly catalog: C
+  readonly surfaces: ReadonlyMap<string, McpSurfaces.Surfaces>
 }
 
 export const make = (options: Options) => {
   const { memory } = options
-  const sources = (agent: string) =>
-    Effect.map(options.agentEntries(agent), (entries) =>
-      entries.map(
-        (entry): Surfaces.Source => ({ toolset: entry.config.name, prefix: entry.config.prefix, surfaces: entry.mcp })
-      )
-    )
-  const surfacesOf = (agent: string, toolset: string) =>
-    Effect.map(options.agentEntries(agent), (entries) => entries.find((e) => e.config.name === toolset)?.mcp)
+  const sourceOf = (entry: Entry): Surfaces.Source => ({
+    toolset: entry.config.name,
+    prefix: entry.config.prefix,
+    surfaces: entry.mcp
+  })
 
-  const prompts = (agent: string) => Effect.flatMap(sources(agent), (list) => Surfaces.prompts(memory, agent, list))
-  const resources = (agent: string) => Effect.flatMap(sources(agent), (list) => Surfaces.resources(memory, agent, list))
+  /**
+   * An agent's catalogs of one kind, kept until the registry's version or a listing's version
+   * moves, as tools keep theirs: a request costs one lookup, not a rebuild of every listing.
+   * An incomplete catalog (a toolset down, or its listing failed) is built again each time.
+   */
+  const keeping = <C extends { readonly complete: boolean }>(
+    build: (agent: string, sources: ReadonlyArray<Surfaces.Source>) => Effect.Effect<C>
+  ) => {
+    const kept = new Map<string, Kept<C> & { readonly stamp: Stamp }>()
+    return (agent: string): Effect.Effect<Kept<C>, ToolsetRegistry.UnknownAgent> =>
+      Effect.flatMap(options.agentEntries(agent), (entries) => {
+        const stamp = stampOf(options.version(), entries)
+        const found = kept.get(agent)
+        if (found !== undefined && sameStamp(found.stamp, stamp)) return Effect.succeed(found)
+        return Effect.map(build(agent, entries.map(sourceOf)), (catalog) => {
+          const surfaces = new Map(
+            entries.flatMap((e) => (e.mcp === undefined ? [] : [[e.config.name, e.mcp] as const]))
+          )
+          const fresh = { catalog, surfaces, stamp }
+          if (catalog.complete) kept.set(agent, fresh)
+          else kept.delete(agent)
+          return fresh
+        })
+      })
+  }
+
+  const promptsKept = keeping((agent, sources) => Surfaces.prompts(memory, agent, sources))
+  const resourcesKept = keeping((agent, sources) => Surfaces.resources(memory, agent, sources))
+  const prompts = (agent: string) => Effect.map(promptsKept(agent), (kept) => kept.catalog)
+  const resources = (agent: string) => Effect.map(resourcesKept(agent), (kept) => kept.catalog)
 
   /** The toolset serving a prompt of the catalog, and the prompt's own name there. */
   const promptRoute = (prompt: string, agent: string) =>
     Effect.gen(function* () {
-      const catalog = yield* prompts(agent)
+      const { catalog, surfaces: byName } = yield* promptsKept(agent)
       const entry = catalog.prompts.find((p) => p.name === prompt)
-      const surfaces = entry === undefined ? undefined : yield* surfacesOf(agent, entry.toolset)
+      const surfaces = entry === undefined ? undefined : byName.get(entry.toolset)
       if (entry === undefined || surfaces === undefined) {
         const names = catalog.prompts.map((p) => p.name)
         const near = Catalog.nearNames(prompt, names)
@@ -59,9 +114,9 @@ export const make = (options: Options) => {
 
   const resourceRoute = (uri: string, agent: string) =>
     Effect.gen(function* () {
-      const catalog = yield* resources(agent)
+      const { catalog, surfaces: byName } = yield* resourcesKept(agent)
       const toolset = Surfaces.routeUri(catalog, uri)
-      const surfaces = toolset === undefined ? undefined : yield* surfacesOf(agent, toolset)
+      const surfaces = toolset === undefined ? undefined : byName.get(toolset)
       if (surfaces === undefined) {
         // URIs share long prefixes: only a few edits away is near.
         const near = Catalog.nearNames(

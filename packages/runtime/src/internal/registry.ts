@@ -54,6 +54,7 @@ export const make = (
     const toolsetsScope = yield* Scope.fork(registryScope, "parallel")
     const hub = yield* PubSub.unbounded<ToolsetRegistry.ToolsetEvent>()
     const logHub = yield* PubSub.sliding<McpSurfaces.LogEvent>(1_024)
+    const listingHub = yield* PubSub.sliding<McpSurfaces.ListingChange>(1_024)
     const board = yield* SubscriptionRef.make<ReadonlyArray<State.StatusSnapshot>>([])
     const lock = yield* Semaphore.make(1)
     const running = new Map<string, Running>()
@@ -128,6 +129,10 @@ export const make = (
         if (mcp !== undefined) {
           yield* mcp.logs.pipe(
             Stream.runForEach((event) => PubSub.publish(logHub, event)),
+            Effect.forkIn(scope, { startImmediately: true })
+          )
+          yield* mcp.listingChanges.pipe(
+            Stream.runForEach((change) => PubSub.publish(listingHub, change)),
             Effect.forkIn(scope, { startImmediately: true })
           )
         }
@@ -247,6 +252,7 @@ export const make = (
 
     const surfaces = McpRoutes.make({
       agentEntries,
+      version: () => version,
       memory: Surfaces.memory()
     })
     /** Per agent: deferral and instructions on top of routing's catalog, and the agent's search index. */
@@ -427,7 +433,8 @@ export const make = (
       readResource: (uri, name = defaultAgent, options) => surfaces.readResource(uri, name, options),
       subscribe: (uri, name = defaultAgent) => surfaces.subscribe(uri, name),
       complete: (params, name = defaultAgent) => surfaces.complete(params, name),
-      logs: Stream.fromPubSub(logHub)
+      logs: Stream.fromPubSub(logHub),
+      listingChanges: Stream.fromPubSub(listingHub)
     } satisfies ToolsetRegistry.Registry
   })
 

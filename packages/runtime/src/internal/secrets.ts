@@ -144,5 +144,8 @@ export const surfaces = (s: McpSurfaces.Surfaces, redactor: Redaction.Redactor):
   readResource: (uri, options) => masked(s.readResource(uri, options), redactor),
   complete: (params) => masked(s.complete(params), redactor),
   subscribe: (uri) => Stream.mapError(s.subscribe(uri), (e) => error(e, redactor)),
-  logs: Stream.map(s.logs, (event) => Redaction.record(event, redactor.text))
+  logs: Stream.map(s.logs, (event) => Redaction.record(event, redactor.text)),
+  // Names of a toolset and a kind, nothing a server said.
+  listingsVersion: s.listingsVersion,
+  listingChanges: s.listingChanges
 })
