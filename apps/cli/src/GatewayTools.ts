@@ -98,7 +98,9 @@ const errorResult = (tag: string, message: string): Toolset.ToolResult => ({
 
 /**
  * A failed call as the agent reads it: typed errors by tag, a cancelled call, and defects logged.
- * A tool no toolset offers is not an answer but invalid params (-32602), as the spec has it.
+ * A tool no toolset offers is not an answer but invalid params (-32602), as the spec has it — once
+ * every toolset has listed its tools. While some are down the tool may be theirs: the agent reads
+ * which toolsets are not ready, as a result it can act on, and may call again.
  */
 const failure =
   (tool: string) =>
@@ -108,7 +110,8 @@ const failure =
     const error = Cause.findErrorOption(cause)
     if (error._tag === "Some") {
       const { _tag, message } = error.value
-      if (_tag === "UnknownTool" || _tag === "ToolNotFound") {
+      const unknown = error.value._tag === "UnknownTool" ? !error.value.incomplete : _tag === "ToolNotFound"
+      if (unknown) {
         return Effect.fail(new McpError(ErrorCode.InvalidParams, message, { tool: tool.slice(0, 200) }))
       }
       return Effect.as(Effect.logDebug(`${tool}: ${_tag}: ${message}`), errorResult(_tag, message))
