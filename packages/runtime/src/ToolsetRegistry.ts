@@ -46,7 +46,7 @@ export class UnknownTool extends Schema.TaggedError<UnknownTool>()("UnknownTool"
   tool: Schema.String,
   message: Schema.String,
   near: Schema.Array(Schema.String),
-  /** True when some toolsets were not Ready, so the tool may appear later. */
+  /** True when a toolset that could own the name (its prefix, or none) has not listed: the tool may appear later. */
   incomplete: Schema.Boolean
 }) {}
 

@@ -279,19 +279,27 @@ export const make = (options: Options): Routing => {
       return pending.length > 0
     })
 
-  const unknownTool = (tool: string, current: Catalog.Catalog) => {
+  /**
+   * The name is not on offer. It may still be the tool of a toolset that has not listed — one
+   * whose prefix the name carries, or that has none — and then the failure says so (`incomplete`).
+   */
+  const unknownTool = (tool: string, current: Catalog.Catalog, members: ReadonlyArray<Member>) => {
     const near = Catalog.nearNames(
       tool,
       current.tools.map((t) => t.name)
     )
+    const couldOwn = current.missing.filter((m) => {
+      const prefix = members.find((member) => member.name === m.toolset)?.prefix
+      return prefix === undefined || tool.startsWith(`${prefix}_`)
+    })
     return new ToolsetRegistry.UnknownTool({
       tool,
       near,
-      incomplete: !current.complete,
+      incomplete: couldOwn.length > 0,
       message: [
         `no tool named "${tool}"`,
         near.length > 0 ? ` (did you mean ${near.map((n) => `"${n}"`).join(", ")}?)` : "",
-        current.complete ? "" : `; not ready: ${current.missing.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
+        couldOwn.length === 0 ? "" : `; not ready: ${couldOwn.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
       ].join("")
     })
   }
@@ -314,10 +322,10 @@ export const make = (options: Options): Routing => {
             ? Effect.flatMap(routed(agent), (again) => {
                 const settled = again.routes.get(tool)
                 return settled === undefined
-                  ? Effect.fail(unknownTool(tool, again.catalog))
+                  ? Effect.fail(unknownTool(tool, again.catalog, again.members))
                   : invoke(fiber, settled, args, callOptions)
               })
-            : Effect.fail(unknownTool(tool, now.catalog))
+            : Effect.fail(unknownTool(tool, now.catalog, now.members))
         )
       })
     })
