@@ -11,7 +11,9 @@
  * host see why tools are missing.
  *
  * Each session is offered what `SessionOffer` says: its tool group's tools only (`/mcp/<group>`,
- * `serve --group`), deferred ones once its own `search_tools` found them.
+ * `serve --group`), deferred ones once its own `search_tools` found them. With `clients`, a
+ * backend's sampling, elicitation and roots requests go to the session whose call caused them
+ * (`GatewayClients`).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
@@ -25,6 +27,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type * as GatewayClients from "./GatewayClients.ts"
 import * as GatewayNotices from "./GatewayNotices.ts"
 import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewaySurfaces from "./GatewaySurfaces.ts"
@@ -55,6 +58,11 @@ export interface Options {
   readonly pageSize?: number | undefined
   /** The agent's toolsets: whose servers' log messages its clients hear (every toolset's when omitted). */
   readonly toolsets?: ReadonlyArray<string> | undefined
+  /**
+   * The sessions that answer the backends' requests, whose `layer` the registry was built with;
+   * without it each call is unattributed and such requests are declined.
+   */
+  readonly clients?: GatewayClients.Clients | undefined
 }
 
 export interface Address extends HttpListen.Address {
@@ -128,13 +136,13 @@ const groupOf = (options: Options, name: string | undefined): SessionOffer.Group
 /** One MCP server (one client session) answering from the registry. */
 const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Server => {
   const server = new Server(serverInfo, { capabilities: shared.capabilities })
-  GatewayTools.register(server, shared, SessionOffer.make(group))
-  if (shared.capabilities.prompts !== undefined) {
-    const subscriptions = GatewaySurfaces.register(server, shared)
-    // The transport closing (DELETE, expiry, stdin closed) ends what the session subscribed to.
-    server.onclose = () => {
-      Effect.runFork(subscriptions.close)
-    }
+  const client = shared.options.clients?.add(server)
+  GatewayTools.register(server, shared, SessionOffer.make(group), client)
+  const subscriptions = shared.capabilities.prompts === undefined ? undefined : GatewaySurfaces.register(server, shared)
+  // The transport closing (DELETE, expiry, stdin closed) ends what the session subscribed to and waits for.
+  server.onclose = () => {
+    client?.close()
+    if (subscriptions !== undefined) Effect.runFork(subscriptions.close)
   }
   return server
 }

@@ -11,11 +11,13 @@
  *
  * A plain call, once the toolsets have settled, takes the fast path (`callToolNow`, outside the
  * runtime); one carrying a progress token or `_meta` goes through `registry.callTool` with them.
- * Either way the client's cancellation interrupts the backend call.
+ * Either way the client's cancellation interrupts the backend call, and the call carries the
+ * session's origin (`GatewayClients`), so what the backend asks meanwhile reaches this session.
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import {
+  type CallToolRequest,
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
@@ -23,12 +25,13 @@ import {
   type ServerNotification,
   type ServerRequest
 } from "@modelcontextprotocol/sdk/types.js"
-import type { Toolset } from "@toolvisor/core"
+import { CallOrigin, type Toolset } from "@toolvisor/core"
 import { type Catalog, Deferral, type Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as GatewayClients from "./GatewayClients.ts"
 import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewayReady from "./GatewayReady.ts"
 import type * as GatewaySurfaces from "./GatewaySurfaces.ts"
@@ -98,7 +101,9 @@ const errorResult = (tag: string, message: string): Toolset.ToolResult => ({
 
 /**
  * A failed call as the agent reads it: typed errors by tag, a cancelled call, and defects logged.
- * A tool no toolset offers is not an answer but invalid params (-32602), as the spec has it.
+ * A tool no toolset offers is not an answer but invalid params (-32602), as the spec has it — once
+ * every toolset has listed its tools. While some are down the tool may be theirs: the agent reads
+ * which toolsets are not ready, as a result it can act on, and may call again.
  */
 const failure =
   (tool: string) =>
@@ -108,7 +113,8 @@ const failure =
     const error = Cause.findErrorOption(cause)
     if (error._tag === "Some") {
       const { _tag, message } = error.value
-      if (_tag === "UnknownTool" || _tag === "ToolNotFound") {
+      const unknown = error.value._tag === "UnknownTool" ? !error.value.incomplete : _tag === "ToolNotFound"
+      if (unknown) {
         return Effect.fail(new McpError(ErrorCode.InvalidParams, message, { tool: tool.slice(0, 200) }))
       }
       return Effect.as(Effect.logDebug(`${tool}: ${_tag}: ${message}`), errorResult(_tag, message))
@@ -146,8 +152,16 @@ const callOptions = (
 /** True for the names the gateway may answer itself rather than route. */
 const isOwn = (name: string) => name === StatusTool.name || name === Deferral.name
 
-/** Answers tools/list and tools/call on `server`, one session, offered what `session` says. */
-export const register = (server: Server, serving: Serving, session: SessionOffer.SessionOffer): void => {
+/**
+ * Answers tools/list and tools/call on `server`, one session, offered what `session` says; the
+ * calls of `client` (when the gateway routes backends' requests) are in flight while they run.
+ */
+export const register = (
+  server: Server,
+  serving: Serving,
+  session: SessionOffer.SessionOffer,
+  client?: GatewayClients.Client
+): void => {
   const { registry, agent, ready, run, pageSize } = serving
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
     run(
@@ -175,7 +189,7 @@ export const register = (server: Server, serving: Serving, session: SessionOffer
       { signal: extra.signal }
     )
   )
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+  const callTool = (request: CallToolRequest, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
     const { name } = request.params
     const args = request.params.arguments ?? {}
     const signal = { signal: extra.signal }
@@ -184,13 +198,14 @@ export const register = (server: Server, serving: Serving, session: SessionOffer
     const carried = callOptions(extra)
     if (!own && carried === undefined && GatewayReady.isSettled(ready)) {
       // Most calls: sent at once, the runtime entered only if the call fails.
-      const now = registry.callToolNow(name, args, agent, extra.signal)
+      const now = registry.callToolNow(name, args, agent, extra.signal, client?.origin)
       if (now !== undefined) {
         return now.then((exit) => (Exit.isSuccess(exit) ? exit.value : run(failure(name)(exit.cause), signal)))
       }
     }
+    const routed = registry.callTool(name, args, agent, carried)
     const call = Effect.catchCause(
-      Effect.andThen(revive(serving, name), registry.callTool(name, args, agent, carried)),
+      Effect.andThen(revive(serving, name), client === undefined ? routed : CallOrigin.attach(client.origin)(routed)),
       failure(name)
     )
     const answer = GatewayReady.isSettled(ready)
@@ -207,5 +222,10 @@ export const register = (server: Server, serving: Serving, session: SessionOffer
       return session.may(name) ? answer : Effect.fail(SessionOffer.outside(session, name))
     })
     return run(ownAnswer, signal)
+  }
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    if (client === undefined) return callTool(request, extra)
+    const leave = client.calling(extra.requestId)
+    return callTool(request, extra).finally(leave)
   })
 }

@@ -153,9 +153,11 @@ export const listen = (
           closed?.()
           if (transport.sessionId !== undefined) table.remove(transport.sessionId)
         }
-        yield* Effect.tryPromise(() => server.connect(transport))
-        yield* Effect.tryPromise(() => transport.handleRequest(req, res))
-        if (transport.sessionId === undefined) yield* closeServer(server)
+        // A server no session took is closed, the request answered or failed, so nothing it enrolled stays.
+        yield* Effect.tryPromise(() => server.connect(transport)).pipe(
+          Effect.andThen(Effect.tryPromise(() => transport.handleRequest(req, res))),
+          Effect.ensuring(Effect.suspend(() => (transport.sessionId === undefined ? closeServer(server) : Effect.void)))
+        )
       }).pipe(Effect.ensuring(Effect.sync(opening.done)))
 
     /** The gate, then the group: undefined when the request may go on, else it has been answered. */

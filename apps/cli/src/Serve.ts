@@ -4,7 +4,8 @@
  * taken or impossible port is one line at once, not a failure after every server has started.
  * Over HTTP the status routes (dashboard, /status, /events, /metrics, probes) share the port and
  * its one gate: the same token, Host and Origin rules for `/mcp` as for `/status`. A config's tool
- * groups are served at `/mcp/<group>`, or, over stdio, one of them with `--group`.
+ * groups are served at `/mcp/<group>`, or, over stdio, one of them with `--group`. The registry is
+ * built with the gateway's sessions as its sampling, elicitation and roots (`GatewayClients`).
  */
 import * as NodePath from "node:path"
 import { type AgentConfig, ToolGroups } from "@toolvisor/config"
@@ -15,6 +16,7 @@ import { UsageError } from "./CliError.ts"
 import * as DurationFlag from "./DurationFlag.ts"
 import * as Exporting from "./Exporting.ts"
 import * as Gateway from "./Gateway.ts"
+import * as GatewayClients from "./GatewayClients.ts"
 import * as HttpListen from "./HttpListen.ts"
 import * as McpHttp from "./McpHttp.ts"
 import * as Open from "./Open.ts"
@@ -73,10 +75,15 @@ const groupFlag = (group: Option.Option<string>, config: AgentConfig.Config) =>
         : Effect.succeed({ group: name })
   })
 
+/** The config's registry, asking the gateway's sessions what its servers ask their client. */
+const open = (options: Options, clients: GatewayClients.Clients) =>
+  Open.open(options).pipe(Effect.provide(clients.layer))
+
 const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   const pageSize = yield* pageSizeFlag(options.pageSize)
+  const clients = GatewayClients.make()
   if (Option.isNone(options.http)) {
-    const { registry, config } = yield* Open.open(options)
+    const { registry, config } = yield* open(options, clients)
     const group = yield* groupFlag(options.group, config)
     return yield* Gateway.serve(registry, {
       ...Open.agentOptions(options.agent),
@@ -84,6 +91,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
       groups: config.groups,
       pageSize,
       toolsets: toolsetsOf(config, registry.agent),
+      clients,
       ...group
     })
   }
@@ -95,7 +103,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   const port = yield* HttpListen.checkPort(options.http.value)
   const sessions = yield* sessionLimits(options)
   const gate = yield* StatusServer.gate(options, McpHttp.endpoint)
-  const { registry, config, path } = yield* Open.open(options)
+  const { registry, config, path } = yield* open(options, clients)
   const routes = yield* StatusServer.handler(registry, gate, {
     required: StatusServer.required(config),
     config: NodePath.basename(path),
@@ -107,6 +115,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
     groups: config.groups,
     pageSize,
     toolsets: toolsetsOf(config, registry.agent),
+    clients,
     http: { port, host: options.host, routes, gate, sessions }
   })
 })

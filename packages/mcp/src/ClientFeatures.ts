@@ -28,6 +28,6 @@ export const current: Effect.Effect<Features> = Effect.gen(function* () {
   }
 })
 
-/** Whether any feature needs to know which call caused a request (roots do not). */
+/** Whether any feature may need to know which call caused a request (roots too: a gateway answers them per caller). */
 export const needsOrigin = (features: Features): boolean =>
-  features.sampling !== undefined || features.elicitation !== undefined
+  features.sampling !== undefined || features.elicitation !== undefined || features.roots !== undefined

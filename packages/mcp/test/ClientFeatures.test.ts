@@ -202,6 +202,27 @@ describe("client features of server-everything", () => {
     })
   )
 
+  it.live(
+    "roots the app declines: the server gets an error, not a list, and asks again for a call, with its origin",
+    () =>
+      Effect.gen(function* () {
+        const asked: Array<string | undefined> = []
+        const roots = Roots.make((request) => {
+          asked.push(request.origin?.key)
+          return request.origin === undefined
+            ? Effect.fail(new Roots.Declined({ toolset: request.toolset, message: "no call asked for them" }))
+            : Effect.succeed([Roots.ofFolder(`/srv/${request.origin.key}`)])
+        })
+        const { toolset, close } = yield* open({ features: { roots } })
+        // server-everything asks once it is up, when no call is in flight: declined, so it keeps no list and asks again.
+        yield* Effect.sleep("50 millis").pipe(Effect.repeat({ until: () => asked.length > 0 }))
+        const listed = yield* toolset.callTool("get-roots-list", {}).pipe(CallOrigin.attach(alice))
+        assert.include(textOf(listed), "file:///srv/session-alice")
+        assert.deepStrictEqual(asked, [undefined, "session-alice"])
+        yield* close
+      })
+  )
+
   it.live("across a SIGKILL the next session declares the same capabilities and is answered the same way", () =>
     Effect.gen(function* () {
       const seen: Array<Sampling.Request> = []

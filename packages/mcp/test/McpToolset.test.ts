@@ -466,6 +466,13 @@ describe("McpToolset crash accounting with calls flowing", () => {
         }
         yield* Effect.ignore(toolset.start)
         yield* inState(toolset, "Failed")
+        // A crash may fall between calls, which then wait for the restart; once Failed, the next
+        // call fails at once, so there is always one to see (without racing the loop's scope).
+        if (withCalls) {
+          yield* Effect.sync(() => failures.length).pipe(
+            Effect.repeat({ until: (n) => n > 0, schedule: Schedule.spaced("5 millis"), times: 2000 })
+          )
+        }
         const errors = yield* Fiber.join(restarting)
         const count = NodeFs.readFileSync(starts, "utf8").trim().split("\n").length
         yield* close

@@ -41,7 +41,7 @@ export interface Options {
   readonly attribution: () => Attribution
 }
 
-/** JSON-RPC's code for a sampling request the user rejected (the spec's example). */
+/** JSON-RPC's code for a request the user rejected (the spec's example, for sampling). */
 const rejected = -1
 
 /** What a sampling request may weigh (images included) and how many messages it may hold. */
@@ -147,6 +147,8 @@ export const provides =
         const request = { toolset: name, defaults: options.roots, origin: options.attribution().origin }
         const exit = await run(roots.list(request), extra.signal)
         if (Exit.isSuccess(exit)) return { roots: [...exit.value] }
+        const declined = Cause.findErrorOption(exit.cause)
+        if (declined._tag === "Some") throw new McpError(rejected, declined.value.message)
         throw new McpError(-32603, `${name}: the client could not list its roots`)
       })
     }
