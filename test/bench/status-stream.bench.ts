@@ -55,6 +55,8 @@ const drivenRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): To
   getPrompt: () => Effect.die("unused"),
   resources: () => Effect.die("unused"),
   readResource: () => Effect.die("unused"),
+  getPromptNow: () => undefined,
+  readResourceNow: () => undefined,
   subscribe: () => Stream.empty,
   complete: () => Effect.die("unused"),
   logs: Stream.empty,

@@ -26,6 +26,7 @@ import {
 import type { Surfaces, ToolsetRegistry } from "@toolvisor/runtime"
 import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewayReady from "./GatewayReady.ts"
 import * as SessionSubscriptions from "./SessionSubscriptions.ts"
@@ -82,6 +83,24 @@ export const register = (server: Server, serving: Serving): SessionSubscriptions
   /** Runs once the eager toolsets have settled: before that, every list would be empty. */
   const answer = <A, E>(extra: Extra, effect: Effect.Effect<A, E>) =>
     run(Effect.andThen(GatewayReady.settled(server, registry, ready, extra), effect), { signal: extra.signal })
+  /**
+   * A read sent at once once the gateway has settled, as tool calls are (`callToolNow`): the
+   * runtime entered only if it fails; `effect` (which routes, names the unknown and waits for a
+   * restarting toolset) when it cannot be sent now.
+   */
+  const answerNow = <A, E extends Parameters<typeof toMcpError>[0]>(
+    extra: Extra,
+    now: (signal: AbortSignal) => Promise<Exit.Exit<A, E>> | undefined,
+    effect: Effect.Effect<A, E>
+  ) => {
+    const sent = GatewayReady.isSettled(ready) ? now(extra.signal) : undefined
+    if (sent === undefined) return answer(extra, Effect.mapError(effect, toMcpError))
+    return sent.then((exit) =>
+      Exit.isSuccess(exit)
+        ? exit.value
+        : run(Effect.mapError(Effect.failCause(exit.cause), toMcpError), { signal: extra.signal })
+    )
+  }
   const subscriptions = SessionSubscriptions.make(registry, agent, (uri) => server.sendResourceUpdated({ uri }))
 
   server.setRequestHandler(ListPromptsRequestSchema, (request, extra) =>
@@ -97,15 +116,15 @@ export const register = (server: Server, serving: Serving): SessionSubscriptions
       )
     )
   )
-  server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
-    answer(
+  server.setRequestHandler(GetPromptRequestSchema, (request, extra) => {
+    const { name, arguments: args } = request.params
+    const meta = forwardedMeta(extra)
+    return answerNow(
       extra,
-      Effect.mapError(
-        registry.getPrompt(request.params.name, request.params.arguments, agent, forwardedMeta(extra)),
-        toMcpError
-      )
+      (signal) => registry.getPromptNow(name, args, agent, meta, signal),
+      registry.getPrompt(name, args, agent, meta)
     )
-  )
+  })
   /** A page of the agent's resources or resource templates (`list`): the servers' definitions, whole. */
   const resourcePage = <A>(
     extra: Extra,
@@ -135,9 +154,15 @@ export const register = (server: Server, serving: Serving): SessionSubscriptions
       ({ items, ...rest }) => ({ resourceTemplates: items, ...rest })
     )
   )
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-    answer(extra, Effect.mapError(registry.readResource(request.params.uri, agent, forwardedMeta(extra)), toMcpError))
-  )
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => {
+    const { uri } = request.params
+    const meta = forwardedMeta(extra)
+    return answerNow(
+      extra,
+      (signal) => registry.readResourceNow(uri, agent, meta, signal),
+      registry.readResource(uri, agent, meta)
+    )
+  })
   server.setRequestHandler(SubscribeRequestSchema, (request, extra) =>
     answer(extra, Effect.as(subscriptions.subscribe(request.params.uri), {}))
   )

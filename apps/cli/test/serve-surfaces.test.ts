@@ -238,7 +238,7 @@ describe("serve: prompts, resources, completions, progress and logs", () => {
     }, 120_000)
   }
 
-  it("HTTP: a subscription is this session's, and outlives a SIGKILL of the backend; lists and reads wait", async () => {
+  it("HTTP: a subscription is this session's, and outlives a SIGKILL of the backend; lists, reads and prompts wait", async () => {
     const { base, pid } = await serveHttp()
     const a = await http(base)
     const b = await http(base)
@@ -259,8 +259,12 @@ describe("serve: prompts, resources, completions, progress and logs", () => {
     // At once, while the toolset restarts: the last-known listing, and a read that waits for it.
     assert.strictEqual((await b.client.listPrompts()).prompts.length, (await a.client.listPrompts()).prompts.length)
     assert.isAbove((await b.client.listPrompts()).prompts.length, 0)
-    const read = await b.client.readResource({ uri })
+    const [read, prompt] = await Promise.all([
+      b.client.readResource({ uri }),
+      b.client.getPrompt({ name: "ev_args-prompt", arguments: { city: "Paris" } })
+    ])
     assert.strictEqual(read.contents[0]?.uri, uri)
+    assert.include(JSON.stringify(prompt.messages), "Paris")
     // The subscription came back on the new server: the subscriber hears the resource may have changed.
     await until(() => a.heard.updated.length > before, 60_000)
     assert.deepStrictEqual(b.heard.updated, [])

@@ -17,12 +17,15 @@ import type {
   ResourceTemplate
 } from "@modelcontextprotocol/sdk/types.js"
 import { Deadline, LifecycleError, State, type Supervisor, type Toolset } from "@toolvisor/core"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as McpConnector from "./McpConnector.ts"
+import * as SendNow from "./internal/sendNow.ts"
+import type * as McpConnector from "./McpConnector.ts"
 
 /** The server answered a request (a prompt, a resource, a completion) with an error; the session is fine. */
 export class RequestFailed extends Schema.TaggedError<RequestFailed>()("McpRequestFailed", {
@@ -87,6 +90,23 @@ export interface Surfaces {
   readonly resources: Effect.Effect<Toolset.Listing<Resource>, LifecycleError.LifecycleError>
   readonly resourceTemplates: Effect.Effect<Toolset.Listing<ResourceTemplate>, LifecycleError.LifecycleError>
   readonly readResource: (uri: string, options?: RequestOptions) => Effect.Effect<ReadResourceResult, SurfaceError>
+  /**
+   * `getPrompt` for hosts that live in Promises, when the toolset is live: sent at once, the
+   * runtime entered only if it fails (recovered as `getPrompt` recovers). `undefined` means it is
+   * not live now: `getPrompt` waits for it. `signal` cancels it.
+   */
+  readonly getPromptNow: (
+    name: string,
+    args?: { readonly [key: string]: string },
+    options?: RequestOptions,
+    signal?: AbortSignal
+  ) => Promise<Exit.Exit<GetPromptResult, SurfaceError>> | undefined
+  /** `readResource` sent at once, as `getPromptNow`. */
+  readonly readResourceNow: (
+    uri: string,
+    options?: RequestOptions,
+    signal?: AbortSignal
+  ) => Promise<Exit.Exit<ReadResourceResult, SurfaceError>> | undefined
   /**
    * Subscribes to a resource for as long as the stream runs, on this session and every later
    * one; the subscription ends (and the server is told) when the last subscriber of the URI stops.
@@ -177,52 +197,83 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
         : Effect.succeed(supervisor)
     )
 
+    /** Runs a failed fast request's recovery: in the context the surfaces were made in. */
+    const runExit = Effect.runPromiseExitWith(yield* Effect.context<never>())
+
     /**
      * A read-only request on the live session (waiting for Ready within the deadline). It is safe
      * to send twice, so one that met a lost session is sent once more on the next session.
      */
-    const request = <A>(
-      method: string,
-      subject: string,
-      send: (session: McpConnector.McpSession, options: { signal: AbortSignal; timeout: number }) => Promise<A>
-    ): Effect.Effect<A, SurfaceError> =>
-      Effect.flatMap(bound, (supervisor) => {
-        const failed = (error: Toolset.ToolCallFailed | LifecycleError.LifecycleError): SurfaceError =>
-          error._tag === "ToolCallFailed"
-            ? new RequestFailed({
-                toolset: name,
-                method,
-                subject,
-                message: error.message,
-                ...(error.code === undefined ? {} : { code: error.code }),
-                cause: error.cause
-              })
-            : error
-        const attempt = (retry: boolean): Effect.Effect<A, SurfaceError | Supervisor.UseError> =>
-          supervisor.use((session) =>
-            Effect.withFiber((fiber) => {
-              const deadline = fiber.getRef(Deadline.Current)
-              const timeout = deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
-              return Effect.tryPromise({
-                try: (signal) => send(session, { signal, timeout }),
-                catch: (cause) => failed(options.failure(subject, cause, deadline))
-              }).pipe(
-                Effect.catch((error) =>
-                  retry && isLoss(error, options.remote)
-                    ? Effect.andThen(
-                        supervisor.lost(
-                          session,
-                          options.remote && error._tag !== "McpRequestFailed" ? error : undefined
-                        ),
-                        attempt(false)
-                      )
-                    : Effect.fail(error)
-                )
-              )
-            })
+    const request = <A>(ask: Ask<A>): Effect.Effect<A, SurfaceError> =>
+      Effect.flatMap(bound, (supervisor) => attempt(supervisor, ask, true))
+
+    const attempt = <A>(
+      supervisor: Supervisor.Supervisor<McpConnector.McpSession>,
+      ask: Ask<A>,
+      retry: boolean
+    ): Effect.Effect<A, SurfaceError | Supervisor.UseError> =>
+      supervisor.use((session) =>
+        Effect.withFiber((fiber) => {
+          const deadline = fiber.getRef(Deadline.Current)
+          return Effect.tryPromise({
+            try: (signal) => ask.send(session, SendNow.sdkOptions(deadline, signal)),
+            catch: (cause) => failed(ask, cause, deadline)
+          }).pipe(Effect.catch((error) => (retry ? again(supervisor, ask, session, error) : Effect.fail(error))))
+        })
+      )
+
+    /** After a failed first attempt: a lost session is told to the Supervisor and the request sent on the next one. */
+    const again = <A>(
+      supervisor: Supervisor.Supervisor<McpConnector.McpSession>,
+      ask: Ask<A>,
+      session: McpConnector.McpSession,
+      error: SurfaceError
+    ): Effect.Effect<A, SurfaceError | Supervisor.UseError> =>
+      isLoss(error, options.remote)
+        ? Effect.andThen(
+            supervisor.lost(session, options.remote && error._tag !== "McpRequestFailed" ? error : undefined),
+            attempt(supervisor, ask, false)
           )
-        return attempt(true)
+        : Effect.fail(error)
+
+    /** The server's answer is the caller's business (`RequestFailed`); anything else is a lifecycle failure. */
+    const failed = <A>(ask: Ask<A>, cause: unknown, deadline: Deadline.Deadline | undefined): SurfaceError => {
+      const error = options.failure(ask.subject, cause, deadline)
+      return error._tag === "ToolCallFailed"
+        ? new RequestFailed({
+            toolset: name,
+            method: ask.method,
+            subject: ask.subject,
+            message: error.message,
+            ...(error.code === undefined ? {} : { code: error.code }),
+            cause: error.cause
+          })
+        : error
+    }
+
+    /**
+     * `request` outside the runtime, as a tool call is (`McpToolset.callToolNow`): sent at once on
+     * the live session under `call_timeout`, the runtime entered only to recover from a failure
+     * (the same resend on the next session); `undefined` while the toolset is not live.
+     */
+    const requestNow = <A>(ask: Ask<A>, signal: AbortSignal | undefined) => {
+      const now = supervisor?.liveNow()
+      if (supervisor === undefined || now === undefined) return undefined
+      const { callTimeout } = supervisor.policy
+      const deadline = callTimeout === undefined ? undefined : Deadline.after(Duration.toMillis(callTimeout))
+      const live = supervisor
+      return SendNow.settle(now, ask.send(now.handle, SendNow.sdkOptions(deadline, signal)), {
+        signal,
+        succeeded: (answer: A) => answer,
+        failure: (cause) => failed(ask, cause, deadline),
+        recover: (error) => {
+          const recovered = again(live, ask, now.handle, error)
+          return runExit(
+            deadline === undefined ? recovered : Effect.provideService(recovered, Deadline.Current, deadline)
+          )
+        }
       })
+    }
 
     /** Listings of the live session, or the last-known ones (incomplete) while it comes back. */
     const listing = <A>(
@@ -250,13 +301,30 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
       options?._meta === undefined ? {} : { _meta: { ...options._meta } }
 
     const subscribeNow = (uri: string, method: "subscribe" | "unsubscribe") =>
-      request(`resources/${method}`, uri, (session, sdk) =>
-        session.capabilities.resources?.subscribe === true
-          ? method === "subscribe"
-            ? session.client.subscribeResource({ uri }, sdk)
-            : session.client.unsubscribeResource({ uri }, sdk)
-          : Promise.resolve({})
-      )
+      request({
+        method: `resources/${method}`,
+        subject: uri,
+        send: (session, sdk) =>
+          session.capabilities.resources?.subscribe === true
+            ? method === "subscribe"
+              ? session.client.subscribeResource({ uri }, sdk)
+              : session.client.unsubscribeResource({ uri }, sdk)
+            : Promise.resolve({})
+      })
+
+    const promptAsk = (prompt: string, args: { readonly [key: string]: string } = {}, options?: RequestOptions) => ({
+      method: "prompts/get",
+      subject: prompt,
+      send: (session: McpConnector.McpSession, sdk: SendNow.SdkOptions) =>
+        session.client.getPrompt({ name: prompt, arguments: { ...args }, ...meta(options) }, sdk)
+    })
+
+    const resourceAsk = (uri: string, options?: RequestOptions) => ({
+      method: "resources/read",
+      subject: uri,
+      send: (session: McpConnector.McpSession, sdk: SendNow.SdkOptions) =>
+        session.client.readResource({ uri, ...meta(options) }, sdk)
+    })
 
     const subscribe = (uri: string): Stream.Stream<ResourceUpdate, SurfaceError> =>
       Stream.unwrap(
@@ -284,19 +352,19 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
 
     const surfaces: Surfaces = {
       prompts: listing(kept.prompts, (session) => session.prompts.get),
-      getPrompt: (prompt, args = {}, options) =>
-        request("prompts/get", prompt, (session, sdk) =>
-          session.client.getPrompt({ name: prompt, arguments: { ...args }, ...meta(options) }, sdk)
-        ),
+      getPrompt: (prompt, args, options) => request(promptAsk(prompt, args, options)),
+      getPromptNow: (prompt, args, options, signal) => requestNow(promptAsk(prompt, args, options), signal),
       resources: listing(kept.resources, (session) => session.resources.get),
       resourceTemplates: listing(kept.resourceTemplates, (session) => session.resourceTemplates.get),
-      readResource: (uri, options) =>
-        request("resources/read", uri, (session, sdk) => session.client.readResource({ uri, ...meta(options) }, sdk)),
+      readResource: (uri, options) => request(resourceAsk(uri, options)),
+      readResourceNow: (uri, options, signal) => requestNow(resourceAsk(uri, options), signal),
       subscribe,
       complete: (params) =>
-        request("completion/complete", params.ref.type === "ref/prompt" ? params.ref.name : params.ref.uri, (s, sdk) =>
-          s.client.complete(params, sdk).then((result) => result.completion)
-        ),
+        request({
+          method: "completion/complete",
+          subject: params.ref.type === "ref/prompt" ? params.ref.name : params.ref.uri,
+          send: (s, sdk) => s.client.complete(params, sdk).then((result) => result.completion)
+        }),
       logs: Stream.fromPubSub(logs),
       listingsVersion: () => listingsVersion,
       listingChanges: Stream.fromPubSub(changes)
@@ -326,11 +394,25 @@ const keeper = <A>(): Keeper<A> => {
   }
 }
 
+/** One read-only request: its MCP method, what it names, and how it is sent on a session. */
+interface Ask<A> {
+  readonly method: string
+  readonly subject: string
+  readonly send: (session: McpConnector.McpSession, options: SendNow.SdkOptions) => Promise<A>
+}
+
 /** Attaches the surfaces to the toolset's Supervisor once it exists. */
 export interface Bind {
   readonly bind: (supervisor: Supervisor.Supervisor<McpConnector.McpSession>) => void
 }
 
-/** A failure that says the session is gone, so a read-only request may be sent on the next one. */
+/**
+ * A failure that says the session is gone, so a read-only request may be sent on the next one:
+ * as `McpToolset` recovers a call that is safe to resend (a stdio session that closed under a
+ * request fails it with a transport error before the Supervisor has seen the crash).
+ */
 const isLoss = (error: SurfaceError, remote: boolean): boolean =>
-  error._tag === "SessionMissing" || error._tag === "ServerCrashed" || (remote && error._tag === "ServerUnavailable")
+  error._tag === "SessionMissing" ||
+  error._tag === "ServerCrashed" ||
+  error._tag === "TransportError" ||
+  (remote && error._tag === "ServerUnavailable")

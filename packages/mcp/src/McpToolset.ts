@@ -28,6 +28,7 @@ import * as ClientFeatures from "./ClientFeatures.ts"
 import * as ClientRequests from "./internal/clientFeatures.ts"
 import * as Origins from "./internal/origins.ts"
 import { NotDelivered } from "./internal/pipeTransport.ts"
+import * as SendNow from "./internal/sendNow.ts"
 import * as TaskCall from "./internal/taskCall.ts"
 import * as McpConnector from "./McpConnector.ts"
 import * as McpSpec from "./McpSpec.ts"
@@ -91,9 +92,6 @@ const invalidParams = -32602
 
 /** How one attempt of a call can fail. */
 type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
-
-/** How a call sent outside the runtime ended. */
-type CallExit = Exit.Exit<Toolset.ToolResult, AttemptError>
 
 /**
  * One call as it goes: its arguments, the session it was sent on, whether sending it twice is
@@ -251,10 +249,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       deadline: Deadline.Deadline | undefined,
       signal?: AbortSignal
     ) => {
-      const options = {
-        ...(signal === undefined ? {} : { signal }),
-        timeout: deadline === undefined ? McpConnector.noSdkTimeout : Deadline.remaining(deadline)
-      }
+      const options = SendNow.sdkOptions(deadline, signal)
       const sent = call.task
         ? TaskCall.call(session.client, { name: call.tool, arguments: call.args }, taskOptions(call, deadline, signal))
         : call.with === undefined
@@ -273,14 +268,19 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       _meta: call.with?._meta
     })
 
-    const plain = (session: McpConnector.McpSession, call: Call, options: SdkOptions) =>
+    const plain = (session: McpConnector.McpSession, call: Call, options: SendNow.SdkOptions) =>
       session.client.callTool({ name: call.tool, arguments: call.args }, undefined, options)
 
     /**
      * A call with `_meta` or a progress listener. Its progress token is ours, routed by the
      * session as each message arrives, and dropped when the call ends (on this session).
      */
-    const withOptions = (session: McpConnector.McpSession, call: Call, extra: CallOptions, options: SdkOptions) => {
+    const withOptions = (
+      session: McpConnector.McpSession,
+      call: Call,
+      extra: CallOptions,
+      options: SendNow.SdkOptions
+    ) => {
       const { onProgress } = extra
       const token = onProgress === undefined ? undefined : `${name}-${++progressTokens}`
       const untrack =
@@ -433,28 +433,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       const call = callOf(tool, args, deadline)
       const notFound = prepare(call, now.handle)
       if (notFound !== undefined) return Promise.resolve(Exit.fail(notFound))
-      const failed = (error: AttemptError) => runExit(recover(call, error))
-      const sent = send(now.handle, call, deadline, signal)
-      const outcome = (cause: unknown) =>
-        signal?.aborted === true ? Exit.interrupt() : failed(callFailure(tool, cause, deadline))
-      const { onEnd } = now
-      const succeeded = (result: SdkResult) => Exit.succeed(toToolResult(result))
-      if (onEnd === undefined) return sent.then(succeeded, outcome)
-      // A remote session may never fail a request when it dies: the call ends with it, as in `use`.
-      return new Promise<CallExit>((resolve) => {
-        let over = false
-        const end = (exit: () => CallExit | Promise<CallExit>) => {
-          if (over) return
-          over = true
-          stopListening()
-          resolve(exit())
-        }
-        // Recovered after the Supervisor's actor is done with the session's end, not inside it.
-        const stopListening = onEnd((lost) => end(() => Promise.resolve(lost).then(failed)))
-        sent.then(
-          (result) => end(() => succeeded(result)),
-          (cause) => end(() => outcome(cause))
-        )
+      return SendNow.settle(now, send(now.handle, call, deadline, signal), {
+        signal,
+        succeeded: toToolResult,
+        failure: (cause): AttemptError => callFailure(tool, cause, deadline),
+        recover: (error) => runExit(recover(call, error))
       })
     }
 
@@ -474,12 +457,6 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 /** The default roots: the folders given, or the one the server runs in (this process's for a remote one). */
 const rootsOf = (spec: McpSpec.McpSpec, folders: ReadonlyArray<string> | undefined) =>
   [...new Set(folders ?? [spec._tag === "stdio" ? (spec.cwd ?? process.cwd()) : process.cwd()])].map(Roots.ofFolder)
-
-/** The SDK's options of one request. */
-interface SdkOptions {
-  readonly signal?: AbortSignal
-  readonly timeout: number
-}
 
 /** What the SDK's `callTool` resolves with. */
 type SdkResult = Awaited<ReturnType<Client["callTool"]>>

@@ -3,7 +3,9 @@
  * (server-everything over stdio), and what supervision adds to them across a SIGKILL of it.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
@@ -134,6 +136,31 @@ describe("MCP surfaces of server-everything", () => {
       const got = yield* toolset.getPrompt("simple-prompt")
       assert.isAtLeast(got.messages.length, 1)
       assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("sent at once while live: the same answers and typed errors; one sent on a killed session is recovered", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ policy: fastPolicy({ backoff: { initial: "1500ms", max: "1500ms" } }) })
+      const now = <A, E>(sent: Promise<Exit.Exit<A, E>> | undefined) =>
+        sent === undefined ? Effect.die("the toolset is live: the request is sent at once") : Effect.promise(() => sent)
+      const prompt = yield* now(toolset.getPromptNow("args-prompt", { city: "Paris" }))
+      assert.isTrue(Exit.isSuccess(prompt))
+      const content = Exit.isSuccess(prompt) ? prompt.value.messages[0]?.content : undefined
+      assert.include(content?.type === "text" ? content.text : "", "Paris")
+      const missing = yield* now(toolset.getPromptNow("no-such-prompt"))
+      const error = Exit.isFailure(missing) ? Cause.findErrorOption(missing.cause) : undefined
+      assert.strictEqual(error?._tag === "Some" ? error.value._tag : "", "McpRequestFailed")
+      // Killed, and asked before the toolset can notice: sent on the dead session, recovered on the next one.
+      process.kill((yield* toolset.state).pid ?? 0, "SIGKILL")
+      const read = yield* now(toolset.readResourceNow(document))
+      assert.strictEqual(Exit.isSuccess(read) ? read.value.contents[0]?.uri : String(read.cause), document)
+      assert.strictEqual((yield* toolset.state).restarts, 1)
+      // Not live: left to the runtime path, which waits for Ready.
+      yield* kill(toolset)
+      assert.isUndefined(toolset.getPromptNow("simple-prompt"))
+      assert.isUndefined(toolset.readResourceNow(document))
       yield* close
     })
   )

@@ -195,6 +195,25 @@ export interface Registry {
     options?: McpSurfaces.RequestOptions
   ) => Effect.Effect<ReadResourceResult, SurfaceError | UnknownResource>
   /**
+   * `getPrompt` for hosts that live in Promises, as `callToolNow` is for tools: sent at once when
+   * the prompt's route is kept and its toolset live, the runtime entered only if it fails;
+   * `undefined` means it must go through `getPrompt` (an unknown prompt, a toolset not ready).
+   */
+  readonly getPromptNow: (
+    prompt: string,
+    args?: { readonly [key: string]: string },
+    agent?: string,
+    options?: McpSurfaces.RequestOptions,
+    signal?: AbortSignal
+  ) => Promise<Exit.Exit<GetPromptResult, SurfaceError>> | undefined
+  /** `readResource` sent at once, as `getPromptNow`. */
+  readonly readResourceNow: (
+    uri: string,
+    agent?: string,
+    options?: McpSurfaces.RequestOptions,
+    signal?: AbortSignal
+  ) => Promise<Exit.Exit<ReadResourceResult, SurfaceError>> | undefined
+  /**
    * Updates of one resource for as long as the stream runs, across restarts of its server (each
    * restart adds a `reconnected` update: it may have changed while the server was down).
    */

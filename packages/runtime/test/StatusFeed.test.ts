@@ -70,6 +70,8 @@ const fakeRegistry = (events: PubSub.PubSub<ToolsetRegistry.ToolsetEvent>): Tool
   getPrompt: () => unused,
   resources: () => unused,
   readResource: () => unused,
+  getPromptNow: () => undefined,
+  readResourceNow: () => undefined,
   subscribe: () => Stream.empty,
   complete: () => unused,
   logs: Stream.empty,

@@ -6,7 +6,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { server as everything } from "../../../test/support/Everything.ts"
 import { config, fixtureEntry, open, statusOf, untilBoard } from "../../../test/support/Registry.ts"
@@ -95,6 +97,58 @@ describe("registry: prompts, resources, completions, subscriptions, logs", () =>
       assert.strictEqual(again.contents[0]?.uri, document)
       yield* close
     })
+  )
+
+  it.live(
+    "sent at once (getPromptNow, readResourceNow): routed by the kept catalogs, masked; else left to the runtime",
+    () =>
+      Effect.gen(function* () {
+        const secret = "sk-live-abcdef123456"
+        const a = { ...everythingEntry("a"), secrets: [secret] }
+        const { registry, close } = yield* open(config([a, everythingEntry("b", "b")]))
+        yield* registry.start
+        // No catalog kept yet: the runtime path builds it (and names what is unknown).
+        assert.isUndefined(registry.getPromptNow("b_args-prompt", { city: "Lyon" }))
+        // A route taken on the runtime path is kept once what it was built from settles (the
+        // registry hears of the listings its first build read after that build): polled by
+        // asking at once, or through the runtime (which keeps the route) while it cannot be.
+        const viaRuntime = yield* registry.getPrompt("b_args-prompt", { city: "Lyon" })
+        const sentAtOnce = <A, E>(send: () => Promise<Exit.Exit<A, E>> | undefined, build: Effect.Effect<unknown>) =>
+          Effect.suspend(() => {
+            const sent = send()
+            return sent === undefined
+              ? Effect.as(build, false)
+              : Effect.as(
+                  Effect.promise(() => sent),
+                  true
+                )
+          }).pipe(
+            Effect.repeat({ until: (sent) => sent, schedule: Schedule.spaced("20 millis") }),
+            Effect.timeout("20 seconds")
+          )
+        yield* sentAtOnce(() => registry.getPromptNow("simple-prompt"), Effect.ignore(registry.prompts()))
+        yield* sentAtOnce(() => registry.readResourceNow(document), Effect.ignore(registry.resources()))
+        const now = <A, E>(what: string, sent: Promise<Exit.Exit<A, E>> | undefined) =>
+          sent === undefined
+            ? Effect.die(`${what}: the route is kept and its toolset live, so it is sent at once`)
+            : Effect.promise(() => sent)
+        const prompt = yield* now("b_args-prompt", registry.getPromptNow("b_args-prompt", { city: "Lyon" }))
+        assert.deepStrictEqual(prompt, Exit.succeed(viaRuntime))
+        // What the server says back is masked, as on the runtime path.
+        const leaked = yield* now("args-prompt", registry.getPromptNow("args-prompt", { city: secret }))
+        assert.isTrue(Exit.isSuccess(leaked))
+        assert.notInclude(JSON.stringify(leaked), secret)
+        const read = yield* now("a read", registry.readResourceNow("demo://resource/dynamic/text/3"))
+        assert.strictEqual(Exit.isSuccess(read) ? read.value.contents.length : 0, 1)
+        assert.isUndefined(registry.getPromptNow("simple-promp"))
+        assert.isUndefined(registry.readResourceNow("nowhere://x"))
+
+        process.kill((yield* statusOf(registry, "a"))?.pid ?? 0, "SIGKILL")
+        yield* untilBoard(registry, (board) => board.some((s) => s.name === "a" && s.state !== "Ready"))
+        assert.isUndefined(registry.readResourceNow(document))
+        assert.isUndefined(registry.getPromptNow("simple-prompt"))
+        yield* close
+      })
   )
 
   it.live("a subscription through the registry is restored after a SIGKILL; server logs arrive on one stream", () =>

@@ -70,8 +70,8 @@ export const make = (options: Options) => {
   const keeping = <C extends { readonly complete: boolean }>(
     build: (agent: string, sources: ReadonlyArray<Surfaces.Source>) => Effect.Effect<C>
   ) => {
-    const kept = new Map<string, Kept<C> & { readonly stamp: Stamp }>()
-    return (agent: string): Effect.Effect<Kept<C>, ToolsetRegistry.UnknownAgent> =>
+    const kept = new Map<string, Kept<C> & { readonly stamp: Stamp; readonly entries: ReadonlyArray<Entry> }>()
+    const get = (agent: string): Effect.Effect<Kept<C>, ToolsetRegistry.UnknownAgent> =>
       Effect.flatMap(options.agentEntries(agent), (entries) => {
         const stamp = stampOf(options.version(), entries)
         const found = kept.get(agent)
@@ -80,60 +80,105 @@ export const make = (options: Options) => {
           const surfaces = new Map(
             entries.flatMap((e) => (e.mcp === undefined ? [] : [[e.config.name, e.mcp] as const]))
           )
-          const fresh = { catalog, surfaces, stamp }
+          const fresh = { catalog, surfaces, stamp, entries }
           if (catalog.complete) kept.set(agent, fresh)
           else kept.delete(agent)
           return fresh
         })
       })
+    /**
+     * The kept catalogs, read outside the runtime: only while nothing they were built from moved
+     * (the registry's version covers the agent's toolsets, so its entries are still these).
+     */
+    const now = (agent: string): Kept<C> | undefined => {
+      const found = kept.get(agent)
+      return found !== undefined && sameStamp(found.stamp, stampOf(options.version(), found.entries))
+        ? found
+        : undefined
+    }
+    return { get, now }
   }
-
   const promptsKept = keeping((agent, sources) => Surfaces.prompts(memory, agent, sources))
   const resourcesKept = keeping((agent, sources) => Surfaces.resources(memory, agent, sources))
-  const prompts = (agent: string) => Effect.map(promptsKept(agent), (kept) => kept.catalog)
-  const resources = (agent: string) => Effect.map(resourcesKept(agent), (kept) => kept.catalog)
+  const prompts = (agent: string) => Effect.map(promptsKept.get(agent), (kept) => kept.catalog)
+  const resources = (agent: string) => Effect.map(resourcesKept.get(agent), (kept) => kept.catalog)
 
   /** The toolset serving a prompt of the catalog, and the prompt's own name there. */
+  const promptIn = (kept: Kept<Surfaces.PromptCatalog>, prompt: string) => {
+    const entry = kept.catalog.prompts.find((p) => p.name === prompt)
+    const surfaces = entry === undefined ? undefined : kept.surfaces.get(entry.toolset)
+    return entry === undefined || surfaces === undefined ? undefined : { surfaces, name: entry.item.name }
+  }
+
   const promptRoute = (prompt: string, agent: string) =>
-    Effect.gen(function* () {
-      const { catalog, surfaces: byName } = yield* promptsKept(agent)
-      const entry = catalog.prompts.find((p) => p.name === prompt)
-      const surfaces = entry === undefined ? undefined : byName.get(entry.toolset)
-      if (entry === undefined || surfaces === undefined) {
-        const names = catalog.prompts.map((p) => p.name)
-        const near = Catalog.nearNames(prompt, names)
-        return yield* new ToolsetRegistry.UnknownPrompt({
+    Effect.flatMap(promptsKept.get(agent), (kept) => {
+      const route = promptIn(kept, prompt)
+      if (route !== undefined) return Effect.succeed(route)
+      const { catalog } = kept
+      const near = Catalog.nearNames(
+        prompt,
+        catalog.prompts.map((p) => p.name)
+      )
+      return Effect.fail(
+        new ToolsetRegistry.UnknownPrompt({
           prompt,
           near,
           incomplete: !catalog.complete,
           message: `no prompt named "${prompt}"${near.length === 0 ? "" : ` (did you mean ${near.join(", ")}?)`}${catalog.complete ? "" : "; some toolsets are not ready, it may appear later"}`
         })
-      }
-      return { surfaces, name: entry.item.name }
+      )
     })
 
+  /** The toolset that lists a resource or has a template that matches it. */
+  const resourceIn = (kept: Kept<Surfaces.ResourceCatalog>, uri: string) => {
+    const toolset = Surfaces.routeUri(kept.catalog, uri)
+    return toolset === undefined ? undefined : kept.surfaces.get(toolset)
+  }
+
   const resourceRoute = (uri: string, agent: string) =>
-    Effect.gen(function* () {
-      const { catalog, surfaces: byName } = yield* resourcesKept(agent)
-      const toolset = Surfaces.routeUri(catalog, uri)
-      const surfaces = toolset === undefined ? undefined : byName.get(toolset)
-      if (surfaces === undefined) {
-        // URIs share long prefixes: only a few edits away is near.
-        const near = Catalog.nearNames(
-          uri,
-          catalog.resources.map((r) => r.item.uri),
-          5,
-          Math.max(2, Math.floor(uri.length / 10))
-        )
-        return yield* new ToolsetRegistry.UnknownResource({
+    Effect.flatMap(resourcesKept.get(agent), (kept) => {
+      const surfaces = resourceIn(kept, uri)
+      if (surfaces !== undefined) return Effect.succeed(surfaces)
+      const { catalog } = kept
+      // URIs share long prefixes: only a few edits away is near.
+      const near = Catalog.nearNames(
+        uri,
+        catalog.resources.map((r) => r.item.uri),
+        5,
+        Math.max(2, Math.floor(uri.length / 10))
+      )
+      return Effect.fail(
+        new ToolsetRegistry.UnknownResource({
           uri,
           near,
           incomplete: !catalog.complete,
           message: `no toolset lists the resource ${uri} or has a template that matches it${near.length === 0 ? "" : ` (did you mean ${near.join(", ")}?)`}${catalog.complete ? "" : "; some toolsets are not ready, it may appear later"}`
         })
-      }
-      return surfaces
+      )
     })
+
+  /**
+   * `getPrompt` outside the runtime, as tools have `callToolNow`: a route of a kept catalog to a
+   * toolset that is live now (`McpSurfaces.getPromptNow`); `undefined` leaves it to `getPrompt`,
+   * which builds the catalog, names what is unknown and waits for a toolset that is restarting.
+   */
+  const getPromptNow = (
+    prompt: string,
+    args: { readonly [key: string]: string } | undefined,
+    agent: string,
+    options?: McpSurfaces.RequestOptions,
+    signal?: AbortSignal
+  ) => {
+    const kept = promptsKept.now(agent)
+    const route = kept === undefined ? undefined : promptIn(kept, prompt)
+    return route?.surfaces.getPromptNow(route.name, args, options, signal)
+  }
+
+  /** `readResource` outside the runtime, as `getPromptNow`. */
+  const readResourceNow = (uri: string, agent: string, options?: McpSurfaces.RequestOptions, signal?: AbortSignal) => {
+    const kept = resourcesKept.now(agent)
+    return (kept === undefined ? undefined : resourceIn(kept, uri))?.readResourceNow(uri, options, signal)
+  }
 
   return {
     prompts,
@@ -144,8 +189,10 @@ export const make = (options: Options) => {
       agent: string,
       options?: McpSurfaces.RequestOptions
     ) => Effect.flatMap(promptRoute(prompt, agent), ({ surfaces, name }) => surfaces.getPrompt(name, args, options)),
+    getPromptNow,
     readResource: (uri: string, agent: string, options?: McpSurfaces.RequestOptions) =>
       Effect.flatMap(resourceRoute(uri, agent), (surfaces) => surfaces.readResource(uri, options)),
+    readResourceNow,
     subscribe: (uri: string, agent: string) =>
       Stream.unwrap(Effect.map(resourceRoute(uri, agent), (surfaces) => surfaces.subscribe(uri))),
     complete: (params: McpSurfaces.CompleteParams, agent: string) =>

@@ -431,6 +431,10 @@ export const make = (
       getPrompt: (prompt, args, name = defaultAgent, options) => surfaces.getPrompt(prompt, args, name, options),
       resources: (name = defaultAgent) => surfaces.resources(name),
       readResource: (uri, name = defaultAgent, options) => surfaces.readResource(uri, name, options),
+      getPromptNow: (prompt, args, name = defaultAgent, options, signal) =>
+        surfaces.getPromptNow(prompt, args, name, options, signal),
+      readResourceNow: (uri, name = defaultAgent, options, signal) =>
+        surfaces.readResourceNow(uri, name, options, signal),
       subscribe: (uri, name = defaultAgent) => surfaces.subscribe(uri, name),
       complete: (params, name = defaultAgent) => surfaces.complete(params, name),
       logs: Stream.fromPubSub(logHub),

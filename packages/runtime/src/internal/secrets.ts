@@ -43,15 +43,22 @@ const listing = (l: Toolset.Listing<Toolset.Tool>, redactor: Redaction.Redactor)
 /** An error whose message, stderr and causes are masked (credential shapes too). */
 export const error = <E extends object>(e: E, redactor: Redaction.Redactor): E => Redaction.error(e, redactor.text)
 
-const exit = <E extends object>(
-  e: Exit.Exit<Toolset.ToolResult, E>,
+/** An exit of a request sent outside the runtime, masked as its Effect would be: the value as data, the error as a message. */
+const exit = <A extends object, E extends object>(
+  e: Exit.Exit<A, E>,
   redactor: Redaction.Redactor
-): Exit.Exit<Toolset.ToolResult, E> =>
-  Exit.isSuccess(e)
-    ? result(e.value, redactor) === e.value
-      ? e
-      : Exit.succeed(result(e.value, redactor))
-    : Exit.mapError(e, (failure) => error(failure, redactor))
+): Exit.Exit<A, E> => {
+  if (Exit.isFailure(e)) return Exit.mapError(e, (failure) => error(failure, redactor))
+  const value = Redaction.record(e.value, redactor.values)
+  return value === e.value ? e : Exit.succeed(value)
+}
+
+/** A request sent outside the runtime (`undefined`: not sent), whose exit is masked; nothing added while no secret is known. */
+const maskedNow = <A extends object, E extends object>(
+  sent: Promise<Exit.Exit<A, E>> | undefined,
+  redactor: Redaction.Redactor
+): Promise<Exit.Exit<A, E>> | undefined =>
+  sent === undefined || redactor.isEmpty() ? sent : sent.then((e) => exit(e, redactor))
 
 /** A call's options whose progress messages reach the listener masked. */
 const callOptions = (
@@ -100,10 +107,7 @@ export const guard = <T extends Toolset.Toolset>(toolset: T, redactor: Redaction
             args: { readonly [key: string]: unknown },
             signal?: AbortSignal,
             origin?: CallOrigin.CallOrigin
-          ) => {
-            const sent = now(name, args, signal, origin)
-            return sent === undefined || redactor.isEmpty() ? sent : sent.then((e) => exit(e, redactor))
-          }
+          ) => maskedNow(now(name, args, signal, origin), redactor)
         })
   }
 }
@@ -141,7 +145,9 @@ export const surfaces = (s: McpSurfaces.Surfaces, redactor: Redaction.Redactor):
     onSuccess: (l) => items(l, redactor)
   }),
   getPrompt: (name, args, options) => masked(s.getPrompt(name, args, options), redactor),
+  getPromptNow: (name, args, options, signal) => maskedNow(s.getPromptNow(name, args, options, signal), redactor),
   readResource: (uri, options) => masked(s.readResource(uri, options), redactor),
+  readResourceNow: (uri, options, signal) => maskedNow(s.readResourceNow(uri, options, signal), redactor),
   complete: (params) => masked(s.complete(params), redactor),
   subscribe: (uri) => Stream.mapError(s.subscribe(uri), (e) => error(e, redactor)),
   logs: Stream.map(s.logs, (event) => Redaction.record(event, redactor.text)),
