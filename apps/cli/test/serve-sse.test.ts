@@ -251,8 +251,11 @@ describe("serve: resumability and the legacy SSE transport", () => {
     const full = await fetch(`${base}/sse`, { headers })
     assert.strictEqual(full.status, 503)
     assert.include(await full.text(), "--max-sessions")
-    // Closing the SSE client frees its place.
+    // Closing the SSE client frees its place, once the gateway has seen its stream end.
     await client.close()
+    await until(async () =>
+      /^toolvisor_mcp_sessions 1$/m.test(await (await fetch(`${base}/metrics`, { headers })).text())
+    )
     const reopened = await sseClient(`${base}/sse`, headers)
     assert.include(
       (await reopened.client.listTools()).tools.map((t) => t.name),
