@@ -17,7 +17,7 @@ import * as Stream from "effect/Stream"
 import { server as everything } from "../../../test/support/Everything.ts"
 import { config, fixtureEntry, open, text } from "../../../test/support/Registry.ts"
 
-const everythingEntry = (name: string, extra: { readonly cwd?: string; readonly logLevel?: "error" } = {}) => {
+const everythingEntry = (name: string, extra: { readonly cwd?: string; readonly logLevel?: "warning" | "error" } = {}) => {
   const base = fixtureEntry(name, { command: process.execPath })
   return {
     ...base,
