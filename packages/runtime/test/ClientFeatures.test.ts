@@ -17,7 +17,10 @@ import * as Stream from "effect/Stream"
 import { server as everything } from "../../../test/support/Everything.ts"
 import { config, fixtureEntry, open, text } from "../../../test/support/Registry.ts"
 
-const everythingEntry = (name: string, extra: { readonly cwd?: string; readonly logLevel?: "warning" | "error" } = {}) => {
+const everythingEntry = (
+  name: string,
+  extra: { readonly cwd?: string; readonly logLevel?: "warning" | "error" } = {}
+) => {
   const base = fixtureEntry(name, { command: process.execPath })
   return {
     ...base,
@@ -92,7 +95,10 @@ describe("registry: the app's client features", () => {
       yield* registry.callTool("get-roots-list", {})
       yield* registry.callTool("toggle-simulated-logging", {})
       const event = yield* Fiber.join(first)
-      assert.include(["warning", "error", "critical", "alert", "emergency"], event._tag === "Some" ? event.value.level : "none")
+      assert.include(
+        ["warning", "error", "critical", "alert", "emergency"],
+        event._tag === "Some" ? event.value.level : "none"
+      )
       yield* close
     })
   )
