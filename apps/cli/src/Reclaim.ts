@@ -23,16 +23,21 @@ const collector = ((): (() => void) | undefined => {
 export const threshold = 100
 
 /**
- * Counts closed sessions and collects once `threshold` have closed since the last collection, at
- * most once per call: a sweep calls it once with all it closed.
+ * Counts closed sessions; once `threshold` have closed since the last collection, collects at the
+ * next call. A sweep calls it once with all it closed, so the collection comes a sweep later:
+ * right after the close, a session is still reachable from the tasks that finish closing it, and
+ * a collection then would only move its garbage to where an idle process never looks again.
  */
 export const make = () => {
   let closed = 0
+  let due = false
   return (count: number): Effect.Effect<void> =>
     Effect.sync(() => {
+      if (due && collector !== undefined) collector()
+      due = false
       closed += count
-      if (closed < threshold || collector === undefined) return
+      if (closed < threshold) return
       closed = 0
-      collector()
+      due = true
     })
 }
