@@ -24,6 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
+import * as Tables from "./internal/tables.ts"
 import * as Timers from "./Timers.ts"
 
 type Name = keyof Timers.Timers
@@ -149,11 +150,15 @@ const encode = (t: Resolved): Record<string, number> =>
 const table = "toolvisor_cluster_settings"
 
 const ensureTable = (sql: SqlClient.SqlClient) =>
-  sql`CREATE TABLE IF NOT EXISTS ${sql(table)} (
+  Tables.ensure(
+    sql,
+    table,
+    sql`CREATE TABLE IF NOT EXISTS ${sql(table)} (
     member TEXT PRIMARY KEY,
     timers TEXT NOT NULL,
     updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
   )`
+  )
 
 /**
  * Compares `timers` with those of every runner that is up (a heartbeat within its lease), and

@@ -8,30 +8,32 @@ import * as ClusterClient from "../src/ClusterClient.ts"
 import * as CallLedger from "../src/internal/callLedger.ts"
 import * as Lease from "../src/internal/lease.ts"
 import * as ShardLock from "../src/internal/shardLock.ts"
+import * as Settings from "../src/Settings.ts"
 import * as Postgres from "./Postgres.ts"
 
 const member = "runner 127.0.0.1:34431"
 const groups = ["default"]
 const shard = ShardId.make("default", 7)
 
-/** The ledger of a runner named `member`, over a database whose sessions carry that name. */
-const ledger = Layer.unwrap(
-  Effect.map(Postgres.Postgres, ({ url }) =>
-    CallLedger.layerSql.pipe(
-      Layer.provideMerge(
-        Layer.succeed(Lease.Lease, {
-          name: ShardLock.applicationName(member),
-          groups,
-          fresh: () => true,
-          outage: () => false,
-          lost: () => false,
-          sendWithin: Duration.seconds(1)
-        })
-      ),
-      Layer.provideMerge(ClusterClient.database(url, member))
-    )
+/** The ledger of a runner named `member` on the database at `url`, whose sessions carry that name. */
+const ledgerAt = (url: string, member: string) =>
+  CallLedger.layerSql.pipe(
+    Layer.provideMerge(
+      Layer.succeed(Lease.Lease, {
+        name: ShardLock.applicationName(member),
+        groups,
+        fresh: () => true,
+        outage: () => false,
+        lost: () => false,
+        sendWithin: Duration.seconds(1)
+      })
+    ),
+    Layer.provideMerge(ClusterClient.database(url, member))
   )
-).pipe(Layer.provide(Postgres.layer))
+
+const ledger = Layer.unwrap(Effect.map(Postgres.Postgres, ({ url }) => ledgerAt(url, member))).pipe(
+  Layer.provideMerge(Postgres.layer)
+)
 
 /** Holds `shard`'s lock, as Effect's runner storage takes it, on one of this runner's sessions. */
 const holdShard = Effect.gen(function* () {
@@ -91,6 +93,31 @@ describe("the call ledger in PostgreSQL", () => {
           assert.strictEqual(outcomes.filter((o) => o._tag === "Started").length, 1)
         })
       )
+    )
+
+    it.effect(
+      "members starting at once on a fresh database all find Toolvisor's tables made, none fails making them",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const { url } = yield* Postgres.Postgres
+          const timers = yield* Settings.resolve({})
+          // A few fresh databases: one concurrent `CREATE TABLE IF NOT EXISTS` too many fails at random.
+          for (const round of [1, 2, 3]) {
+            yield* sql.unsafe(`CREATE DATABASE fresh_${round}`)
+            const fresh = url.replace(/\/postgres$/, `/fresh_${round}`)
+            yield* Effect.forEach(
+              Array.from({ length: 8 }, (_, i) => `runner 127.0.0.1:${35000 + i}`),
+              (name) =>
+                Effect.scoped(
+                  Effect.andThen(Layer.build(ledgerAt(fresh, name)), (context) =>
+                    Settings.agree(timers, name).pipe(Effect.provideContext(context))
+                  )
+                ),
+              { concurrency: "unbounded", discard: true }
+            )
+          }
+        })
     )
   })
 })

@@ -15,6 +15,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import * as Lease from "./lease.ts"
 import * as ShardLock from "./shardLock.ts"
+import * as Tables from "./tables.ts"
 
 /** A call about to start, and the shard its runner must hold for the record to take effect. */
 export interface Entry {
@@ -61,13 +62,17 @@ const notOwner: Began = { _tag: "NotOwner" }
 export const makeSql = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const lease = yield* Lease.Lease
-  yield* sql`CREATE TABLE IF NOT EXISTS toolvisor_call_ledger (
-    request_id TEXT PRIMARY KEY,
-    toolset TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    runner TEXT NOT NULL,
-    started_at TIMESTAMPTZ NOT NULL DEFAULT now()
-  )`
+  yield* Tables.ensure(
+    sql,
+    "toolvisor_call_ledger",
+    sql`CREATE TABLE IF NOT EXISTS toolvisor_call_ledger (
+      request_id TEXT PRIMARY KEY,
+      toolset TEXT NOT NULL,
+      tool TEXT NOT NULL,
+      runner TEXT NOT NULL,
+      started_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )`
+  )
   yield* sql`DELETE FROM toolvisor_call_ledger WHERE started_at < now() - make_interval(hours => ${retentionHours})`
   return {
     begin: (entry) =>
