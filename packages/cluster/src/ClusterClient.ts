@@ -13,6 +13,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as ShardLock from "./internal/shardLock.ts"
+import * as Wire from "./internal/wire.ts"
 import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
 
@@ -64,6 +65,7 @@ export const layer = (options: Options) =>
     Effect.map(Settings.resolve({ given: options.timers, file: options.settingsFile }), (timers) =>
       NodeClusterSocket.layer({
         clientOnly: true,
+        serialization: Wire.serialization,
         storage: "sql",
         shardingConfig: { ...Timers.shardingConfig(timers), runnerAddress: Option.none() }
       }).pipe(

@@ -22,7 +22,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as RpcSerialization from "effect/rpc/RpcSerialization"
 import * as Schema from "effect/Schema"
 import * as ClusterClient from "./ClusterClient.ts"
 import { bounded } from "./internal/bounded.ts"
@@ -32,6 +31,7 @@ import * as Lease from "./internal/lease.ts"
 import * as Orphans from "./internal/orphans.ts"
 import * as ShardLock from "./internal/shardLock.ts"
 import * as ToolsetHost from "./internal/toolsetHost.ts"
+import * as Wire from "./internal/wire.ts"
 import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
 
@@ -56,12 +56,12 @@ export interface Options extends ToolsetHost.Options {
 /** How long past the shutdown grace a runner's shutdown may take before it stops what is left. */
 export const shutdownMargin = Duration.seconds(2)
 
-/** Effect's socket runner over the SQL message storage and whatever runner storage is provided. */
+/** Effect's socket runner over the SQL message storage and whatever runner storage is provided, speaking `Wire`. */
 const socketRunner = SocketRunner.layer.pipe(
   Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc))),
   Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
   Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
-  Layer.provide(RpcSerialization.layerSchemaBinary())
+  Layer.provide(Wire.layer)
 )
 
 /**
