@@ -190,18 +190,9 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       tool: string,
       cause: unknown,
       deadline: Deadline.Deadline | undefined
-    ): Toolset.ToolCallFailed | Toolset.CallOutcomeUnknown | LifecycleError.LifecycleError => {
+    ): Toolset.ToolCallFailed | LifecycleError.LifecycleError => {
       const refused = refusalOf(cause)
       if (refused !== undefined) return refusedAnswer(tool, refused)
-      if (cause instanceof TaskCall.TaskUnknown) {
-        return new Toolset.CallOutcomeUnknown({
-          toolset: name,
-          tool,
-          message: `${name}/${tool}: ${cause.message} (it restarted, or the task expired), so the call may have run`,
-          requestId: cause.taskId,
-          cause
-        })
-      }
       return cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
         ? new LifecycleError.SessionMissing({
             toolset: name,
@@ -220,6 +211,18 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
               })
             : Classify.classify(name, cause)
     }
+
+    /** A tool call's failure: `callFailure`, or a task the server no longer knows, which may have run. */
+    const toolCallFailure = (tool: string, cause: unknown, deadline: Deadline.Deadline | undefined): AttemptError =>
+      cause instanceof TaskCall.TaskUnknown
+        ? new Toolset.CallOutcomeUnknown({
+            toolset: name,
+            tool,
+            message: `${name}/${tool}: ${cause.message} (it restarted, or the task expired), so the call may have run`,
+            requestId: cause.taskId,
+            cause
+          })
+        : callFailure(tool, cause, deadline)
 
     const refusedAnswer = (tool: string, refused: RawMessage.Refused) =>
       new Toolset.ToolCallFailed({
@@ -347,7 +350,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           send(session, call, deadline, signal).then(
             (result) => resume(Effect.succeed(toToolResult(result))),
             // Classified in the fiber, where a defect in classifying cannot leave the call hanging.
-            (cause) => resume(Effect.suspend(() => Effect.fail(callFailure(call.tool, cause, deadline))))
+            (cause) => resume(Effect.suspend(() => Effect.fail(toolCallFailure(call.tool, cause, deadline))))
           )
         })
       })
@@ -470,7 +473,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       return SendNow.settle(now, send(now.handle, call, deadline, signal), {
         signal,
         succeeded: toToolResult,
-        failure: (cause): AttemptError => callFailure(tool, cause, deadline),
+        failure: (cause): AttemptError => toolCallFailure(tool, cause, deadline),
         recover: (error) => runExit(recover(call, error))
       })
     }

@@ -45,11 +45,10 @@ export const supported = (tool: Toolset.Tool | undefined): boolean => {
 
 /** The server no longer knows the task (it restarted, or the task expired): the call may have run. */
 export class TaskUnknown extends Error {
-  constructor(
-    readonly taskId: string,
-    readonly cause: unknown
-  ) {
-    super(`the server no longer knows task ${taskId}`)
+  readonly taskId: string
+  constructor(taskId: string, cause: unknown) {
+    super(`the server no longer knows task ${taskId}`, { cause })
+    this.taskId = taskId
   }
 }
 
