@@ -31,6 +31,7 @@ import type * as GatewayClients from "./GatewayClients.ts"
 import * as GatewayNotices from "./GatewayNotices.ts"
 import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewaySurfaces from "./GatewaySurfaces.ts"
+import * as GatewayTasks from "./GatewayTasks.ts"
 import * as GatewayTools from "./GatewayTools.ts"
 import type * as HttpListen from "./HttpListen.ts"
 import * as McpHttp from "./McpHttp.ts"
@@ -89,8 +90,9 @@ interface Shared extends GatewayTools.Serving {
 }
 
 /**
- * Prompts, resources and completions are declared when some toolset of the agent can offer them
- * (an MCP toolset run here); an agent of LSP toolsets only is offered tools alone.
+ * Prompts, resources, completions and tasks are declared when some toolset of the agent can offer
+ * them (an MCP toolset run here, whose tools may list `execution.taskSupport` once it started); an
+ * agent of LSP toolsets only is offered tools alone.
  */
 const capabilitiesOf = (registry: ToolsetRegistry.Registry, options: Options) =>
   Effect.gen(function* () {
@@ -103,7 +105,8 @@ const capabilitiesOf = (registry: ToolsetRegistry.Registry, options: Options) =>
       ...tools,
       prompts: { listChanged: true },
       resources: { subscribe: true, listChanged: true },
-      completions: {}
+      completions: {},
+      tasks: GatewayTasks.capability
     } satisfies ServerCapabilities
   })
 
@@ -135,13 +138,19 @@ const groupOf = (options: Options, name: string | undefined): SessionOffer.Group
 
 /** One MCP server (one client session) answering from the registry. */
 const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Server => {
-  const server = new Server(serverInfo, { capabilities: shared.capabilities })
+  // The session's own tasks: no other session can see them, and none outlives the session.
+  const tasks = shared.capabilities.tasks === undefined ? undefined : GatewayTasks.make()
+  const server = new Server(serverInfo, {
+    capabilities: shared.capabilities,
+    ...(tasks === undefined ? {} : { taskStore: tasks.store })
+  })
   const client = shared.options.clients?.add(server)
-  GatewayTools.register(server, shared, SessionOffer.make(group), client)
+  GatewayTools.register(server, shared, SessionOffer.make(group), client, tasks)
   const subscriptions = shared.capabilities.prompts === undefined ? undefined : GatewaySurfaces.register(server, shared)
   // The transport closing (DELETE, expiry, stdin closed) ends what the session subscribed to and waits for.
   server.onclose = () => {
     client?.close()
+    tasks?.close()
     if (subscriptions !== undefined) Effect.runFork(subscriptions.close)
   }
   return server

@@ -35,6 +35,7 @@ import type * as GatewayClients from "./GatewayClients.ts"
 import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewayReady from "./GatewayReady.ts"
 import type * as GatewaySurfaces from "./GatewaySurfaces.ts"
+import * as GatewayTasks from "./GatewayTasks.ts"
 import * as SessionOffer from "./SessionOffer.ts"
 import * as StatusTool from "./StatusTool.ts"
 
@@ -155,12 +156,14 @@ const isOwn = (name: string) => name === StatusTool.name || name === Deferral.na
 /**
  * Answers tools/list and tools/call on `server`, one session, offered what `session` says; the
  * calls of `client` (when the gateway routes backends' requests) are in flight while they run.
+ * With `tasks`, a call with a `task` param runs as one of the session's tasks (`GatewayTasks`).
  */
 export const register = (
   server: Server,
   serving: Serving,
   session: SessionOffer.SessionOffer,
-  client?: GatewayClients.Client
+  client?: GatewayClients.Client,
+  tasks?: GatewayTasks.Tasks
 ): void => {
   const { registry, agent, ready, run, pageSize } = serving
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
@@ -189,13 +192,17 @@ export const register = (
       { signal: extra.signal }
     )
   )
-  const callTool = (request: CallToolRequest, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
+  const callTool = (
+    request: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    task: boolean
+  ) => {
     const { name } = request.params
     const args = request.params.arguments ?? {}
     const signal = { signal: extra.signal }
     const own = isOwn(name)
     if (!own && !session.may(name)) return Promise.reject(SessionOffer.outside(session, name))
-    const carried = callOptions(extra)
+    const carried = task ? { ...callOptions(extra), task } : callOptions(extra)
     if (!own && carried === undefined && GatewayReady.isSettled(ready)) {
       // Most calls: sent at once, the runtime entered only if the call fails.
       const now = registry.callToolNow(name, args, agent, extra.signal, client?.origin)
@@ -223,9 +230,25 @@ export const register = (
     })
     return run(ownAnswer, signal)
   }
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-    if (client === undefined) return callTool(request, extra)
+  const called = (
+    request: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    task: boolean
+  ) => {
+    if (client === undefined) return callTool(request, extra, task)
     const leave = client.calling(extra.requestId)
-    return callTool(request, extra).finally(leave)
+    return callTool(request, extra, task).finally(leave)
+  }
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    if (request.params.task === undefined || tasks === undefined) return called(request, extra, false)
+    const { name } = request.params
+    if (!session.may(name)) return Promise.reject(SessionOffer.outside(session, name))
+    const admitted = Effect.andThen(
+      GatewayReady.settled(server, registry, ready, extra),
+      GatewayTasks.admit(registry, agent, name, isOwn(name))
+    )
+    return run(admitted, { signal: extra.signal }).then(() =>
+      tasks.start(extra, (signal) => called(request, { ...extra, signal }, true))
+    )
   })
 }

@@ -99,6 +99,11 @@ export interface CallOptions {
   readonly onProgress?: ((progress: Progress) => void) | undefined
   /** Passed to the server as the request's `_meta`, as is. */
   readonly _meta?: { readonly [key: string]: unknown } | undefined
+  /**
+   * Run the call as an MCP task when the tool lists `taskSupport` `optional` (a tool that
+   * requires one always runs as a task): what the gateway asks for a client that asked for a task.
+   */
+  readonly task?: boolean | undefined
 }
 
 /**

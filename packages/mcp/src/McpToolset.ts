@@ -91,7 +91,11 @@ const requestTimeout = -32001
 const invalidParams = -32602
 
 /** How one attempt of a call can fail. */
-type AttemptError = Toolset.ToolNotFound | Toolset.ToolCallFailed | LifecycleError.LifecycleError
+type AttemptError =
+  | Toolset.ToolNotFound
+  | Toolset.ToolCallFailed
+  | Toolset.CallOutcomeUnknown
+  | LifecycleError.LifecycleError
 
 /**
  * One call as it goes: its arguments, the session it was sent on, whether sending it twice is
@@ -106,6 +110,8 @@ interface Call {
   safeToResend: boolean
   /** The tool must run as an MCP task (`TaskCall`); set from the session's listing. */
   task: boolean
+  /** The task the server created for the call: a resend follows it rather than create another. */
+  taskId: string | undefined
   deadline: Deadline.Deadline | undefined
 }
 
@@ -206,6 +212,18 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             : Classify.classify(name, cause)
     }
 
+    /** A tool call's failure: `callFailure`, or a task the server no longer knows, which may have run. */
+    const toolCallFailure = (tool: string, cause: unknown, deadline: Deadline.Deadline | undefined): AttemptError =>
+      cause instanceof TaskCall.TaskUnknown
+        ? new Toolset.CallOutcomeUnknown({
+            toolset: name,
+            tool,
+            message: `${name}/${tool}: ${cause.message} (it restarted, or the task expired), so the call may have run`,
+            requestId: cause.taskId,
+            cause
+          })
+        : callFailure(tool, cause, deadline)
+
     const refusedAnswer = (tool: string, refused: RawMessage.Refused) =>
       new Toolset.ToolCallFailed({
         toolset: name,
@@ -250,11 +268,18 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       signal?: AbortSignal
     ) => {
       const options = SendNow.sdkOptions(deadline, signal)
-      const sent = call.task
-        ? TaskCall.call(session.client, { name: call.tool, arguments: call.args }, taskOptions(call, deadline, signal))
-        : call.with === undefined
-          ? plain(session, call, options)
-          : withOptions(session, call, call.with, options)
+      const sent =
+        call.taskId !== undefined
+          ? TaskCall.follow(session.client, call.tool, call.taskId, taskOptions(call, deadline, signal))
+          : call.task
+            ? TaskCall.call(
+                session.client,
+                { name: call.tool, arguments: call.args },
+                taskOptions(call, deadline, signal)
+              )
+            : call.with === undefined
+              ? plain(session, call, options)
+              : withOptions(session, call, call.with, options)
       return remote ? sent.then(withinDepth) : sent
     }
 
@@ -265,7 +290,10 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     ): TaskCall.Options => ({
       signal,
       until: deadline === undefined ? undefined : Date.now() + Deadline.remaining(deadline),
-      _meta: call.with?._meta
+      _meta: call.with?._meta,
+      created: (taskId) => {
+        call.taskId = taskId
+      }
     })
 
     const plain = (session: McpConnector.McpSession, call: Call, options: SendNow.SdkOptions) =>
@@ -303,7 +331,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       const found = known === undefined ? undefined : toolNamed(known, call.tool)
       if (known !== undefined && found === undefined) return toolNotFound(known, call.tool)
       call.safeToResend = Toolset.isSafeToRepeat(found)
-      call.task = TaskCall.required(found)
+      call.task = TaskCall.required(found) || (call.with?.task === true && TaskCall.supported(found))
       return undefined
     }
 
@@ -322,7 +350,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           send(session, call, deadline, signal).then(
             (result) => resume(Effect.succeed(toToolResult(result))),
             // Classified in the fiber, where a defect in classifying cannot leave the call hanging.
-            (cause) => resume(Effect.suspend(() => Effect.fail(callFailure(call.tool, cause, deadline))))
+            (cause) => resume(Effect.suspend(() => Effect.fail(toolCallFailure(call.tool, cause, deadline))))
           )
         })
       })
@@ -337,6 +365,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * reached the server or the tool says running it twice is harmless; otherwise it fails with
      * the crash as the Supervisor recorded it. The wait for the crash and the resend run under the
      * call's deadline: one budget for the whole call.
+     *
+     * A task the server created is never created again behind the caller's back: over HTTP the
+     * server may still know it, so the call follows it on the next session (`TaskCall.follow`),
+     * and fails at once with `CallOutcomeUnknown` if the server no longer does. A local server's
+     * tasks die with its process.
      */
     const recover = (call: Call, error: AttemptError): Effect.Effect<Toolset.ToolResult, AttemptError> => {
       /** Tells the Supervisor, then resends or fails with the crash it recorded. */
@@ -345,9 +378,9 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         if (session === undefined) return Effect.fail(lostBy)
         // A local process reports its own death with its exit; a remote session may never.
         const lost = bounded(supervisor.lost(session, remote ? lostBy : undefined))
-        const next = Effect.flatMap(lost, (crash) =>
-          neverSent || call.safeToResend ? attempt(call) : Effect.fail(crash)
-        )
+        const again = call.taskId === undefined ? neverSent || call.safeToResend : remote || call.safeToResend
+        if (!remote) call.taskId = undefined
+        const next = Effect.flatMap(lost, (crash) => (again ? attempt(call) : Effect.fail(crash)))
         return call.deadline === undefined ? next : Effect.provideService(next, Deadline.Current, call.deadline)
       }
       switch (error._tag) {
@@ -358,8 +391,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         case "ServerCrashed":
           return afterLoss(error, false)
         case "TransportError":
-          // Over HTTP one failed request does not prove the session dead; the probe decides.
-          return remote && !call.safeToResend ? Effect.fail(error) : afterLoss(error, false)
+          // Over HTTP one failed request does not prove the session dead; the probe decides. A
+          // task's poll is another matter: the task is followed on a session that answers.
+          return remote && !call.safeToResend && call.taskId === undefined
+            ? Effect.fail(error)
+            : afterLoss(error, false)
         default:
           return Effect.fail(error)
       }
@@ -391,6 +427,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       session: undefined,
       safeToResend: false,
       task: false,
+      taskId: undefined,
       deadline
     })
 
@@ -436,7 +473,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       return SendNow.settle(now, send(now.handle, call, deadline, signal), {
         signal,
         succeeded: toToolResult,
-        failure: (cause): AttemptError => callFailure(tool, cause, deadline),
+        failure: (cause): AttemptError => toolCallFailure(tool, cause, deadline),
         recover: (error) => runExit(recover(call, error))
       })
     }

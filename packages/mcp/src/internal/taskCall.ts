@@ -6,7 +6,12 @@
  * once on abort, and stays within the call's deadline, so a task whose server died fails on the
  * next poll (the request fails at once on a closed session) as a lost connection, never as a call
  * not sent, so it is not run again on the next session. An aborted call cancels its task.
- * Tools whose `taskSupport` is `optional` (or absent) are called directly: a task adds round trips.
+ * Tools whose `taskSupport` is `optional` are called directly (a task adds round trips) unless
+ * the caller asks for a task (the gateway, for a client that asked for one).
+ *
+ * The task's id is handed to the caller as soon as the server created it, so a call whose session
+ * was lost can `follow` the same task on the next one (a server may keep tasks across sessions)
+ * rather than create it again; a server that no longer knows it answers `TaskUnknown`.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
@@ -23,19 +28,37 @@ const cancelTimeout = 5_000
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
 
+/** The tool's listed `execution.taskSupport`, when it lists one. */
+export const support = (tool: Toolset.Tool | undefined): unknown =>
+  tool !== undefined && "execution" in tool && Predicate.isObject(tool.execution) && "taskSupport" in tool.execution
+    ? tool.execution.taskSupport
+    : undefined
+
 /** Whether the tool must be called as a task (its listing's `execution.taskSupport`). */
-export const required = (tool: Toolset.Tool | undefined): boolean =>
-  tool !== undefined &&
-  "execution" in tool &&
-  Predicate.isObject(tool.execution) &&
-  "taskSupport" in tool.execution &&
-  tool.execution.taskSupport === "required"
+export const required = (tool: Toolset.Tool | undefined): boolean => support(tool) === "required"
+
+/** Whether the tool may be called as a task (`taskSupport` is `optional` or `required`). */
+export const supported = (tool: Toolset.Tool | undefined): boolean => {
+  const listed = support(tool)
+  return listed === "optional" || listed === "required"
+}
+
+/** The server no longer knows the task (it restarted, or the task expired): the call may have run. */
+export class TaskUnknown extends Error {
+  readonly taskId: string
+  constructor(taskId: string, cause: unknown) {
+    super(`the server no longer knows task ${taskId}`, { cause })
+    this.taskId = taskId
+  }
+}
 
 export interface Options {
   readonly signal?: AbortSignal | undefined
   /** When the call's deadline passes (epoch milliseconds); none means no limit. */
   readonly until: number | undefined
   readonly _meta?: { readonly [key: string]: unknown } | undefined
+  /** Told the task's id once the server created it, before it is polled. */
+  readonly created?: ((taskId: string) => void) | undefined
 }
 
 /** Waits `millis`, or until `signal` aborts (then rejects with its reason). */
@@ -62,21 +85,28 @@ const lostTask = (taskId: string, cause: unknown): unknown =>
     ? new McpError(ErrorCode.ConnectionClosed, `the session of task ${taskId} closed while it ran: ${cause.message}`)
     : cause
 
+/** The time left before the call's deadline; past it, a timeout. */
+const leftOf = (name: string, options: Options) => () => {
+  const remaining = options.until === undefined ? Number.POSITIVE_INFINITY : options.until - Date.now()
+  if (remaining <= 0) throw new McpError(requestTimeout, `the task of ${name} ran past the call's deadline`)
+  return remaining
+}
+
+/** The SDK's options of one request of the call: its signal, and what is left of its deadline. */
+const requestOf = (name: string, options: Options) => {
+  const left = leftOf(name, options)
+  return () => ({
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(options.until === undefined ? {} : { timeout: left() })
+  })
+}
+
 /** Runs the call as a task and resolves with its result (what `tools/call` would have answered). */
 export const call = async (
   client: Client,
   params: { readonly name: string; readonly arguments: { readonly [key: string]: unknown } },
   options: Options
 ) => {
-  const left = () => {
-    const remaining = options.until === undefined ? Number.POSITIVE_INFINITY : options.until - Date.now()
-    if (remaining <= 0) throw new McpError(requestTimeout, `the task of ${params.name} ran past the call's deadline`)
-    return remaining
-  }
-  const request = () => ({
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-    ...(options.until === undefined ? {} : { timeout: left() })
-  })
   const created = await client.request(
     {
       method: "tools/call",
@@ -87,16 +117,31 @@ export const call = async (
       }
     },
     CreateTaskResultSchema,
-    { ...request(), task: {} }
+    { ...requestOf(params.name, options)(), task: {} }
   )
-  const { taskId } = created.task
+  options.created?.(created.task.taskId)
+  return follow(client, params.name, created.task.taskId, options)
+}
+
+/**
+ * Polls a task the server created until it ends and resolves with its result; on a session other
+ * than the one that created it, this resumes the call. A server that answers that it does not know
+ * the task (invalid params) rejects with `TaskUnknown`.
+ */
+export const follow = async (client: Client, name: string, taskId: string, options: Options) => {
+  const left = leftOf(name, options)
+  const request = requestOf(name, options)
   const cancel = () => {
     client.experimental.tasks.cancelTask(taskId, { timeout: cancelTimeout }).catch(() => undefined)
   }
   options.signal?.addEventListener("abort", cancel, { once: true })
   try {
     for (;;) {
-      const task = await client.experimental.tasks.getTask(taskId, request())
+      const task = await client.experimental.tasks.getTask(taskId, request()).catch((cause: unknown) => {
+        throw cause instanceof McpError && cause.code === ErrorCode.InvalidParams
+          ? new TaskUnknown(taskId, cause)
+          : cause
+      })
       if (task.status === "completed" || task.status === "input_required") {
         return await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, request())
       }
