@@ -1,3 +1,31 @@
+/** A symbol as call and type hierarchies both give it. */
+type HierarchySymbol = Pick<Protocol.CallHierarchyItem, "name" | "kind" | "uri" | "selectionRange">
+
+/**
+ * A call or type hierarchy's answer: `head`, then a line for each symbol with its kind and place
+ * (or `none`); the symbols also under `key`, beside the item and the direction.
+ */
+const hierarchyResult = (
+  session: LspConnector.LspSession,
+  head: string,
+  item: HierarchySymbol,
+  direction: string,
+  key: "calls" | "types",
+  symbols: ReadonlyArray<HierarchySymbol>
+) => {
+  const shown = symbols.map((s) => ({
+    name: s.name,
+    kind: Render.symbolKind(s.kind),
+    ...Render.place(session.spec.cwd, s.uri, s.selectionRange)
+  }))
+  const structured = { item: item.name, direction, [key]: shown }
+  if (shown.length === 0) return ToolResults.result(`${head}: none.`, structured)
+  return ToolResults.result(
+    `${head}:\n${shown.map((s) => `${s.kind} ${s.name} ${Render.where(s)}`).join("\n")}`,
+    structured
+  )
+}
+
 /**
  * What each tool does on a live session: validate the arguments, confine the file to the
  * workspace, open or re-sync it, send the request with 0-based positions, and render the answer.
@@ -274,27 +302,14 @@ const runs: { readonly [K in keyof Definitions]: Run<Definitions[K]["args"]> } =
       )
       const item = items?.[0]
       if (item === undefined) return ToolResults.result(`No function at ${at(args.file, args)}.`, { calls: [] })
-      const root = session.spec.cwd
       const calls =
         args.direction === "incoming"
-          ? ((yield* session.request(Protocol.CallHierarchyIncomingCallsRequest.type, { item })) ?? []).map((c) => ({
-              name: c.from.name,
-              kind: Render.symbolKind(c.from.kind),
-              ...Render.place(root, c.from.uri, c.from.selectionRange)
-            }))
-          : ((yield* session.request(Protocol.CallHierarchyOutgoingCallsRequest.type, { item })) ?? []).map((c) => ({
-              name: c.to.name,
-              kind: Render.symbolKind(c.to.kind),
-              ...Render.place(root, c.to.uri, c.to.selectionRange)
-            }))
+          ? ((yield* session.request(Protocol.CallHierarchyIncomingCallsRequest.type, { item })) ?? []).map(
+              (c) => c.from
+            )
+          : ((yield* session.request(Protocol.CallHierarchyOutgoingCallsRequest.type, { item })) ?? []).map((c) => c.to)
       const head = `${args.direction === "incoming" ? "Callers of" : "Calls from"} ${item.name}`
-      if (calls.length === 0)
-        return ToolResults.result(`${head}: none.`, { item: item.name, direction: args.direction, calls })
-      return ToolResults.result(`${head}:\n${calls.map((c) => `${c.kind} ${c.name} ${Render.where(c)}`).join("\n")}`, {
-        item: item.name,
-        direction: args.direction,
-        calls
-      })
+      return hierarchyResult(session, head, item, args.direction, "calls", calls)
     }),
 
   typeHierarchy: (session, args) =>
@@ -303,19 +318,8 @@ const runs: { readonly [K in keyof Definitions]: Run<Definitions[K]["args"]> } =
       const hierarchy = yield* TypeHierarchy.around(session, positionParams(document, args), args.direction)
       if (hierarchy === undefined) return ToolResults.result(`No type at ${at(args.file, args)}.`, { types: [] })
       const { item } = hierarchy
-      const types = hierarchy.types.map((t) => ({
-        name: t.name,
-        kind: Render.symbolKind(t.kind),
-        ...Render.place(session.spec.cwd, t.uri, t.selectionRange)
-      }))
       const head = `${args.direction === "supertypes" ? "Supertypes" : "Subtypes"} of ${item.name}`
-      if (types.length === 0)
-        return ToolResults.result(`${head}: none.`, { item: item.name, direction: args.direction, types })
-      return ToolResults.result(`${head}:\n${types.map((t) => `${t.kind} ${t.name} ${Render.where(t)}`).join("\n")}`, {
-        item: item.name,
-        direction: args.direction,
-        types
-      })
+      return hierarchyResult(session, head, item, args.direction, "types", hierarchy.types)
     }),
 
   signatureHelp: (session, args) =>
