@@ -16,6 +16,23 @@ export const truncate = (text: string, width: number): string => {
   return chars.length <= width ? text : `${chars.slice(0, Math.max(0, width - 1)).join("")}…`
 }
 
+/**
+ * Rows of `name  toolset  rest`, as the catalogs of tools, prompts and resources show them: each
+ * cell escaped, the first two columns padded, each line cut to `width`.
+ */
+export const columns = (
+  rows: ReadonlyArray<readonly [string, string, string]>,
+  width: number
+): ReadonlyArray<string> => {
+  const shown = rows.map((row) => row.map(Printable.line))
+  const nameWidth = Math.max(4, ...shown.map((r) => r[0]?.length ?? 0))
+  const toolsetWidth = Math.max(7, ...shown.map((r) => r[1]?.length ?? 0))
+  return shown.map(([name = "", toolset = "", rest = ""]) => {
+    const head = `${name.padEnd(nameWidth)}  ${toolset.padEnd(toolsetWidth)}  `
+    return `${head}${truncate(rest, Math.max(10, width - head.length))}`.trimEnd()
+  })
+}
+
 const colours: { readonly [S in State.State]: string } = {
   Stopped: "2",
   Starting: "36",
@@ -176,17 +193,14 @@ export const toolJson = (entry: Catalog.Entry) => ({
  * a deferred tool's toolset says so, since a model is offered it only once a search finds it.
  */
 export const catalogText = (catalog: Catalog.Catalog, width = 120): string => {
-  const rows = catalog.tools.map((t) => ({
-    name: Printable.line(t.name),
-    toolset: Printable.line(t.deferred === true ? `${t.toolset} (deferred)` : t.toolset),
-    description: Printable.line((t.tool.description ?? "").split("\n")[0] ?? "")
-  }))
-  const nameWidth = Math.max(4, ...rows.map((t) => t.name.length))
-  const toolsetWidth = Math.max(7, ...rows.map((t) => t.toolset.length))
-  const lines = rows.map((t) => {
-    const head = `${t.name.padEnd(nameWidth)}  ${t.toolset.padEnd(toolsetWidth)}  `
-    return `${head}${truncate(t.description, Math.max(10, width - head.length))}`.trimEnd()
-  })
+  const lines = columns(
+    catalog.tools.map((t) => [
+      t.name,
+      t.deferred === true ? `${t.toolset} (deferred)` : t.toolset,
+      (t.tool.description ?? "").split("\n")[0] ?? ""
+    ]),
+    width
+  )
   const missing = catalog.missing.map((m) => Printable.line(`(not ready: ${m.toolset}, ${m.state}: ${m.reason})`))
   return [...lines, ...missing].join("\n")
 }

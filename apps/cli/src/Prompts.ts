@@ -32,12 +32,15 @@ export const promptJson = (entry: Surfaces.PromptEntry) => ({
   lastKnown: entry.lastKnown
 })
 
-/** What the catalogs of prompts and resources share: what is missing, and what clashed. */
-export const notes = (catalog: {
+/** What the catalogs of prompts and resources share: whether all is there, and what clashed. */
+export interface Shared {
   readonly complete: boolean
   readonly clashes: ReadonlyArray<Surfaces.Clash>
   readonly unsupported: ReadonlyArray<string>
-}): ReadonlyArray<string> => [
+}
+
+/** The shared part as notes under the catalog's lines. */
+export const notes = (catalog: Shared): ReadonlyArray<string> => [
   ...(catalog.complete ? [] : ["(some toolsets are not ready: what they offered last is marked last-known)"]),
   ...catalog.clashes.map((c) => Printable.line(`(${c.name} of ${c.toolset} is shadowed by ${c.shadowedBy})`)),
   ...catalog.unsupported.map((t) => Printable.line(`(${t}: prompts and resources not available)`))
@@ -48,26 +51,18 @@ const argumentsOf = (prompt: Prompt): string =>
   (prompt.arguments ?? []).map((a) => `${a.name}${a.required === true ? "" : "?"}`).join(", ")
 
 export const catalogText = (catalog: Surfaces.PromptCatalog, width = 120): string => {
-  const rows = catalog.prompts.map((p) => ({
-    name: Printable.line(p.name),
-    toolset: Printable.line(p.toolset),
-    rest: Printable.line(
-      [
-        argumentsOf(p.item) === "" ? "" : `(${argumentsOf(p.item)})`,
-        (p.item.description ?? "").split("\n")[0] ?? "",
-        p.lastKnown ? "[last-known]" : ""
-      ]
-        .filter((part) => part !== "")
-        .join(" ")
-    )
-  }))
-  const nameWidth = Math.max(4, ...rows.map((r) => r.name.length))
-  const toolsetWidth = Math.max(7, ...rows.map((r) => r.toolset.length))
-  const lines = rows.map((r) => {
-    const head = `${r.name.padEnd(nameWidth)}  ${r.toolset.padEnd(toolsetWidth)}  `
-    return `${head}${Output.truncate(r.rest, Math.max(10, width - head.length))}`.trimEnd()
-  })
-  return [...(rows.length === 0 ? ["(no prompts)"] : lines), ...notes(catalog)].join("\n")
+  const rows = catalog.prompts.map((p): readonly [string, string, string] => [
+    p.name,
+    p.toolset,
+    [
+      argumentsOf(p.item) === "" ? "" : `(${argumentsOf(p.item)})`,
+      (p.item.description ?? "").split("\n")[0] ?? "",
+      p.lastKnown ? "[last-known]" : ""
+    ]
+      .filter((part) => part !== "")
+      .join(" ")
+  ])
+  return [...(rows.length === 0 ? ["(no prompts)"] : Output.columns(rows, width)), ...notes(catalog)].join("\n")
 }
 
 /** A prompt as `describe` shows it: its description, its arguments and the `prompt` line that gets it. */
@@ -138,20 +133,33 @@ export const parseArgs = (words: ReadonlyArray<string>) =>
     return Object.fromEntries(pairs)
   })
 
-export const list = Effect.fn("toolvisor.prompts")(function* (options: Options) {
-  const registry = yield* Settle.opened(options, options.timeout)
-  const catalog = yield* registry.prompts()
-  yield* Console.log(
-    options.json
+/**
+ * Prints a catalog of prompts or resources: for scripts (`--json`) one object of its `type`, its
+ * `lists` and the shared part; for people `text`, as wide as the terminal.
+ */
+export const printCatalog = <C extends Shared>(
+  json: boolean,
+  type: string,
+  catalog: C,
+  lists: { readonly [key: string]: unknown },
+  text: (catalog: C, width: number) => string
+) =>
+  Console.log(
+    json
       ? Printable.json({
-          type: "prompts",
+          type,
           complete: catalog.complete,
-          prompts: catalog.prompts.map(promptJson),
+          ...lists,
           clashes: catalog.clashes,
           unsupported: catalog.unsupported
         })
-      : catalogText(catalog, process.stdout.columns || 120)
+      : text(catalog, process.stdout.columns || 120)
   )
+
+export const list = Effect.fn("toolvisor.prompts")(function* (options: Options) {
+  const registry = yield* Settle.opened(options, options.timeout)
+  const catalog = yield* registry.prompts()
+  yield* printCatalog(options.json, "prompts", catalog, { prompts: catalog.prompts.map(promptJson) }, catalogText)
 })
 
 export const get = Effect.fn("toolvisor.prompt")(function* (

@@ -21,17 +21,6 @@ import * as Settle from "./Settle.ts"
 
 type Json = { readonly [key: string]: unknown }
 
-/** Rows of `first  toolset  rest`, the first two columns padded, each line cut to `width`. */
-const rowsText = (rows: ReadonlyArray<readonly [string, string, string]>, width: number): ReadonlyArray<string> => {
-  const shown = rows.map((row) => row.map(Printable.line))
-  const firstWidth = Math.max(3, ...shown.map((r) => r[0]?.length ?? 0))
-  const toolsetWidth = Math.max(7, ...shown.map((r) => r[1]?.length ?? 0))
-  return shown.map(([first = "", toolset = "", rest = ""]) => {
-    const head = `${first.padEnd(firstWidth)}  ${toolset.padEnd(toolsetWidth)}  `
-    return `${head}${Output.truncate(rest, Math.max(10, width - head.length))}`.trimEnd()
-  })
-}
-
 /** What follows a URI: its MIME type, its name or title, the first line of its description. */
 const about = (
   item: {
@@ -55,8 +44,10 @@ export const catalogText = (catalog: Surfaces.ResourceCatalog, width = 120): str
   const resources = catalog.resources.map((r) => [r.item.uri, r.toolset, about(r.item, r.lastKnown)] as const)
   const templates = catalog.templates.map((t) => [t.item.uriTemplate, t.toolset, about(t.item, t.lastKnown)] as const)
   return [
-    ...(resources.length === 0 ? ["(no resources)"] : rowsText(resources, width)),
-    ...(templates.length === 0 ? [] : ["", "templates (read a URI that fits one):", ...rowsText(templates, width)]),
+    ...(resources.length === 0 ? ["(no resources)"] : Output.columns(resources, width)),
+    ...(templates.length === 0
+      ? []
+      : ["", "templates (read a URI that fits one):", ...Output.columns(templates, width)]),
     ...Prompts.notes(catalog)
   ].join("\n")
 }
@@ -70,17 +61,12 @@ const offeredJson = <A extends object>(entry: Surfaces.Offered<A>) => ({
 export const list = Effect.fn("toolvisor.resources")(function* (options: Prompts.Options) {
   const registry = yield* Settle.opened(options, options.timeout)
   const catalog = yield* registry.resources()
-  yield* Console.log(
-    options.json
-      ? Printable.json({
-          type: "resources",
-          complete: catalog.complete,
-          resources: catalog.resources.map(offeredJson),
-          templates: catalog.templates.map(offeredJson),
-          clashes: catalog.clashes,
-          unsupported: catalog.unsupported
-        })
-      : catalogText(catalog, process.stdout.columns || 120)
+  yield* Prompts.printCatalog(
+    options.json,
+    "resources",
+    catalog,
+    { resources: catalog.resources.map(offeredJson), templates: catalog.templates.map(offeredJson) },
+    catalogText
   )
 })
 

@@ -9,6 +9,7 @@
  */
 import * as NodePath from "node:path"
 import { type AgentConfig, ToolGroups } from "@toolvisor/config"
+import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -82,18 +83,19 @@ const open = (options: Options, clients: GatewayClients.Clients) =>
 const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   const pageSize = yield* pageSizeFlag(options.pageSize)
   const clients = GatewayClients.make()
+  /** What the gateway is told over stdio and HTTP alike. */
+  const served = (registry: ToolsetRegistry.Registry, config: AgentConfig.Config): Gateway.Options => ({
+    ...Open.agentOptions(options.agent),
+    statusTool: !options.noStatusTool,
+    groups: config.groups,
+    pageSize,
+    toolsets: toolsetsOf(config, registry.agent),
+    clients
+  })
   if (Option.isNone(options.http)) {
     const { registry, config } = yield* open(options, clients)
     const group = yield* groupFlag(options.group, config)
-    return yield* Gateway.serve(registry, {
-      ...Open.agentOptions(options.agent),
-      statusTool: !options.noStatusTool,
-      groups: config.groups,
-      pageSize,
-      toolsets: toolsetsOf(config, registry.agent),
-      clients,
-      ...group
-    })
+    return yield* Gateway.serve(registry, { ...served(registry, config), ...group })
   }
   if (Option.isSome(options.group)) {
     return yield* new UsageError({
@@ -110,12 +112,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
     ...Open.agentOptions(options.agent)
   })
   return yield* Gateway.serve(registry, {
-    ...Open.agentOptions(options.agent),
-    statusTool: !options.noStatusTool,
-    groups: config.groups,
-    pageSize,
-    toolsets: toolsetsOf(config, registry.agent),
-    clients,
+    ...served(registry, config),
     http: { port, host: options.host, routes, gate, sessions }
   })
 })

@@ -3,7 +3,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { everything, freePort, runCli, writeConfig } from "./helpers.ts"
+import { everything, everythingEntry, freePort, runCli, writeConfig, yaml } from "./helpers.ts"
 
 const everythingServer = (extra: Record<string, unknown> = {}) => ({
   command: process.execPath,
@@ -88,18 +88,9 @@ describe("toolvisor validate", () => {
 
   it("--check flags a defer entry that matches no tool, with the name it probably meant", async () => {
     const config = writeConfig(
-      [
-        "agents:",
-        "  root:",
-        "    toolsets:",
-        "      - type: mcp",
-        "        name: everything",
-        `        command: ${JSON.stringify(process.execPath)}`,
-        `        args: [${JSON.stringify(everything)}, stdio]`,
-        "        defer: [get-sum, everything_echo, get-tiny-imag, nothing-like-it]",
-        ""
-      ].join("\n"),
-      "agent.yaml"
+      yaml([
+        [...everythingEntry("everything"), "        defer: [get-sum, everything_echo, get-tiny-imag, nothing-like-it]"]
+      ])
     )
     const result = await runCli(["validate", config, "--check"])
     assert.strictEqual(result.code, 0, result.stderr)

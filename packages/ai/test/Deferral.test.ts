@@ -1,16 +1,15 @@
-import * as NodeFs from "node:fs"
-import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
 import * as Chat from "effect/ai/Chat"
 import * as Effect from "effect/Effect"
+import * as Everything from "../../../test/support/Everything.ts"
 import { config, open, replay, untilBoard } from "../../../test/support/Registry.ts"
 import * as ToolCatalogs from "../../../test/support/ToolCatalogs.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiSdk from "../src/AiSdk.ts"
 import * as ToolOutput from "../src/ToolOutput.ts"
-import { everything, everythingServer, tempDir } from "./helpers.ts"
+import { everything, tempDir } from "./helpers.ts"
 import * as ScriptedModel from "./ScriptedModel.ts"
 
 /**
@@ -140,22 +139,9 @@ describe("deferred tools in agent loops", () => {
     () =>
       Effect.gen(function* () {
         const dir = tempDir("defer")
-        const path = NodePath.join(dir, "agent.yaml")
-        NodeFs.writeFileSync(
-          path,
-          [
-            "agents:",
-            "  root:",
-            "    toolsets:",
-            "      - type: mcp",
-            "        name: everything",
-            `        command: ${JSON.stringify(process.execPath)}`,
-            `        args: [${JSON.stringify(everythingServer)}, "stdio"]`,
-            "        defer: [get-sum, everything_get-env]",
-            "        instruction: Prefer everything_echo for smoke tests.",
-            ""
-          ].join("\n")
-        )
+        const path = Everything.writeConfig(dir, {
+          entry: ["defer: [get-sum, everything_get-env]", "instruction: Prefer everything_echo for smoke tests."]
+        })
         const opened = yield* Effect.promise(() => AiSdk.open(path))
         const names = () => Object.keys(opened.tools)
         assert.include(names(), "search_tools")

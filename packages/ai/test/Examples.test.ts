@@ -4,39 +4,27 @@
  * whose binary is missing, exit 0, and leave no server behind.
  */
 import * as ChildProcess from "node:child_process"
-import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { everythingServer, marked, tempDir } from "./helpers.ts"
+import * as Everything from "../../../test/support/Everything.ts"
+import { marked, tempDir } from "./helpers.ts"
 
 const examples = NodePath.resolve(import.meta.dirname, "../../../examples")
 
 /** A config with server-everything (marked, so its processes can be found) and a missing binary. */
 const writeConfig = (mark: string) => {
   const dir = tempDir("example")
-  const path = NodePath.join(dir, "agent.yaml")
-  NodeFs.writeFileSync(
-    path,
-    [
-      'version: "8"',
-      "agents:",
-      "  root:",
-      "    toolsets:",
-      "      - type: mcp",
-      "        name: everything",
-      `        command: ${JSON.stringify(process.execPath)}`,
-      `        args: [${JSON.stringify(everythingServer)}, "stdio"]`,
-      `        env: { TOOLVISOR_EXAMPLE_MARK: ${JSON.stringify(mark)} }`,
-      "      - type: mcp",
-      "        name: missing",
-      "        command: env",
-      `        args: [${JSON.stringify(NodePath.join(dir, "not-installed"))}]`,
-      "        lifecycle: { profile: best-effort }",
-      ""
-    ].join("\n")
-  )
-  return path
+  return Everything.writeConfig(dir, {
+    entry: [`env: { TOOLVISOR_EXAMPLE_MARK: ${JSON.stringify(mark)} }`],
+    toolsets: [
+      "- type: mcp",
+      "  name: missing",
+      "  command: env",
+      `  args: [${JSON.stringify(NodePath.join(dir, "not-installed"))}]`,
+      "  lifecycle: { profile: best-effort }"
+    ]
+  })
 }
 
 const run = (example: string, config: string) =>

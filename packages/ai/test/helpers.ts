@@ -8,13 +8,11 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import type { AgentConfig } from "@toolvisor/config"
 import { Policy } from "@toolvisor/core"
+import * as Everything from "../../../test/support/Everything.ts"
 
 const root = NodePath.resolve(import.meta.dirname, "../../..")
 
-export const everythingServer = NodePath.join(
-  root,
-  "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-)
+export const everythingServer = Everything.server
 export const filesystemServer = NodePath.join(
   root,
   "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"

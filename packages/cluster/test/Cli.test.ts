@@ -16,7 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Orphans from "../src/internal/orphans.ts"
 import { journalServer } from "./helpers.ts"
 import * as Postgres from "./Postgres.ts"
-import { cli, settingsFile, startRunner, stopRunner } from "./Runners.ts"
+import { cli, clientTimerFlags, settingsFile, startRunners } from "./Runners.ts"
 
 interface Finished {
   readonly code: number | null
@@ -39,6 +39,10 @@ const runCli = (args: ReadonlyArray<string>) =>
       })
   )
 
+/** `status --json` through the cluster on the runner's timers, patient with a loaded machine. */
+const statusJson = (postgres: string, config: string, settings: string) =>
+  runCli(["status", config, "--json", "--cluster", postgres, "--cluster-settings", settings, "--timeout", "60s"])
+
 class Setup extends Context.Service<
   Setup,
   { readonly postgres: string; readonly config: string; readonly journal: string; readonly settings: string }
@@ -48,8 +52,7 @@ const setup = Layer.effect(
   Setup,
   Effect.gen(function* () {
     const { url } = yield* Postgres.Postgres
-    const runner = yield* startRunner(url, 24471)
-    yield* Effect.addFinalizer(() => stopRunner(runner))
+    yield* startRunners(url, [24471])
     const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cluster-cli-"))
     const journal = NodePath.join(dir, "journal")
     const config = NodePath.join(dir, "agent.yaml")
@@ -75,17 +78,7 @@ describe("the CLI as a cluster client", () => {
     it.effect("status and tools report the toolsets the runner hosts; the server is the runner's, not the CLI's", () =>
       Effect.gen(function* () {
         const { postgres, config, settings } = yield* Setup
-        const status = yield* runCli([
-          "status",
-          config,
-          "--json",
-          "--cluster",
-          postgres,
-          "--cluster-settings",
-          settings,
-          "--timeout",
-          "60s"
-        ])
+        const status = yield* statusJson(postgres, config, settings)
         assert.strictEqual(status.code, 0, status.stderr)
         const [notes] = JSON.parse(status.stdout) as ReadonlyArray<{ state: string; pid: number }>
         assert.strictEqual(notes?.state, "Ready")
@@ -189,25 +182,7 @@ describe("the CLI as a cluster client", () => {
           assert.include(defaults.stderr, "--lease 10s here, 4s on runner 127.0.0.1:24471")
           assert.notInclude(defaults.stderr, "    at ")
           // The same timers as flags agree as well as the file does.
-          const flags = yield* runCli([
-            "tools",
-            config,
-            "--json",
-            "--cluster",
-            postgres,
-            "--lease",
-            "4s",
-            "--lease-refresh",
-            "1s",
-            "--health-check",
-            "2s",
-            "--assignments-refresh",
-            "500ms",
-            "--message-poll",
-            "1s",
-            "--rebalance-cooldown",
-            "1s"
-          ])
+          const flags = yield* runCli(["tools", config, "--json", "--cluster", postgres, ...clientTimerFlags])
           assert.strictEqual(flags.code, 0, flags.stderr)
           // A flag wins over the file; a second runner on other timers does not join.
           const other = yield* runCli([
@@ -255,17 +230,7 @@ describe("the CLI as a cluster client", () => {
         // A second runner at the address of the one this suite started: the port is taken, and the
         // running one's server is left alone.
         const { postgres, config, settings } = yield* Setup
-        const status = yield* runCli([
-          "status",
-          config,
-          "--json",
-          "--cluster",
-          postgres,
-          "--cluster-settings",
-          settings,
-          "--timeout",
-          "60s"
-        ])
+        const status = yield* statusJson(postgres, config, settings)
         const [notes] = JSON.parse(status.stdout) as ReadonlyArray<{ pid: number }>
         const taken = yield* runCli(["runner", "--postgres", postgres, "--port", "24471"])
         assert.strictEqual(taken.code, 1)

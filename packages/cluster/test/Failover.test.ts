@@ -19,13 +19,20 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as CallOutcome from "../src/CallOutcome.ts"
 import * as ClusterClient from "../src/ClusterClient.ts"
-import * as ClusterRegistry from "../src/ClusterRegistry.ts"
-import * as Orphans from "../src/internal/orphans.ts"
 import * as RemoteToolset from "../src/internal/remoteToolset.ts"
 import * as ToolsetEntity from "../src/internal/toolsetEntity.ts"
-import { config, journalEntry } from "./helpers.ts"
+import { journalEntry } from "./helpers.ts"
 import * as Postgres from "./Postgres.ts"
-import { leaseSeconds, type RunnerProcess, startRunner, stopRunner, timers } from "./Runners.ts"
+import {
+  clientRegistry,
+  leaseSeconds,
+  type RunnerProcess,
+  runnerOf,
+  startRunner,
+  startRunners,
+  stopRunners,
+  timers
+} from "./Runners.ts"
 
 class Scenario extends Context.Service<
   Scenario,
@@ -43,32 +50,17 @@ const scenario = Layer.effect(
   Scenario,
   Effect.gen(function* () {
     const { url } = yield* Postgres.Postgres
-    const runners = new Map<string, RunnerProcess>()
-    yield* Effect.addFinalizer(() =>
-      Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
-    )
-    yield* Effect.forEach(
-      ports,
-      (port) => Effect.map(startRunner(url, port), (runner) => runners.set(runner.id, runner)),
-      { concurrency: "unbounded", discard: true }
-    )
+    const runners = yield* startRunners(url, ports)
     const journals = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-failover-"))
     const toolsets = Array.from({ length: 10 }, (_, i) =>
       journalEntry(`t${i}`, {
         env: { JOURNAL_FILE: NodePath.join(journals, `t${i}`), ...(i % 2 === 1 ? { IGNORE_EOF: "1" } : {}) }
       })
     )
-    const context = yield* Layer.build(ClusterClient.layer({ postgres: url, timers }))
-    const registry = yield* ClusterRegistry.make(config(toolsets), { requestTimeout: "15 seconds" }).pipe(
-      Effect.provideContext(context)
-    )
+    const registry = yield* clientRegistry(url, toolsets)
     return { postgres: url, registry, journals, runners }
   })
 ).pipe(Layer.provide(Postgres.layer))
-
-/** The runner a server process was started by, from the mark in its environment. */
-const runnerOf = (pid: number | undefined): string | undefined =>
-  pid === undefined ? undefined : Orphans.markOf(pid)?.runner
 
 /** Polls the board until `done` holds, at most `seconds`; returns the board and the time it took. */
 const until = (
@@ -231,7 +223,7 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
     it.effect("with no runner left, requests fail within their deadlines with typed errors", () =>
       Effect.gen(function* () {
         const { postgres, runners } = yield* Scenario
-        yield* Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
+        yield* stopRunners(runners.values())
         runners.clear()
         const context = yield* Layer.build(ClusterClient.layer({ postgres, timers }))
         const client = yield* ToolsetEntity.ToolsetEntity.client.pipe(Effect.provideContext(context))

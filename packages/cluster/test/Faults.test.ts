@@ -22,13 +22,10 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as CallOutcome from "../src/CallOutcome.ts"
-import * as ClusterClient from "../src/ClusterClient.ts"
-import * as ClusterRegistry from "../src/ClusterRegistry.ts"
 import * as ClusterRunner from "../src/ClusterRunner.ts"
-import * as Orphans from "../src/internal/orphans.ts"
-import { config, journalEntry } from "./helpers.ts"
+import { journalEntry } from "./helpers.ts"
 import * as Postgres from "./Postgres.ts"
-import { leaseSeconds, type RunnerProcess, startRunner, stopRunner, timers } from "./Runners.ts"
+import { clientRegistry, leaseSeconds, type RunnerProcess, runnerOf, startRunners, timers } from "./Runners.ts"
 
 const ports = [24491, 24492, 24493] as const
 const toolsets = 6
@@ -37,10 +34,6 @@ const shutdownGraceSeconds = 5
 const cooldownSeconds = 8
 const cooldown = ["--rebalance-cooldown", `${cooldownSeconds}s`]
 const clientTimers = { ...timers, rebalanceCooldown: Duration.seconds(cooldownSeconds) }
-
-/** The runner a server process was started by, from the mark in its environment. */
-const runnerOf = (pid: number | undefined): string | undefined =>
-  pid === undefined ? undefined : Orphans.markOf(pid)?.runner
 
 /**
  * Waits until the placement is final, so that no test takes a move for a fault's doing. Runners
@@ -81,23 +74,12 @@ const scenario = Layer.effect(
   Scenario,
   Effect.gen(function* () {
     const { url } = yield* Postgres.Postgres
-    const runners = new Map<string, RunnerProcess>()
-    yield* Effect.addFinalizer(() =>
-      Effect.forEach([...runners.values()], stopRunner, { concurrency: "unbounded", discard: true })
-    )
-    yield* Effect.forEach(
-      ports,
-      (port) => Effect.map(startRunner(url, port, cooldown), (runner) => runners.set(runner.id, runner)),
-      { concurrency: "unbounded", discard: true }
-    )
+    const runners = yield* startRunners(url, ports, cooldown)
     const journals = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-faults-"))
     const entries = Array.from({ length: toolsets }, (_, i) =>
       journalEntry(`t${i}`, { env: { JOURNAL_FILE: NodePath.join(journals, `t${i}`) } })
     )
-    const context = yield* Layer.build(ClusterClient.layer({ postgres: url, timers: clientTimers }))
-    const registry = yield* ClusterRegistry.make(config(entries), { requestTimeout: "15 seconds" }).pipe(
-      Effect.provideContext(context)
-    )
+    const registry = yield* clientRegistry(url, entries, clientTimers)
     yield* registry.start
     yield* settled(registry).pipe(Effect.timeout(`${cooldownSeconds + leaseSeconds + 30} seconds`))
     return { registry, journals, runners }

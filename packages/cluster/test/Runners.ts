@@ -6,12 +6,19 @@
 import * as ChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import type { AgentConfig } from "@toolvisor/config"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ClusterClient from "../src/ClusterClient.ts"
+import * as ClusterRegistry from "../src/ClusterRegistry.ts"
+import * as Orphans from "../src/internal/orphans.ts"
+import { config } from "./helpers.ts"
 
 /** The installed entry point; the project's global setup (`bundle.setup.ts`) has built the bundle it loads. */
 export const cli = NodePath.resolve(import.meta.dirname, "../../../apps/cli/bin/toolvisor.js")
 export const leaseSeconds = 4
-export const timerFlags = [
+/** The timers every member shares, as flags: what a CLI client gives to agree with the runners. */
+export const clientTimerFlags = [
   "--lease",
   `${leaseSeconds}s`,
   "--lease-refresh",
@@ -22,11 +29,11 @@ export const timerFlags = [
   "500ms",
   "--message-poll",
   "1s",
-  "--shutdown-grace",
-  "5s",
   "--rebalance-cooldown",
   "1s"
 ]
+/** A runner's flags: the shared timers and its own shutdown grace. */
+export const timerFlags = [...clientTimerFlags, "--shutdown-grace", "5s"]
 export const timers = {
   lease: `${leaseSeconds} seconds`,
   leaseRefresh: "1 second",
@@ -100,3 +107,39 @@ export const stopRunner = (runner: RunnerProcess) =>
     if (runner.child.exitCode === null && runner.child.signalCode === null) runner.child.kill("SIGTERM")
     return runner.exited
   })
+
+export const stopRunners = (runners: Iterable<RunnerProcess>) =>
+  Effect.forEach([...runners], stopRunner, { concurrency: "unbounded", discard: true })
+
+/**
+ * Starts a runner on each port at once, keyed by id. The map is the tests' to change (a runner
+ * killed, one brought back); those in it when the scope closes are stopped.
+ */
+export const startRunners = (postgres: string, ports: ReadonlyArray<number>, flags: ReadonlyArray<string> = []) =>
+  Effect.gen(function* () {
+    const runners = new Map<string, RunnerProcess>()
+    yield* Effect.addFinalizer(() => stopRunners(runners.values()))
+    yield* Effect.forEach(
+      ports,
+      (port) => Effect.map(startRunner(postgres, port, flags), (runner) => runners.set(runner.id, runner)),
+      { concurrency: "unbounded", discard: true }
+    )
+    return runners
+  })
+
+/** This process as a cluster client on the test timers (or `clientTimers`): a registry of `toolsets`. */
+export const clientRegistry = (
+  postgres: string,
+  toolsets: ReadonlyArray<AgentConfig.ToolsetConfig>,
+  clientTimers: ClusterClient.Options["timers"] = timers
+) =>
+  Effect.gen(function* () {
+    const context = yield* Layer.build(ClusterClient.layer({ postgres, timers: clientTimers }))
+    return yield* ClusterRegistry.make(config(toolsets), { requestTimeout: "15 seconds" }).pipe(
+      Effect.provideContext(context)
+    )
+  })
+
+/** The runner a server process was started by, from the mark in its environment. */
+export const runnerOf = (pid: number | undefined): string | undefined =>
+  pid === undefined ? undefined : Orphans.markOf(pid)?.runner

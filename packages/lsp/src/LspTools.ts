@@ -196,8 +196,8 @@ export const inlayHints = define({
 })
 
 /**
- * Every tool by its key, in catalogue order: the one list of LSP tools. `ToolHandlers` must give
- * each key a handler (its type says so), so a tool cannot be listed without one or the reverse.
+ * Every tool by its key, in catalogue order: the one list of LSP tools. The handlers give each key
+ * a run (their type says so), so a tool cannot be listed without one or the reverse.
  */
 export const definitions = {
   workspace,

@@ -1,3 +1,31 @@
+/** A symbol as call and type hierarchies both give it. */
+type HierarchySymbol = Pick<Protocol.CallHierarchyItem, "name" | "kind" | "uri" | "selectionRange">
+
+/**
+ * A call or type hierarchy's answer: `head`, then a line for each symbol with its kind and place
+ * (or `none`); the symbols also under `key`, beside the item and the direction.
+ */
+const hierarchyResult = (
+  session: LspConnector.LspSession,
+  head: string,
+  item: HierarchySymbol,
+  direction: string,
+  key: "calls" | "types",
+  symbols: ReadonlyArray<HierarchySymbol>
+) => {
+  const shown = symbols.map((s) => ({
+    name: s.name,
+    kind: Render.symbolKind(s.kind),
+    ...Render.place(session.spec.cwd, s.uri, s.selectionRange)
+  }))
+  const structured = { item: item.name, direction, [key]: shown }
+  if (shown.length === 0) return ToolResults.result(`${head}: none.`, structured)
+  return ToolResults.result(
+    `${head}:\n${shown.map((s) => `${s.kind} ${s.name} ${Render.where(s)}`).join("\n")}`,
+    structured
+  )
+}
+
 /**
  * What each tool does on a live session: validate the arguments, confine the file to the
  * workspace, open or re-sync it, send the request with 0-based positions, and render the answer.
@@ -6,6 +34,7 @@
  */
 import type { Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
+import * as Record from "effect/Record"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import * as Protocol from "vscode-languageserver-protocol"
@@ -32,9 +61,17 @@ export interface Handler {
   ) => Effect.Effect<Toolset.ToolResult, HandlerError>
 }
 
+/** A tool's work on a live session, given its decoded arguments. */
+type Run<S extends Schema.ConstraintDecoder<unknown>> = (
+  session: LspConnector.LspSession,
+  args: S["Type"]
+) => Effect.Effect<Toolset.ToolResult, HandlerError>
+
+type Definitions = typeof LspTools.definitions
+
 const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   definition: LspTools.Definition<S>,
-  run: (session: LspConnector.LspSession, args: S["Type"]) => Effect.Effect<Toolset.ToolResult, HandlerError>
+  run: Run<S>
 ): Handler => {
   const validate = LspTools.validator(definition)
   return {
@@ -74,315 +111,266 @@ const changesText = (session: LspConnector.LspSession, changes: ReadonlyArray<Ed
 const changesData = (session: LspConnector.LspSession, changes: ReadonlyArray<Edits.Change>) =>
   changes.map((c) => ({ file: Paths.display(session.spec.cwd, c.path), kind: c.kind, edits: c.edits }))
 
-const workspace = bind(LspTools.workspace, (session) =>
-  Effect.sync(() => {
-    const root = session.spec.cwd
-    const open = session.documents.open().map((d) => ({
-      file: Paths.display(root, d.path),
-      languageId: d.languageId,
-      version: d.version
-    }))
-    const providers = Capabilities.enabledProviders(session.capabilities)
-    const registered = session.capabilities.registered()
-    const diagnostics = session.diagnostics
-      .summary()
-      .map((d) => ({ file: Paths.display(root, d.path), count: d.count }))
-    const tools = LspTools.available(session.capabilities).map((d) => d.name)
-    const server = `${session.server.name} ${session.server.version}`.trim()
-    const text = [
-      `Server: ${server} (${session.name})`,
-      `Root: ${root}`,
-      `File types: ${session.spec.fileTypes.length === 0 ? "all" : session.spec.fileTypes.join(", ")}`,
-      `Capabilities: ${providers.join(", ") || "none"}`,
-      ...(registered.length === 0 ? [] : [`Registered: ${[...new Set(registered.map((r) => r.method))].join(", ")}`]),
-      `Tools: ${tools.join(", ")}`,
-      `Open documents: ${open.length === 0 ? "none" : open.map((d) => `${d.file} (v${d.version})`).join(", ")}`,
-      `Documents with diagnostics: ${diagnostics.length === 0 ? "none" : diagnostics.map((d) => `${d.file} (${d.count})`).join(", ")}`
-    ].join("\n")
-    return ToolResults.result(text, {
-      server: session.server,
-      root,
-      fileTypes: session.spec.fileTypes,
-      capabilities: providers,
-      registered,
-      tools,
-      openDocuments: open,
-      diagnostics
-    })
-  })
-)
-
-const diagnostics = bind(LspTools.diagnostics, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* FileArgument.open(session, args.file)
-    const { items, fresh, mode } = yield* DocumentDiagnostics.current(session, document)
-    const list = items.map((item) => Render.diagnostic(session.spec.cwd, document.uri, item))
-    const file = Paths.display(session.spec.cwd, document.path)
-    const note = fresh ? "" : " (the server sent none for this version yet)"
-    const text =
-      list.length === 0
-        ? `No diagnostics in ${file}${note}.`
-        : `${list.length} diagnostics in ${file}${note}:\n${list.map(Render.diagnosticText).join("\n")}`
-    return ToolResults.result(text, { file, version: document.version, fresh, mode, diagnostics: list })
-  })
-)
-
-const hover = bind(LspTools.hover, (session, args) =>
-  Effect.map(
-    FileArgument.ask(session, args.file, Protocol.HoverRequest.type, (d) => positionParams(d, args)),
-    (answer) => {
-      const text = answer === null ? "" : Render.hover(answer.contents)
-      if (text === "") return ToolResults.result(`No hover information at ${at(args.file, args)}.`, { hover: null })
-      return ToolResults.result(text, { hover: text })
-    }
-  )
-)
-
-const definition = bind(LspTools.definition, (session, args) =>
-  Effect.map(
-    FileArgument.ask(session, args.file, Protocol.DefinitionRequest.type, (d) => positionParams(d, args)),
-    (answer) => placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
-  )
-)
-
-const implementations = bind(LspTools.implementations, (session, args) =>
-  Effect.map(
-    FileArgument.ask(session, args.file, Protocol.ImplementationRequest.type, (d) => positionParams(d, args)),
-    (answer) => placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
-  )
-)
-
-const references = bind(LspTools.references, (session, args) =>
-  Effect.map(
-    FileArgument.ask(session, args.file, Protocol.ReferencesRequest.type, (d) => ({
-      ...positionParams(d, args),
-      context: { includeDeclaration: args.include_declaration ?? true }
-    })),
-    (answer) => placesResult(session, "references", Render.locations(session.spec.cwd, answer))
-  )
-)
-
-const documentSymbols = bind(LspTools.documentSymbols, (session, args) =>
-  Effect.map(
-    FileArgument.ask(session, args.file, Protocol.DocumentSymbolRequest.type, (d) => ({
-      textDocument: { uri: d.uri }
-    })),
-    (answer) => {
-      const symbols = Render.documentSymbols(answer)
-      if (symbols.length === 0) return ToolResults.result(`No symbols in ${args.file}.`, { symbols })
-      return ToolResults.result(Render.symbolsText(symbols), { symbols })
-    }
-  )
-)
-
-const workspaceSymbols = bind(LspTools.workspaceSymbols, (session, args) =>
-  Effect.gen(function* () {
-    const answer = yield* session.request(Protocol.WorkspaceSymbolRequest.type, { query: args.query })
-    const symbols = (answer ?? []).map((s: Protocol.SymbolInformation | Protocol.WorkspaceSymbol) => {
-      const file = Paths.display(session.spec.cwd, Paths.fromUri(s.location.uri))
-      const line = "range" in s.location ? s.location.range.start.line + 1 : undefined
-      return {
-        name: s.name,
-        kind: Render.symbolKind(s.kind),
-        file,
-        ...(line === undefined ? {} : { line }),
-        ...(s.containerName === undefined || s.containerName === "" ? {} : { container: s.containerName })
-      }
-    })
-    if (symbols.length === 0) return ToolResults.result(`No symbols match "${args.query}".`, { symbols })
-    const text = symbols
-      .map(
-        (s) =>
-          `${s.kind} ${s.name}${"container" in s ? ` (in ${s.container})` : ""} ${s.file}${"line" in s ? `:${s.line}` : ""}`
-      )
-      .join("\n")
-    return ToolResults.result(text, { symbols })
-  })
-)
-
-const codeActions = bind(LspTools.codeActions, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* FileArgument.open(session, args.file)
-    const end = Math.max(args.end_line ?? args.start_line, args.start_line)
-    const range: Protocol.Range = {
-      start: { line: args.start_line - 1, character: 0 },
-      end: { line: end, character: 0 }
-    }
-    const overlapping = (yield* DocumentDiagnostics.known(session, document)).filter(
-      (d) => d.range.start.line <= end - 1 && d.range.end.line >= args.start_line - 1
-    )
-    const answer = yield* session.request(Protocol.CodeActionRequest.type, {
-      textDocument: { uri: document.uri },
-      range,
-      context: { diagnostics: overlapping, triggerKind: Protocol.CodeActionTriggerKind.Invoked }
-    })
-    const actions = (answer ?? []).map((a: Protocol.Command | Protocol.CodeAction) => ({
-      title: a.title,
-      ...("kind" in a && typeof a.kind === "string" ? { kind: a.kind } : {})
-    }))
-    if (actions.length === 0)
-      return ToolResults.result(`No code actions for ${args.file}:${args.start_line}-${end}.`, { actions })
-    return ToolResults.result(actions.map((a) => `- ${a.title}${"kind" in a ? ` (${a.kind})` : ""}`).join("\n"), {
-      actions
-    })
-  })
-)
-
-const rename = bind(LspTools.rename, (session, args) =>
-  Effect.gen(function* () {
-    const edit = yield* FileArgument.ask(session, args.file, Protocol.RenameRequest.type, (d) => ({
-      ...positionParams(d, args),
-      newName: args.new_name
-    }))
-    if (edit === null) return ToolResults.failure(`Nothing to rename at ${at(args.file, args)}.`)
-    const changes = yield* session.applyEdit(edit)
-    const count = changes.reduce((n, c) => n + c.edits, 0)
-    return ToolResults.result(
-      `Renamed to ${args.new_name}: ${count} edits in ${changes.length} files\n${changesText(session, changes)}`,
-      {
-        newName: args.new_name,
-        changes: changesData(session, changes)
-      }
-    )
-  })
-)
-
-const format = bind(LspTools.format, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* FileArgument.open(session, args.file)
-    const edits = yield* session.request(Protocol.DocumentFormattingRequest.type, {
-      textDocument: { uri: document.uri },
-      options: { tabSize: 2, insertSpaces: true }
-    })
-    const file = Paths.display(session.spec.cwd, document.path)
-    if (edits === null || edits.length === 0)
-      return ToolResults.result(`${file} is already formatted.`, { file, edits: 0 })
-    yield* Edits.applyToFile(session.workspace, "file", document.path, edits)
-    yield* session.documents.refresh(document.path)
-    return ToolResults.result(`Formatted ${file} (${edits.length} edits).`, { file, edits: edits.length })
-  })
-)
-
-const callHierarchy = bind(LspTools.callHierarchy, (session, args) =>
-  Effect.gen(function* () {
-    const items = yield* FileArgument.ask(session, args.file, Protocol.CallHierarchyPrepareRequest.type, (d) =>
-      positionParams(d, args)
-    )
-    const item = items?.[0]
-    if (item === undefined) return ToolResults.result(`No function at ${at(args.file, args)}.`, { calls: [] })
-    const root = session.spec.cwd
-    const calls =
-      args.direction === "incoming"
-        ? ((yield* session.request(Protocol.CallHierarchyIncomingCallsRequest.type, { item })) ?? []).map((c) => ({
-            name: c.from.name,
-            kind: Render.symbolKind(c.from.kind),
-            ...Render.place(root, c.from.uri, c.from.selectionRange)
-          }))
-        : ((yield* session.request(Protocol.CallHierarchyOutgoingCallsRequest.type, { item })) ?? []).map((c) => ({
-            name: c.to.name,
-            kind: Render.symbolKind(c.to.kind),
-            ...Render.place(root, c.to.uri, c.to.selectionRange)
-          }))
-    const head = `${args.direction === "incoming" ? "Callers of" : "Calls from"} ${item.name}`
-    if (calls.length === 0)
-      return ToolResults.result(`${head}: none.`, { item: item.name, direction: args.direction, calls })
-    return ToolResults.result(`${head}:\n${calls.map((c) => `${c.kind} ${c.name} ${Render.where(c)}`).join("\n")}`, {
-      item: item.name,
-      direction: args.direction,
-      calls
-    })
-  })
-)
-
-const typeHierarchy = bind(LspTools.typeHierarchy, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* FileArgument.open(session, args.file)
-    const hierarchy = yield* TypeHierarchy.around(session, positionParams(document, args), args.direction)
-    if (hierarchy === undefined) return ToolResults.result(`No type at ${at(args.file, args)}.`, { types: [] })
-    const { item } = hierarchy
-    const types = hierarchy.types.map((t) => ({
-      name: t.name,
-      kind: Render.symbolKind(t.kind),
-      ...Render.place(session.spec.cwd, t.uri, t.selectionRange)
-    }))
-    const head = `${args.direction === "supertypes" ? "Supertypes" : "Subtypes"} of ${item.name}`
-    if (types.length === 0)
-      return ToolResults.result(`${head}: none.`, { item: item.name, direction: args.direction, types })
-    return ToolResults.result(`${head}:\n${types.map((t) => `${t.kind} ${t.name} ${Render.where(t)}`).join("\n")}`, {
-      item: item.name,
-      direction: args.direction,
-      types
-    })
-  })
-)
-
-const signatureHelp = bind(LspTools.signatureHelp, (session, args) =>
-  Effect.map(
-    FileArgument.ask(session, args.file, Protocol.SignatureHelpRequest.type, (d) => positionParams(d, args)),
-    (answer) => {
-      if (answer === null || answer.signatures.length === 0) {
-        return ToolResults.result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
-      }
-      const active = answer.activeSignature ?? 0
-      const signatures = answer.signatures.map((s, index) => ({
-        label: s.label,
-        active: index === active,
-        ...((s.activeParameter ?? answer.activeParameter) !== undefined && index === active
-          ? { activeParameter: s.activeParameter ?? answer.activeParameter }
-          : {})
+/**
+ * What each tool does, under its key in `LspTools.definitions`: the mapped type makes the
+ * compiler check that every tool has a run (and no run lacks a tool), and gives each run its own
+ * tool's decoded arguments.
+ */
+const runs: { readonly [K in keyof Definitions]: Run<Definitions[K]["args"]> } = {
+  workspace: (session) =>
+    Effect.sync(() => {
+      const root = session.spec.cwd
+      const open = session.documents.open().map((d) => ({
+        file: Paths.display(root, d.path),
+        languageId: d.languageId,
+        version: d.version
       }))
-      const text = signatures
+      const providers = Capabilities.enabledProviders(session.capabilities)
+      const registered = session.capabilities.registered()
+      const diagnostics = session.diagnostics
+        .summary()
+        .map((d) => ({ file: Paths.display(root, d.path), count: d.count }))
+      const tools = LspTools.available(session.capabilities).map((d) => d.name)
+      const server = `${session.server.name} ${session.server.version}`.trim()
+      const text = [
+        `Server: ${server} (${session.name})`,
+        `Root: ${root}`,
+        `File types: ${session.spec.fileTypes.length === 0 ? "all" : session.spec.fileTypes.join(", ")}`,
+        `Capabilities: ${providers.join(", ") || "none"}`,
+        ...(registered.length === 0 ? [] : [`Registered: ${[...new Set(registered.map((r) => r.method))].join(", ")}`]),
+        `Tools: ${tools.join(", ")}`,
+        `Open documents: ${open.length === 0 ? "none" : open.map((d) => `${d.file} (v${d.version})`).join(", ")}`,
+        `Documents with diagnostics: ${diagnostics.length === 0 ? "none" : diagnostics.map((d) => `${d.file} (${d.count})`).join(", ")}`
+      ].join("\n")
+      return ToolResults.result(text, {
+        server: session.server,
+        root,
+        fileTypes: session.spec.fileTypes,
+        capabilities: providers,
+        registered,
+        tools,
+        openDocuments: open,
+        diagnostics
+      })
+    }),
+
+  diagnostics: (session, args) =>
+    Effect.gen(function* () {
+      const { document } = yield* FileArgument.open(session, args.file)
+      const { items, fresh, mode } = yield* DocumentDiagnostics.current(session, document)
+      const list = items.map((item) => Render.diagnostic(session.spec.cwd, document.uri, item))
+      const file = Paths.display(session.spec.cwd, document.path)
+      const note = fresh ? "" : " (the server sent none for this version yet)"
+      const text =
+        list.length === 0
+          ? `No diagnostics in ${file}${note}.`
+          : `${list.length} diagnostics in ${file}${note}:\n${list.map(Render.diagnosticText).join("\n")}`
+      return ToolResults.result(text, { file, version: document.version, fresh, mode, diagnostics: list })
+    }),
+
+  hover: (session, args) =>
+    Effect.map(
+      FileArgument.ask(session, args.file, Protocol.HoverRequest.type, (d) => positionParams(d, args)),
+      (answer) => {
+        const text = answer === null ? "" : Render.hover(answer.contents)
+        if (text === "") return ToolResults.result(`No hover information at ${at(args.file, args)}.`, { hover: null })
+        return ToolResults.result(text, { hover: text })
+      }
+    ),
+
+  definition: (session, args) =>
+    Effect.map(
+      FileArgument.ask(session, args.file, Protocol.DefinitionRequest.type, (d) => positionParams(d, args)),
+      (answer) => placesResult(session, "definitions", Render.locations(session.spec.cwd, answer))
+    ),
+
+  implementations: (session, args) =>
+    Effect.map(
+      FileArgument.ask(session, args.file, Protocol.ImplementationRequest.type, (d) => positionParams(d, args)),
+      (answer) => placesResult(session, "implementations", Render.locations(session.spec.cwd, answer))
+    ),
+
+  references: (session, args) =>
+    Effect.map(
+      FileArgument.ask(session, args.file, Protocol.ReferencesRequest.type, (d) => ({
+        ...positionParams(d, args),
+        context: { includeDeclaration: args.include_declaration ?? true }
+      })),
+      (answer) => placesResult(session, "references", Render.locations(session.spec.cwd, answer))
+    ),
+
+  documentSymbols: (session, args) =>
+    Effect.map(
+      FileArgument.ask(session, args.file, Protocol.DocumentSymbolRequest.type, (d) => ({
+        textDocument: { uri: d.uri }
+      })),
+      (answer) => {
+        const symbols = Render.documentSymbols(answer)
+        if (symbols.length === 0) return ToolResults.result(`No symbols in ${args.file}.`, { symbols })
+        return ToolResults.result(Render.symbolsText(symbols), { symbols })
+      }
+    ),
+
+  workspaceSymbols: (session, args) =>
+    Effect.gen(function* () {
+      const answer = yield* session.request(Protocol.WorkspaceSymbolRequest.type, { query: args.query })
+      const symbols = (answer ?? []).map((s: Protocol.SymbolInformation | Protocol.WorkspaceSymbol) => {
+        const file = Paths.display(session.spec.cwd, Paths.fromUri(s.location.uri))
+        const line = "range" in s.location ? s.location.range.start.line + 1 : undefined
+        return {
+          name: s.name,
+          kind: Render.symbolKind(s.kind),
+          file,
+          ...(line === undefined ? {} : { line }),
+          ...(s.containerName === undefined || s.containerName === "" ? {} : { container: s.containerName })
+        }
+      })
+      if (symbols.length === 0) return ToolResults.result(`No symbols match "${args.query}".`, { symbols })
+      const text = symbols
         .map(
           (s) =>
-            `${s.active ? "* " : "  "}${s.label}${"activeParameter" in s ? ` (parameter ${Number(s.activeParameter) + 1})` : ""}`
+            `${s.kind} ${s.name}${"container" in s ? ` (in ${s.container})` : ""} ${s.file}${"line" in s ? `:${s.line}` : ""}`
         )
         .join("\n")
-      return ToolResults.result(text, { signatures })
-    }
-  )
-)
+      return ToolResults.result(text, { symbols })
+    }),
 
-const inlayHints = bind(LspTools.inlayHints, (session, args) =>
-  Effect.gen(function* () {
-    const { document } = yield* FileArgument.open(session, args.file)
-    const lines = document.text.split("\n").length
-    const first = Math.min(args.start_line ?? 1, lines)
-    const last = Math.min(Math.max(args.end_line ?? lines, first), lines)
-    const answer = yield* session.request(Protocol.InlayHintRequest.type, {
-      textDocument: { uri: document.uri },
-      range: { start: { line: first - 1, character: 0 }, end: { line: last, character: 0 } }
-    })
-    const hints = (answer ?? [])
-      .map((h) => ({
-        ...Paths.fromWire(h.position),
-        label: typeof h.label === "string" ? h.label : h.label.map((part) => part.value).join("")
+  codeActions: (session, args) =>
+    Effect.gen(function* () {
+      const { document } = yield* FileArgument.open(session, args.file)
+      const end = Math.max(args.end_line ?? args.start_line, args.start_line)
+      const range: Protocol.Range = {
+        start: { line: args.start_line - 1, character: 0 },
+        end: { line: end, character: 0 }
+      }
+      const overlapping = (yield* DocumentDiagnostics.known(session, document)).filter(
+        (d) => d.range.start.line <= end - 1 && d.range.end.line >= args.start_line - 1
+      )
+      const answer = yield* session.request(Protocol.CodeActionRequest.type, {
+        textDocument: { uri: document.uri },
+        range,
+        context: { diagnostics: overlapping, triggerKind: Protocol.CodeActionTriggerKind.Invoked }
+      })
+      const actions = (answer ?? []).map((a: Protocol.Command | Protocol.CodeAction) => ({
+        title: a.title,
+        ...("kind" in a && typeof a.kind === "string" ? { kind: a.kind } : {})
       }))
-      .sort((a, b) => a.line - b.line || a.character - b.character)
-    if (hints.length === 0) return ToolResults.result(`No inlay hints in ${args.file}:${first}-${last}.`, { hints })
-    return ToolResults.result(hints.map((h) => `${h.line}:${h.character} ${h.label}`).join("\n"), { hints })
-  })
-)
+      if (actions.length === 0)
+        return ToolResults.result(`No code actions for ${args.file}:${args.start_line}-${end}.`, { actions })
+      return ToolResults.result(actions.map((a) => `- ${a.title}${"kind" in a ? ` (${a.kind})` : ""}`).join("\n"), {
+        actions
+      })
+    }),
 
-/** A handler for every tool of `LspTools.definitions`, under the same key: the compiler checks that none is missing. */
-const byKey: { readonly [K in keyof typeof LspTools.definitions]: Handler } = {
-  workspace,
-  diagnostics,
-  hover,
-  definition,
-  references,
-  implementations,
-  documentSymbols,
-  workspaceSymbols,
-  codeActions,
-  rename,
-  format,
-  callHierarchy,
-  typeHierarchy,
-  signatureHelp,
-  inlayHints
+  rename: (session, args) =>
+    Effect.gen(function* () {
+      const edit = yield* FileArgument.ask(session, args.file, Protocol.RenameRequest.type, (d) => ({
+        ...positionParams(d, args),
+        newName: args.new_name
+      }))
+      if (edit === null) return ToolResults.failure(`Nothing to rename at ${at(args.file, args)}.`)
+      const changes = yield* session.applyEdit(edit)
+      const count = changes.reduce((n, c) => n + c.edits, 0)
+      return ToolResults.result(
+        `Renamed to ${args.new_name}: ${count} edits in ${changes.length} files\n${changesText(session, changes)}`,
+        {
+          newName: args.new_name,
+          changes: changesData(session, changes)
+        }
+      )
+    }),
+
+  format: (session, args) =>
+    Effect.gen(function* () {
+      const { document } = yield* FileArgument.open(session, args.file)
+      const edits = yield* session.request(Protocol.DocumentFormattingRequest.type, {
+        textDocument: { uri: document.uri },
+        options: { tabSize: 2, insertSpaces: true }
+      })
+      const file = Paths.display(session.spec.cwd, document.path)
+      if (edits === null || edits.length === 0)
+        return ToolResults.result(`${file} is already formatted.`, { file, edits: 0 })
+      yield* Edits.applyToFile(session.workspace, "file", document.path, edits)
+      yield* session.documents.refresh(document.path)
+      return ToolResults.result(`Formatted ${file} (${edits.length} edits).`, { file, edits: edits.length })
+    }),
+
+  callHierarchy: (session, args) =>
+    Effect.gen(function* () {
+      const items = yield* FileArgument.ask(session, args.file, Protocol.CallHierarchyPrepareRequest.type, (d) =>
+        positionParams(d, args)
+      )
+      const item = items?.[0]
+      if (item === undefined) return ToolResults.result(`No function at ${at(args.file, args)}.`, { calls: [] })
+      const calls =
+        args.direction === "incoming"
+          ? ((yield* session.request(Protocol.CallHierarchyIncomingCallsRequest.type, { item })) ?? []).map(
+              (c) => c.from
+            )
+          : ((yield* session.request(Protocol.CallHierarchyOutgoingCallsRequest.type, { item })) ?? []).map((c) => c.to)
+      const head = `${args.direction === "incoming" ? "Callers of" : "Calls from"} ${item.name}`
+      return hierarchyResult(session, head, item, args.direction, "calls", calls)
+    }),
+
+  typeHierarchy: (session, args) =>
+    Effect.gen(function* () {
+      const { document } = yield* FileArgument.open(session, args.file)
+      const hierarchy = yield* TypeHierarchy.around(session, positionParams(document, args), args.direction)
+      if (hierarchy === undefined) return ToolResults.result(`No type at ${at(args.file, args)}.`, { types: [] })
+      const { item } = hierarchy
+      const head = `${args.direction === "supertypes" ? "Supertypes" : "Subtypes"} of ${item.name}`
+      return hierarchyResult(session, head, item, args.direction, "types", hierarchy.types)
+    }),
+
+  signatureHelp: (session, args) =>
+    Effect.map(
+      FileArgument.ask(session, args.file, Protocol.SignatureHelpRequest.type, (d) => positionParams(d, args)),
+      (answer) => {
+        if (answer === null || answer.signatures.length === 0) {
+          return ToolResults.result(`No signature help at ${at(args.file, args)}.`, { signatures: [] })
+        }
+        const active = answer.activeSignature ?? 0
+        const signatures = answer.signatures.map((s, index) => ({
+          label: s.label,
+          active: index === active,
+          ...((s.activeParameter ?? answer.activeParameter) !== undefined && index === active
+            ? { activeParameter: s.activeParameter ?? answer.activeParameter }
+            : {})
+        }))
+        const text = signatures
+          .map(
+            (s) =>
+              `${s.active ? "* " : "  "}${s.label}${"activeParameter" in s ? ` (parameter ${Number(s.activeParameter) + 1})` : ""}`
+          )
+          .join("\n")
+        return ToolResults.result(text, { signatures })
+      }
+    ),
+
+  inlayHints: (session, args) =>
+    Effect.gen(function* () {
+      const { document } = yield* FileArgument.open(session, args.file)
+      const lines = document.text.split("\n").length
+      const first = Math.min(args.start_line ?? 1, lines)
+      const last = Math.min(Math.max(args.end_line ?? lines, first), lines)
+      const answer = yield* session.request(Protocol.InlayHintRequest.type, {
+        textDocument: { uri: document.uri },
+        range: { start: { line: first - 1, character: 0 }, end: { line: last, character: 0 } }
+      })
+      const hints = (answer ?? [])
+        .map((h) => ({
+          ...Paths.fromWire(h.position),
+          label: typeof h.label === "string" ? h.label : h.label.map((part) => part.value).join("")
+        }))
+        .sort((a, b) => a.line - b.line || a.character - b.character)
+      if (hints.length === 0) return ToolResults.result(`No inlay hints in ${args.file}:${first}-${last}.`, { hints })
+      return ToolResults.result(hints.map((h) => `${h.line}:${h.character} ${h.label}`).join("\n"), { hints })
+    })
 }
+
+const handler = <K extends keyof Definitions>(key: K): Handler => bind(LspTools.definitions[key], runs[key])
 
 /** Every handler, by tool name. */
 export const handlers: ReadonlyMap<string, Handler> = new Map(
-  Object.values(byKey).map((handler) => [handler.definition.name, handler])
+  Record.keys(LspTools.definitions).map((key) => [LspTools.definitions[key].name, handler(key)])
 )
