@@ -175,13 +175,14 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
         const before = yield* registry.snapshot
         const moving = before.filter((s) => runnerOf(s.pid) === leaving?.id)
         // A call still running when the grace (5 s) is over is cut short: it ran, so it must not
-        // come back as "not started" (it did, before calls were classified).
+        // come back as "not started" (it did, before calls were classified). It would take a minute,
+        // so even a loaded machine's slow shutdown cannot let it finish.
         const target = moving[0]?.name ?? ""
         const journal = NodePath.join(journals, target)
         const journaled = () => (NodeFs.existsSync(journal) ? NodeFs.readFileSync(journal, "utf8") : "")
         const lines = journaled()
         const inFlight = yield* registry
-          .callTool(`${target}_append`, { line: "cut by SIGTERM", ms: 15_000 })
+          .callTool(`${target}_append`, { line: "cut by SIGTERM", ms: 60_000 })
           .pipe(Effect.flip, Effect.forkChild({ startImmediately: true }))
         yield* Effect.sync(journaled).pipe(
           Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (now) => now !== lines })
