@@ -15,10 +15,6 @@ export default defineProject({
   test: {
     name: "soak",
     include: ["{apps,packages}/*/test/**/*.soak.test.ts", "{apps,packages}/*/test/**/*.alone.test.ts"],
-    // The gateway's RSS after 3,000 abandoned sessions returns near its baseline in some runs and
-    // stays ~90 MiB above it in others, with the JS heap itself back at its baseline (issue 23 §6):
-    // measured by `npm run bench:sessions` until it holds every time, so it does not fail CI by chance.
-    exclude: process.env.TOOLVISOR_RSS_SOAK === "1" ? [] : ["apps/cli/test/sessions-rss.soak.test.ts"],
     // The CLI's soaks run its bundle, as its own tests do.
     globalSetup: ["apps/cli/test/bundle.setup.ts"],
     testTimeout: 300_000,
