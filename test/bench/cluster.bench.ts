@@ -6,22 +6,28 @@
  *      only runner (same-runner) vs a client-only process calling a runner process (cross-runner);
  *   2. the call ledger: the same cross-runner path and the same echo, once annotated read-only
  *      (no ledger) and once not (`echo_unmarked`: one SQL insert per call), interleaved;
- *   3. throughput with 16 concurrent callers, in-process vs cross-runner;
+ *   3. throughput with 16 concurrent callers, in-process vs cross-runner, with the CPU each process
+ *      spent per call; beside them a bare effect/cluster round trip (`cluster-bare.ts`: the same
+ *      `CallTool` RPC, answered at once by an entity on a runner of its own cluster), which is
+ *      the floor of what a cross-runner call costs before any of Toolvisor's own work;
  *   4. failover with two runner processes and the test timers (4 s lease): from SIGKILL (and from
  *      SIGTERM) of the runner hosting the toolset until the registry shows it Ready on the other,
  *      three times each.
  *
  * Run: cd /work/main && npm run bench:cluster
  */
+import * as ChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
+import * as Procfs from "@toolvisor/core/internal/procfs"
 import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
+import * as SqlClient from "effect/sql/SqlClient"
 import buildBundle from "../../apps/cli/test/bundle.setup.ts"
 import * as ClusterClient from "../../packages/cluster/src/ClusterClient.ts"
 import * as ClusterRegistry from "../../packages/cluster/src/ClusterRegistry.ts"
@@ -30,6 +36,7 @@ import * as Orphans from "../../packages/cluster/src/internal/orphans.ts"
 import { config, journalEntry } from "../../packages/cluster/test/helpers.ts"
 import * as Postgres from "../../packages/cluster/test/Postgres.ts"
 import { type RunnerProcess, startRunner, stopRunner, timers } from "../../packages/cluster/test/Runners.ts"
+import { BareEntity } from "./cluster-bare.ts"
 import { ascending, formatter, median, percentile, renderTable } from "./stats.ts"
 
 const calls = 2_000
@@ -56,20 +63,106 @@ const latencies = (registry: ToolsetRegistry.Registry, tool: string, n: number) 
     return ascending(out)
   })
 
-/** Calls per second with `callers` concurrent callers sharing `total` calls. */
-const throughput = (registry: ToolsetRegistry.Registry, callers: number, total: number) =>
+/** CPU time (ms) a process has spent so far; this process's own when `pid` is not given. */
+const cpuMs = (pid?: number): number => {
+  if (pid === undefined) {
+    const usage = process.cpuUsage()
+    return (usage.user + usage.system) / 1000
+  }
+  const stat = Procfs.stat(pid)
+  // Clock ticks of 10 ms (USER_HZ 100).
+  return stat === undefined ? Number.NaN : (stat.utime + stat.stime) * 10
+}
+
+/**
+ * Calls per second with `callers` concurrent callers sharing `total` calls, and the CPU time (ms)
+ * per call of this process and of each of `pids`.
+ */
+const throughput = (
+  call: Effect.Effect<unknown, unknown>,
+  callers: number,
+  total: number,
+  pids: ReadonlyArray<number | undefined> = []
+) =>
   Effect.gen(function* () {
+    const before = [cpuMs(), ...pids.map(cpuMs)]
     const started = performance.now()
     yield* Effect.forEach(
       Array.from({ length: callers }),
       () =>
         Effect.gen(function* () {
-          for (let i = 0; i < total / callers; i++) yield* registry.callTool("bench_echo", { message: "x" })
+          for (let i = 0; i < total / callers; i++) yield* call
         }),
       { concurrency: "unbounded", discard: true }
     )
-    return total / ((performance.now() - started) / 1000)
+    const rate = total / ((performance.now() - started) / 1000)
+    const after = [cpuMs(), ...pids.map(cpuMs)]
+    return { rate, cpu: after.map((ms, i) => (ms - (before[i] ?? 0)) / total) }
   })
+
+const echo = (registry: ToolsetRegistry.Registry) => registry.callTool("bench_echo", { message: "x" })
+
+/** The bare round trip's runner (`cluster-bare.ts`), from the sources. */
+const startBare = (postgres: string, port: number) =>
+  Effect.acquireRelease(
+    Effect.callback<ChildProcess.ChildProcess, Error>((resume) => {
+      const child = ChildProcess.spawn(
+        process.execPath,
+        [
+          "--conditions=@toolvisor/source",
+          NodePath.join(import.meta.dirname, "cluster-bare.ts"),
+          postgres,
+          String(port)
+        ],
+        { stdio: ["ignore", "pipe", "pipe"] }
+      )
+      let stderr = ""
+      child.stderr?.on("data", (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString()).slice(-4000)
+      })
+      child.stdout?.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("is up")) resume(Effect.succeed(child))
+      })
+      child.once("exit", (code) => resume(Effect.fail(new Error(`bare runner exited ${code}: ${stderr}`))))
+    }),
+    (child) =>
+      Effect.callback<void>((resume) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+        child.once("exit", () => resume(Effect.void))
+        child.kill("SIGTERM")
+      })
+  )
+
+/** p50 (ms) of `n` sequential calls after a warm-up, and the throughput of `callers` callers, for the bare round trip. */
+const bareRoundTrip = (url: string, port: number) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const admin = yield* Layer.build(ClusterClient.database(url))
+      const database = "bench_bare"
+      yield* SqlClient.SqlClient.pipe(
+        Effect.flatMap((sql) => sql.unsafe(`CREATE DATABASE ${database}`)),
+        Effect.provideContext(admin)
+      )
+      const bareUrl = url.replace(/\/[^/]*$/, `/${database}`)
+      const runner = yield* startBare(bareUrl, port)
+      const context = yield* Layer.build(ClusterClient.layer({ postgres: bareUrl, timers }))
+      const client = yield* BareEntity.client.pipe(Effect.provideContext(context))
+      const entity = client("bare")
+      const call = Effect.suspend(() =>
+        entity.CallTool({ tool: "echo", args: { message: "x" }, callId: crypto.randomUUID(), sentAt: Date.now() })
+      )
+      // Taking its shards first, as for the toolset's runner.
+      yield* Effect.sleep("5 seconds")
+      for (let i = 0; i < warmup; i++) yield* call
+      const out: Array<number> = []
+      for (let i = 0; i < calls; i++) {
+        const started = performance.now()
+        yield* call
+        out.push(performance.now() - started)
+      }
+      return { latency: ascending(out), ...(yield* throughput(call, concurrentCallers, concurrentCalls, [runner.pid])) }
+    })
+  )
 
 const started = (registry: ToolsetRegistry.Registry) =>
   Effect.andThen(
@@ -124,7 +217,9 @@ const program = Effect.gen(function* () {
       yield* started(registry)
       return {
         echo: yield* latencies(registry, "bench_echo", calls),
-        rate: yield* throughput(registry, concurrentCallers, concurrentCalls)
+        rate: yield* throughput(echo(registry), concurrentCallers, concurrentCalls, [
+          (yield* registry.snapshot)[0]?.pid
+        ])
       }
     })
   )
@@ -158,7 +253,11 @@ const program = Effect.gen(function* () {
     ledger.push(...(yield* latencies(registry, "bench_echo_unmarked", calls / 4)))
   }
   const cross = ascending(readOnly)
-  const rate = yield* throughput(registry, concurrentCallers, concurrentCalls)
+  const rate = yield* throughput(echo(registry), concurrentCallers, concurrentCalls, [
+    first.child.pid,
+    (yield* registry.snapshot)[0]?.pid
+  ])
+  const bare = yield* bareRoundTrip(url, 34484)
 
   yield* Console.log("\ncall latency (ms), read-only tool")
   yield* Console.log(
@@ -167,7 +266,8 @@ const program = Effect.gen(function* () {
       [
         row("in-process registry", local.echo),
         row("cluster, same runner", sameRunner, local.echo),
-        row("cluster, cross-runner (client → runner process)", cross, local.echo)
+        row("cluster, cross-runner (client → runner process)", cross, local.echo),
+        row("bare effect/cluster round trip (no toolset)", bare.latency, local.echo)
       ]
     )
   )
@@ -184,13 +284,38 @@ const program = Effect.gen(function* () {
   yield* Console.log(
     `  ledger cost per call: p50 +${ms(percentile(ascending(ledger), 0.5) - percentile(ascending(readOnly), 0.5))} ms`
   )
-  yield* Console.log(`\nthroughput with ${concurrentCallers} concurrent callers (calls/s)`)
+  const cpu = (per: ReadonlyArray<number>, i: number) => (per[i] === undefined ? "-" : ms(per[i] ?? Number.NaN))
+  yield* Console.log(
+    `\nthroughput with ${concurrentCallers} concurrent callers (calls/s), and CPU ms per call by process`
+  )
   yield* Console.log(
     renderTable(
-      ["path", "calls/s", "ratio"],
+      ["path", "calls/s", "ratio", "caller", "runner", "server"],
       [
-        ["in-process registry", formatter(0)(local.rate), "1.00"],
-        ["cluster, cross-runner", formatter(0)(rate), formatter(2)(rate / local.rate)]
+        [
+          "in-process registry",
+          formatter(0)(local.rate.rate),
+          "1.00",
+          cpu(local.rate.cpu, 0),
+          "-",
+          cpu(local.rate.cpu, 1)
+        ],
+        [
+          "cluster, cross-runner",
+          formatter(0)(rate.rate),
+          formatter(2)(rate.rate / local.rate.rate),
+          cpu(rate.cpu, 0),
+          cpu(rate.cpu, 1),
+          cpu(rate.cpu, 2)
+        ],
+        [
+          "bare effect/cluster round trip",
+          formatter(0)(bare.rate),
+          formatter(2)(bare.rate / local.rate.rate),
+          cpu(bare.cpu, 0),
+          cpu(bare.cpu, 1),
+          "-"
+        ]
       ]
     )
   )

@@ -3,9 +3,13 @@
  * toolsets on runners. A client still reads the runner list and shard table from the shared
  * PostgreSQL database, which is how it finds the runners.
  */
-import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Redaction } from "@toolvisor/core"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as SocketRunner from "effect/cluster/SocketRunner"
+import * as SqlMessageStorage from "effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -13,6 +17,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as ShardLock from "./internal/shardLock.ts"
+import * as Sockets from "./internal/sockets.ts"
 import * as Wire from "./internal/wire.ts"
 import * as Settings from "./Settings.ts"
 import * as Timers from "./Timers.ts"
@@ -58,17 +63,19 @@ export const database = (url: string, member = "client") =>
 
 /**
  * A client-only member. Its timers must agree with those of the runners that are up: a client
- * whose lease or assignment timers differ routes calls by another view of the cluster.
+ * whose lease or assignment timers differ routes calls by another view of the cluster. It is
+ * `NodeClusterSocket.layer` with `clientOnly` and SQL storage, assembled here to speak over
+ * `Sockets`.
  */
 export const layer = (options: Options) =>
   Layer.unwrap(
     Effect.map(Settings.resolve({ given: options.timers, file: options.settingsFile }), (timers) =>
-      NodeClusterSocket.layer({
-        clientOnly: true,
-        serialization: Wire.serialization,
-        storage: "sql",
-        shardingConfig: { ...Timers.shardingConfig(timers), runnerAddress: Option.none() }
-      }).pipe(
+      SocketRunner.layerClientOnly.pipe(
+        Layer.provide(Sockets.clientProtocol),
+        Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
+        Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+        Layer.provide(ShardingConfig.layerFromEnv({ ...Timers.shardingConfig(timers), runnerAddress: Option.none() })),
+        Layer.provide(Wire.layer),
         Layer.provide(Layer.effectDiscard(Settings.agree(timers, "client"))),
         Layer.provide(database(options.postgres))
       )

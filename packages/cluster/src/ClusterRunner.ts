@@ -10,7 +10,6 @@
  * runner's shutdown is bounded: the shutdown grace for the toolsets to finish, then a margin,
  * after which whatever is still hosted is stopped and the runner leaves anyway.
  */
-import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as RunnerAddress from "effect/cluster/RunnerAddress"
 import * as RunnerHealth from "effect/cluster/RunnerHealth"
@@ -30,6 +29,7 @@ import * as Fence from "./internal/fence.ts"
 import * as Lease from "./internal/lease.ts"
 import * as Orphans from "./internal/orphans.ts"
 import * as ShardLock from "./internal/shardLock.ts"
+import * as Sockets from "./internal/sockets.ts"
 import * as ToolsetHost from "./internal/toolsetHost.ts"
 import * as Wire from "./internal/wire.ts"
 import * as Settings from "./Settings.ts"
@@ -56,10 +56,13 @@ export interface Options extends ToolsetHost.Options {
 /** How long past the shutdown grace a runner's shutdown may take before it stops what is left. */
 export const shutdownMargin = Duration.seconds(2)
 
-/** Effect's socket runner over the SQL message storage and whatever runner storage is provided, speaking `Wire`. */
+/**
+ * Effect's socket runner over the SQL message storage and whatever runner storage is provided,
+ * speaking `Wire` over `Sockets`.
+ */
 const socketRunner = SocketRunner.layer.pipe(
   Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc))),
-  Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+  Layer.provide([Sockets.server, Sockets.clientProtocol]),
   Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
   Layer.provide(Wire.layer)
 )

@@ -6,8 +6,5 @@
  */
 import * as RpcSerialization from "effect/rpc/RpcSerialization"
 
-/** The encoding, as `NodeClusterSocket.layer` names it (clients). */
-export const serialization = "ndjson"
-
-/** The encoding, as a layer (runners, assembled by hand). */
+/** The encoding, as a layer. */
 export const layer = RpcSerialization.layerNdjson
