@@ -5,7 +5,7 @@
  *      `StdioClientTransport` on the fixture (tool `echo`); (b) through a bare SDK pass-through proxy
  *      process (this file run with `--proxy`: an SDK `Server` forwarding to an SDK `Client`, no
  *      Toolvisor code: the floor for any gateway in a second process); (c) through the real CLI
- *      process (`toolvisor serve config.yaml`, tool `fx_echo`). 100 warm-up calls each, then 1,000
+ *      process (`toolvisor serve config.yaml`, tool `fx_echo`). 2,000 warm-up calls each, then 1,000
  *      per series in ABBA blocks. Two diagnostic series ride in the middle of each block, to tell
  *      where the time goes: the same config's registry in this process (`registry.callTool`), and
  *      `Gateway.connect` on that registry over an in-memory transport (the gateway without a second
@@ -64,8 +64,15 @@ import * as Scope from "effect/Scope"
 import * as Gateway from "../../apps/cli/src/Gateway.ts"
 import { ascending, formatter, gc, median, percentile, processCpuMs, renderTable, sum, TICK_MS } from "./stats.ts"
 
-/** Calls per series before any is timed; `WARMUP=3000 npm run bench:serve` measures the steady state. */
-const WARMUP = Number(process.env.WARMUP ?? 100)
+/**
+ * Calls per series before any is timed, so the series compare steady states. After 100, the
+ * gateway processes were still being compiled: serve has more code on its path than the bare
+ * proxy for V8 to tier up, so its p50 over the next thousand calls measured the JIT, not the
+ * path (stdio, back-to-back A/B runs: 1.13× the proxy after 300 calls, 1.05× after 5,000, the
+ * CPU per call of both falling from ~150 µs to ~60). `WARMUP=100 npm run bench:serve` shows
+ * the cold case.
+ */
+const WARMUP = Number(process.env.WARMUP ?? 2_000)
 const CALLS = 1_000
 /** Blocks per series, run in ABBA order (serve, …, direct, direct, …, serve) so drift falls on all alike. */
 const BLOCKS = 4

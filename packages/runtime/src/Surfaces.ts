@@ -240,18 +240,43 @@ export const resources = (
     }
   })
 
+/** Whether a URI fits `template` (as `matches`), its pattern compiled once. */
+const matcher = (template: string): ((uri: string) => boolean) => {
+  const parts = template.split(/\{[^}]*\}/)
+  if (parts.length === 1) return (uri) => template === uri
+  const pattern = new RegExp(`^${parts.map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".+?")}$`)
+  return (uri) => pattern.test(uri)
+}
+
 /**
  * Whether a URI fits an RFC 6570 template: each `{expression}` matches one path segment or
  * more (`{+x}`, `{/x}` …); enough to route, the server decides what it serves.
  */
-export const matches = (template: string, uri: string): boolean => {
-  const parts = template.split(/\{[^}]*\}/)
-  if (parts.length === 1) return template === uri
-  const pattern = parts.map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".+?")
-  return new RegExp(`^${pattern}$`).test(uri)
+export const matches = (template: string, uri: string): boolean => matcher(template)(uri)
+
+/** What a catalog routes a name or a URI to; undefined for what it does not offer. */
+export type Router<A> = (key: string) => A | undefined
+
+/**
+ * The toolset that serves a URI: the one listing it, else the first whose template matches.
+ * Built once per catalog (the listed URIs indexed, each template compiled), so a read routes by a
+ * lookup and not by a scan of every resource and a `RegExp` built per template.
+ */
+export const uriRouter = (catalog: ResourceCatalog): Router<string> => {
+  // A catalog lists each URI once (`firstByKey` kept the first).
+  const listed = new Map(catalog.resources.map((entry) => [entry.item.uri, entry.toolset]))
+  const templates = catalog.templates.map((entry) => ({
+    matches: matcher(entry.item.uriTemplate),
+    toolset: entry.toolset
+  }))
+  return (uri) => listed.get(uri) ?? templates.find((template) => template.matches(uri))?.toolset
 }
 
-/** The toolset that serves a URI: the one listing it, else the first whose template matches. */
-export const routeUri = (catalog: ResourceCatalog, uri: string): string | undefined =>
-  catalog.resources.find((entry) => entry.item.uri === uri)?.toolset ??
-  catalog.templates.find((entry) => matches(entry.item.uriTemplate, uri))?.toolset
+/** `uriRouter` for one URI. */
+export const routeUri = (catalog: ResourceCatalog, uri: string): string | undefined => uriRouter(catalog)(uri)
+
+/** The catalog's prompt of each name (it lists each name once), found by a lookup. */
+export const promptRouter = (catalog: PromptCatalog): Router<PromptEntry> => {
+  const byName = new Map(catalog.prompts.map((entry) => [entry.name, entry]))
+  return (name) => byName.get(name)
+}

@@ -242,3 +242,28 @@ describe("Surfaces.matches", () => {
     assert.isFalse(Surfaces.matches("demo://x/{id}", "demo://x/"))
   })
 })
+
+describe("Surfaces.uriRouter", () => {
+  const offered = <A>(toolset: string, item: A) => ({ toolset, item, lastKnown: false })
+  const catalog: Surfaces.ResourceCatalog = {
+    complete: true,
+    resources: [offered("a", { uri: "demo://x/listed", name: "listed" })],
+    templates: [
+      offered("b", { uriTemplate: "demo://x/{id}", name: "any x" }),
+      offered("c", { uriTemplate: "demo://{kind}/{id}", name: "anything" })
+    ],
+    clashes: [],
+    unsupported: [],
+    version: 1
+  }
+  it("routes a listed URI to its toolset before any template, else to the first template that fits", () => {
+    const route = Surfaces.uriRouter(catalog)
+    assert.strictEqual(route("demo://x/listed"), "a")
+    assert.strictEqual(route("demo://x/3"), "b")
+    assert.strictEqual(route("demo://y/3"), "c")
+    assert.isUndefined(route("other://y/3"))
+    for (const uri of ["demo://x/listed", "demo://x/3", "demo://y/3", "other://y/3"]) {
+      assert.strictEqual(Surfaces.routeUri(catalog, uri), route(uri))
+    }
+  })
+})

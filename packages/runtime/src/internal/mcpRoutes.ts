@@ -38,20 +38,28 @@ interface Stamp {
   readonly listings: ReadonlyArray<number>
 }
 
-const stampOf = (at: number, entries: ReadonlyArray<Entry>): Stamp => ({
-  at,
-  listings: entries.map((entry) => entry.mcp?.listingsVersion() ?? -1)
-})
+const listingsOf = (entry: Entry) => entry.mcp?.listingsVersion() ?? -1
 
-const sameStamp = (a: Stamp, b: Stamp) =>
-  a.at === b.at &&
-  a.listings.length === b.listings.length &&
-  a.listings.every((version, i) => version === b.listings[i])
+const stampOf = (at: number, entries: ReadonlyArray<Entry>): Stamp => ({ at, listings: entries.map(listingsOf) })
 
-/** An agent's catalog of one kind, and each of its toolsets' surfaces by name (where a route leads). */
-interface Kept<C> {
+/** Whether `stamp` is what `stampOf(at, entries)` would be, checked without building it (every request checks). */
+const isStamp = (stamp: Stamp, at: number, entries: ReadonlyArray<Entry>) => {
+  if (stamp.at !== at || stamp.listings.length !== entries.length) return false
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]
+    if (entry === undefined || listingsOf(entry) !== stamp.listings[i]) return false
+  }
+  return true
+}
+
+/**
+ * An agent's catalog of one kind, each of its toolsets' surfaces by name (where a route leads),
+ * and the catalog's routes, indexed once per catalog so a request costs a lookup, not a scan.
+ */
+interface Kept<C, R> {
   readonly catalog: C
   readonly surfaces: ReadonlyMap<string, McpSurfaces.Surfaces>
+  readonly route: R
 }
 
 export const make = (options: Options) => {
@@ -67,20 +75,22 @@ export const make = (options: Options) => {
    * moves, as tools keep theirs: a request costs one lookup, not a rebuild of every listing.
    * An incomplete catalog (a toolset down, or its listing failed) is built again each time.
    */
-  const keeping = <C extends { readonly complete: boolean }>(
-    build: (agent: string, sources: ReadonlyArray<Surfaces.Source>) => Effect.Effect<C>
+  const keeping = <C extends { readonly complete: boolean }, R>(
+    build: (agent: string, sources: ReadonlyArray<Surfaces.Source>) => Effect.Effect<C>,
+    index: (catalog: C) => R
   ) => {
-    const kept = new Map<string, Kept<C> & { readonly stamp: Stamp; readonly entries: ReadonlyArray<Entry> }>()
-    const get = (agent: string): Effect.Effect<Kept<C>, ToolsetRegistry.UnknownAgent> =>
+    const kept = new Map<string, Kept<C, R> & { readonly stamp: Stamp; readonly entries: ReadonlyArray<Entry> }>()
+    const get = (agent: string): Effect.Effect<Kept<C, R>, ToolsetRegistry.UnknownAgent> =>
       Effect.flatMap(options.agentEntries(agent), (entries) => {
-        const stamp = stampOf(options.version(), entries)
+        const at = options.version()
         const found = kept.get(agent)
-        if (found !== undefined && sameStamp(found.stamp, stamp)) return Effect.succeed(found)
+        if (found !== undefined && isStamp(found.stamp, at, entries)) return Effect.succeed(found)
+        const stamp = stampOf(at, entries)
         return Effect.map(build(agent, entries.map(sourceOf)), (catalog) => {
           const surfaces = new Map(
             entries.flatMap((e) => (e.mcp === undefined ? [] : [[e.config.name, e.mcp] as const]))
           )
-          const fresh = { catalog, surfaces, stamp, entries }
+          const fresh = { catalog, surfaces, route: index(catalog), stamp, entries }
           if (catalog.complete) kept.set(agent, fresh)
           else kept.delete(agent)
           return fresh
@@ -90,22 +100,20 @@ export const make = (options: Options) => {
      * The kept catalogs, read outside the runtime: only while nothing they were built from moved
      * (the registry's version covers the agent's toolsets, so its entries are still these).
      */
-    const now = (agent: string): Kept<C> | undefined => {
+    const now = (agent: string): Kept<C, R> | undefined => {
       const found = kept.get(agent)
-      return found !== undefined && sameStamp(found.stamp, stampOf(options.version(), found.entries))
-        ? found
-        : undefined
+      return found !== undefined && isStamp(found.stamp, options.version(), found.entries) ? found : undefined
     }
     return { get, now }
   }
-  const promptsKept = keeping((agent, sources) => Surfaces.prompts(memory, agent, sources))
-  const resourcesKept = keeping((agent, sources) => Surfaces.resources(memory, agent, sources))
+  const promptsKept = keeping((agent, sources) => Surfaces.prompts(memory, agent, sources), Surfaces.promptRouter)
+  const resourcesKept = keeping((agent, sources) => Surfaces.resources(memory, agent, sources), Surfaces.uriRouter)
   const prompts = (agent: string) => Effect.map(promptsKept.get(agent), (kept) => kept.catalog)
   const resources = (agent: string) => Effect.map(resourcesKept.get(agent), (kept) => kept.catalog)
 
   /** The toolset serving a prompt of the catalog, and the prompt's own name there. */
-  const promptIn = (kept: Kept<Surfaces.PromptCatalog>, prompt: string) => {
-    const entry = kept.catalog.prompts.find((p) => p.name === prompt)
+  const promptIn = (kept: Kept<Surfaces.PromptCatalog, Surfaces.Router<Surfaces.PromptEntry>>, prompt: string) => {
+    const entry = kept.route(prompt)
     const surfaces = entry === undefined ? undefined : kept.surfaces.get(entry.toolset)
     return entry === undefined || surfaces === undefined ? undefined : { surfaces, name: entry.item.name }
   }
@@ -130,8 +138,8 @@ export const make = (options: Options) => {
     })
 
   /** The toolset that lists a resource or has a template that matches it. */
-  const resourceIn = (kept: Kept<Surfaces.ResourceCatalog>, uri: string) => {
-    const toolset = Surfaces.routeUri(kept.catalog, uri)
+  const resourceIn = (kept: Kept<Surfaces.ResourceCatalog, Surfaces.Router<string>>, uri: string) => {
+    const toolset = kept.route(uri)
     return toolset === undefined ? undefined : kept.surfaces.get(toolset)
   }
 
