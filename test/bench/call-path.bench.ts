@@ -1,20 +1,20 @@
 /**
- * The call path's own cost, interleaved in one process: a raw SDK `Client`, `registry.callTool`
- * (the Effect API, through `ToolsetRegistry.layerFile`) and `registry.callToolNow` (the gateway's path)
- * calling `server-everything`'s `echo`. Two transports:
- *   - stdio, where the path's cost shows (a call is a fraction of a millisecond): the registry's
- *     two series share its toolset's server, the raw client has its own, started through `setsid`
- *     as the toolset's is (a session leader, so the kernel schedules both alike);
+ * The call path's own cost, in one process: a raw SDK `Client`, `registry.callTool` (the Effect API,
+ * through `ToolsetRegistry.layerFile`) and `registry.callToolNow` (the gateway's path) calling
+ * `server-everything`'s `echo`. Two transports:
+ *   - stdio, where the path's cost shows (a call is a fraction of a millisecond): each series has
+ *     a server of its own (the raw client's started through `setsid`, as a toolset's is: a session
+ *     leader), so each server is idle between its series' calls alike;
  *   - streamable HTTP on loopback: all three on one server, the same socket stack.
- * Each round runs a block of sequential calls per series, in a rotated order; a series' p50 is the
- * median of its rounds' p50s, and its ratio is taken against the raw client's p50 in each round.
- * Next to it, the CPU time this process spent per call (`process.cpuUsage`, median of rounds):
- * on a loaded machine it moves less than wall time, and it is where the call path's own cost shows.
- * No GC is forced between blocks: a forced full GC shrinks the young generation and drops
- * optimized code, so the first thousand or so calls of every block ran cold (their p50 up to
- * twice the steady one, and the collector's threads billed to the block's CPU time), which
- * weighed most on the series that allocates most. Collections fall where they fall, on every
- * series alike; each series is warmed up first (2,000 calls) so the JIT has settled.
+ * The series take turns call by call, in a rotated order, inside one fiber: whatever the machine
+ * does meanwhile (another process, a collection, a frequency change) falls on every series alike,
+ * where blocks of a thousand calls per series let it fall on one (block-interleaved runs of one
+ * build put `registry.callTool` anywhere from 0.86× to 1.21× raw). Each call is timed around the
+ * call alone: a promise inside its own step, an Effect as `yield*` runs it in a generator (what an
+ * Effect program pays). A series' p50 is the median of its rounds' p50s; its ratio is taken
+ * against the raw client's p50 in each round. Next to it, the CPU time this process spent per
+ * call (`process.cpuUsage` around each call; the median, to the µs). Each series is warmed up
+ * first (2,000 calls).
  * The raw client over HTTP is the SDK's stock transport: on a busy session it makes Node warn of
  * abort listeners piling up on its signal (`McpConnector.requestFetch` says why ours does not).
  *
@@ -43,95 +43,124 @@ const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/serve
 const echo = { name: "echo", arguments: { message: "x" } }
 const fmt = formatter(3)
 
-/** One series: `calls` sequential echo calls, each timed on its own. */
-type Series = (calls: number, times: Array<number>) => Promise<void>
+/** One series: a call, and what its calls took (ms) and cost this process (CPU µs). */
+interface Series {
+  readonly label: string
+  readonly call: { readonly promise: () => Promise<unknown> } | { readonly effect: Effect.Effect<unknown, unknown> }
+  readonly times: Array<number>
+  readonly cpu: Array<number>
+}
 
-/** The three series against one toolset named `everything` in `config`, and `raw`. */
-const measure = async (title: string, raw: Client, config: string): Promise<number> => {
+const series = (label: string, call: Series["call"]): Series => ({ label, call, times: [], cpu: [] })
+
+/**
+ * One call of `s`, timed around the call alone: a promise inside its own `Effect.promise` step, an
+ * Effect as `yield*` in a generator runs it.
+ */
+const timed = (s: Series) =>
+  Effect.gen(function* () {
+    const before = process.cpuUsage()
+    const t0 = performance.now()
+    if ("effect" in s.call) {
+      yield* s.call.effect
+      s.times.push(performance.now() - t0)
+    } else {
+      const { promise } = s.call
+      const took = yield* Effect.promise(async () => {
+        const start = performance.now()
+        await promise()
+        return performance.now() - start
+      })
+      s.times.push(took)
+    }
+    const used = process.cpuUsage(before)
+    s.cpu.push(used.user + used.system)
+  })
+
+/** `calls` turns of every series, call by call, the order rotated at each turn. */
+const rotate = (all: ReadonlyArray<Series>, calls: number) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < calls; i++) {
+      for (let k = 0; k < all.length; k++) {
+        const s = all[(i + k) % all.length]
+        if (s !== undefined) yield* timed(s)
+      }
+    }
+  })
+
+/**
+ * The three series: the raw client, `registry.callTool` on the toolset `callTool` names and
+ * `registry.callToolNow` on the one `callToolNow` names (the same toolset over HTTP).
+ */
+const measure = async (
+  title: string,
+  raw: Client,
+  config: string,
+  tools: { readonly callTool: string; readonly callToolNow: string }
+): Promise<number> => {
   const runtime = ManagedRuntime.make(ToolsetRegistry.layerFile(config))
   try {
     const registry = await runtime.runPromise(Effect.service(ToolsetRegistry.ToolsetRegistry))
     await runtime.runPromise(registry.start)
-    const series: ReadonlyArray<readonly [string, Series]> = [
-      [
-        "raw SDK Client",
-        async (calls, times) => {
-          for (let i = 0; i < calls; i++) {
-            const t0 = performance.now()
-            await raw.callTool(echo)
-            times.push(performance.now() - t0)
-          }
+    const all = [
+      series("raw SDK Client", { promise: () => raw.callTool(echo) }),
+      series("registry.callTool", { effect: registry.callTool(tools.callTool, echo.arguments) }),
+      series("registry.callToolNow", {
+        promise: async () => {
+          const sent = registry.callToolNow(tools.callToolNow, echo.arguments)
+          if (sent === undefined) throw new Error("callToolNow: no fast route")
+          const exit = await sent
+          if (exit._tag !== "Success") throw new Error("callToolNow failed")
         }
-      ],
-      [
-        "registry.callTool",
-        (calls, times) =>
-          runtime.runPromise(
-            Effect.gen(function* () {
-              for (let i = 0; i < calls; i++) {
-                const t0 = performance.now()
-                yield* registry.callTool("everything_echo", echo.arguments)
-                times.push(performance.now() - t0)
-              }
-            })
-          )
-      ],
-      [
-        "registry.callToolNow",
-        async (calls, times) => {
-          for (let i = 0; i < calls; i++) {
-            const t0 = performance.now()
-            const sent = registry.callToolNow("everything_echo", echo.arguments)
-            if (sent === undefined) throw new Error("callToolNow: no fast route")
-            const exit = await sent
-            if (exit._tag !== "Success") throw new Error("callToolNow failed")
-            times.push(performance.now() - t0)
-          }
-        }
-      ]
+      })
     ]
-    for (const [, run] of series) await run(WARMUP, [])
-    const p50s = new Map<string, Array<number>>(series.map(([label]) => [label, []]))
-    const cpus = new Map<string, Array<number>>(series.map(([label]) => [label, []]))
+    await runtime.runPromise(rotate(all, WARMUP))
+    const p50s = all.map((): Array<number> => [])
+    const cpus = all.map((): Array<number> => [])
     for (let round = 0; round < ROUNDS; round++) {
-      for (let k = 0; k < series.length; k++) {
-        const entry = series[(round + k) % series.length]
-        if (entry === undefined) continue
-        const times: Array<number> = []
-        const before = process.cpuUsage()
-        await entry[1](CALLS, times)
-        const cpu = process.cpuUsage(before)
-        p50s.get(entry[0])?.push(percentile(ascending(times), 0.5))
-        cpus.get(entry[0])?.push((cpu.user + cpu.system) / CALLS)
+      for (const s of all) {
+        s.times.length = 0
+        s.cpu.length = 0
       }
+      await runtime.runPromise(rotate(all, CALLS))
+      all.forEach((s, j) => {
+        p50s[j]?.push(percentile(ascending(s.times), 0.5))
+        cpus[j]?.push(median(s.cpu))
+      })
     }
-    const rawRounds = p50s.get("raw SDK Client") ?? []
-    const ratiosOf = (label: string) => (p50s.get(label) ?? []).map((p50, i) => p50 / (rawRounds[i] ?? Number.NaN))
-    console.log(`\n${title}: ${ROUNDS} rounds × ${CALLS} sequential echo calls per series, interleaved`)
+    const rawRounds = p50s[0] ?? []
+    const ratiosOf = (j: number) => (p50s[j] ?? []).map((p50, i) => p50 / (rawRounds[i] ?? Number.NaN))
+    console.log(`\n${title}: ${ROUNDS} rounds × ${CALLS} sequential echo calls per series, taking turns call by call`)
     console.log(
       renderTable(
         ["series", "p50 ms", "ratio (median)", "ratio range", "cpu µs/call", "p50 per round"],
-        series.map(([label]) => {
-          const ratios = ratiosOf(label)
+        all.map((s, j) => {
+          const ratios = ratiosOf(j)
           return [
-            label,
-            fmt(median(p50s.get(label) ?? [])),
+            s.label,
+            fmt(median(p50s[j] ?? [])),
             fmt(median(ratios)),
             `${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))}`,
-            fmt(median(cpus.get(label) ?? []), 1),
-            (p50s.get(label) ?? []).map((x) => fmt(x)).join(" ")
+            fmt(median(cpus[j] ?? []), 0),
+            (p50s[j] ?? []).map((x) => fmt(x)).join(" ")
           ]
         })
       )
     )
-    return median(ratiosOf("registry.callTool"))
+    return median(ratiosOf(1))
   } finally {
     await runtime.dispose()
   }
 }
 
-const toolset = (lines: ReadonlyArray<string>) =>
-  ["agents:", "  root:", "    toolsets:", "      - type: mcp", "        name: everything", ...lines].join("\n")
+/** A config of the toolsets `name → lines`. */
+const toolsets = (entries: ReadonlyArray<readonly [string, ReadonlyArray<string>]>) =>
+  [
+    "agents:",
+    "  root:",
+    "    toolsets:",
+    ...entries.flatMap(([name, lines]) => ["      - type: mcp", `        name: ${name}`, ...lines])
+  ].join("\n")
 
 const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-call-path-"))
 const write = (name: string, text: string) => {
@@ -151,10 +180,18 @@ try {
   await stdioRaw.connect(
     new StdioClientTransport({ command: "setsid", args: [process.execPath, everything, "stdio"], stderr: "ignore" })
   )
+  const local = [`        command: "${process.execPath}"`, `        args: ["${everything}", "stdio"]`]
   const stdio = await measure(
-    "stdio (the registry's server and the raw client's own)",
+    "stdio (a server per series)",
     stdioRaw,
-    write("stdio.yaml", toolset([`        command: "${process.execPath}"`, `        args: ["${everything}", "stdio"]`]))
+    write(
+      "stdio.yaml",
+      toolsets([
+        ["effect", local],
+        ["now", local]
+      ])
+    ),
+    { callTool: "effect_echo", callToolNow: "now_echo" }
   )
   await stdioRaw.close()
 
@@ -164,7 +201,8 @@ try {
   const http = await measure(
     "streamable HTTP (one server for all three)",
     httpRaw,
-    write("http.yaml", toolset(["        remote:", `          url: ${url}`]))
+    write("http.yaml", toolsets([["everything", ["        remote:", `          url: ${url}`]]])),
+    { callTool: "everything_echo", callToolNow: "everything_echo" }
   )
   await httpRaw.close()
   for (const [label, ratio] of [
