@@ -5,9 +5,9 @@
  *      `StdioClientTransport` on the fixture (tool `echo`); (b) through a bare SDK pass-through proxy
  *      process (this file run with `--proxy`: an SDK `Server` forwarding to an SDK `Client`, no
  *      Toolvisor code: the floor for any gateway in a second process); (c) through the real CLI
- *      process (`toolvisor serve config.yaml`, tool `fx_echo`). 2,000 warm-up calls each, then 1,000
- *      per series in ABBA blocks. Two diagnostic series ride in the middle of each block, to tell
- *      where the time goes: the same config's registry in this process (`registry.callTool`), and
+ *      process (`toolvisor serve config.yaml`, tool `fx_echo`). 2,000 warm-up calls each, then 2,000
+ *      per series in 5 rounds, the series taking turns call by call (the ratio is the median of
+ *      the rounds'). Two diagnostic series take their turns too, to tell where the time goes: the same config's registry in this process (`registry.callTool`), and
  *      `Gateway.connect` on that registry over an in-memory transport (the gateway without a second
  *      process);
  *   2. the same three with the backend reached over streamable HTTP on a loopback port (this file
@@ -62,7 +62,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Gateway from "../../apps/cli/src/Gateway.ts"
-import { ascending, formatter, gc, median, percentile, processCpuMs, renderTable, sum, TICK_MS } from "./stats.ts"
+import { ascending, formatter, median, percentile, processCpuMs, renderTable, sum, TICK_MS } from "./stats.ts"
 
 /**
  * Calls per series before any is timed, so the series compare steady states. After 100, the
@@ -73,10 +73,9 @@ import { ascending, formatter, gc, median, percentile, processCpuMs, renderTable
  * the cold case.
  */
 const WARMUP = Number(process.env.WARMUP ?? 2_000)
-const CALLS = 1_000
-/** Blocks per series, run in ABBA order (serve, …, direct, direct, …, serve) so drift falls on all alike. */
-const BLOCKS = 4
-const BLOCK = CALLS / BLOCKS
+/** Timed calls per series, in `ROUNDS` rounds; the series take turns call by call. */
+const CALLS = 2_000
+const ROUNDS = 5
 /** The issue's target: serve's p50 over a bare SDK pass-through's (serve / proxy), on both backends. */
 const TARGET = 1.1
 const COLD_RUNS = 5
@@ -376,49 +375,24 @@ const waitForTool = async (gateway: Connected, tool: string) => {
 
 // ---- series ------------------------------------------------------------------------------------
 
-/** Latencies of one series, the CPU this process spent on it, and that of one other process. */
+/**
+ * Latencies of one series, the p50 of each round, the CPU this process spent on its calls and
+ * that of the process it talks to.
+ */
 interface Series {
   readonly samples: Array<number>
+  readonly rounds: Array<number>
   cpuMs: number
   otherCpuMs: number
 }
 
-const makeSeries = (): Series => ({ samples: [], cpuMs: 0, otherCpuMs: 0 })
-
-/** Runs `n` calls of `call`, one at a time, timing each; `other` is a pid whose CPU is also counted. */
-const runSeries = async (series: Series, n: number, call: () => Promise<unknown>, other?: number) => {
-  const before = process.cpuUsage()
-  const otherBefore = other === undefined ? 0 : processCpuMs(other)
-  for (let i = 0; i < n; i++) {
-    const start = performance.now()
-    await call()
-    series.samples.push(performance.now() - start)
-  }
-  const used = process.cpuUsage(before)
-  series.cpuMs += (used.user + used.system) / 1000
-  if (other !== undefined) series.otherCpuMs += processCpuMs(other) - otherBefore
-}
-
-/** `n` timed calls of an Effect, in one Effect run (no runPromise per call). */
-const effectSeries = <A, E>(series: Series, n: number, call: Effect.Effect<A, E>) => {
-  const before = process.cpuUsage()
-  return Effect.runPromise(
-    Effect.gen(function* () {
-      for (let i = 0; i < n; i++) {
-        const start = performance.now()
-        yield* call
-        series.samples.push(performance.now() - start)
-      }
-      const used = process.cpuUsage(before)
-      series.cpuMs += (used.user + used.system) / 1000
-    })
-  )
-}
+const makeSeries = (): Series => ({ samples: [], rounds: [], cpuMs: 0, otherCpuMs: 0 })
 
 const stats = (series: Series) => {
   const sorted = ascending(series.samples)
   const n = series.samples.length
   return {
+    rounds: series.rounds,
     p50: percentile(sorted, 0.5),
     p90: percentile(sorted, 0.9),
     p99: percentile(sorted, 0.99),
@@ -482,16 +456,56 @@ interface Overhead {
   readonly elapsed: number
 }
 
-/** A series to run in the blocks: how to make one call, and the pid whose CPU it also counts. */
+/** A series: how to make one call (a promise, or an Effect run in the series' fiber), and the pid it talks to. */
 interface Path {
   readonly label: string
-  readonly call: () => Promise<unknown>
+  readonly call: { readonly promise: () => Promise<unknown> } | { readonly effect: Effect.Effect<unknown, unknown> }
   readonly pid?: number
   readonly series: Series
 }
 
 /**
- * Direct, proxy and serve on one backend, alternated in ABBA blocks; for the stdio backend also
+ * One call of `path`, timed around the call alone: a promise inside its own step, an Effect as
+ * `yield*` runs it. This process's CPU time is taken around it.
+ */
+const timed = (path: Path) =>
+  Effect.gen(function* () {
+    const before = process.cpuUsage()
+    const { call, series } = path
+    if ("effect" in call) {
+      const start = performance.now()
+      yield* call.effect
+      series.samples.push(performance.now() - start)
+    } else {
+      const took = yield* Effect.promise(async () => {
+        const start = performance.now()
+        await call.promise()
+        return performance.now() - start
+      })
+      series.samples.push(took)
+    }
+    const used = process.cpuUsage(before)
+    series.cpuMs += (used.user + used.system) / 1000
+  })
+
+/**
+ * `calls` turns of every path, call by call, the order rotated at each turn: whatever the
+ * machine does meanwhile falls on every series alike. (Blocks of 250 calls per series, in ABBA
+ * order, let it fall on one: serve / proxy over stdio measured anywhere from 1.01 to 1.44 on one
+ * build.) Each process a series talks to is idle while the others run, alike.
+ */
+const rotate = (paths: ReadonlyArray<Path>, calls: number) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < calls; i++) {
+      for (let k = 0; k < paths.length; k++) {
+        const path = paths[(i + k) % paths.length]
+        if (path !== undefined) yield* timed(path)
+      }
+    }
+  })
+
+/**
+ * Direct, proxy and serve on one backend, taking turns call by call; for the stdio backend also
  * the registry and the gateway in this process.
  */
 const overhead = async (backend: Backend, configPath: string, method: Method): Promise<Overhead> => {
@@ -518,20 +532,19 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
     const paths: Array<Path> = [
       {
         label: "serve",
-        call: () => method.gateway(gateway.client),
+        call: { promise: () => method.gateway(gateway.client) },
         ...(gateway.pid === undefined ? {} : { pid: gateway.pid }),
         series: makeSeries()
       },
       {
         label: "proxy",
-        call: () => method.gateway(sdkProxy.client),
+        call: { promise: () => method.gateway(sdkProxy.client) },
         ...(sdkProxy.pid === undefined ? {} : { pid: sdkProxy.pid }),
         series: makeSeries()
       }
     ]
     let registrySeries: Series | undefined
     let memorySeries: Series | undefined
-    let viaRegistry: Effect.Effect<unknown, unknown> | undefined
     if (backend._tag === "stdio") {
       const config = await Effect.runPromise(ConfigLoader.load(configPath))
       const registry: ToolsetRegistry.Registry = await Effect.runPromise(
@@ -544,48 +557,43 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
       await memory.connect(clientSide)
       opened.set("in-memory", { client: memory, close: () => memory.close(), stderr: () => "" })
       await memory.listTools()
-      viaRegistry = method.registry(registry)
-      const call = viaRegistry
       registrySeries = makeSeries()
       memorySeries = makeSeries()
       paths.push(
-        { label: "registry", call: () => Effect.runPromise(call), series: registrySeries },
-        {
-          label: "in-memory",
-          call: () => method.gateway(memory),
-          series: memorySeries
-        }
+        { label: "registry", call: { effect: method.registry(registry) }, series: registrySeries },
+        { label: "in-memory", call: { promise: () => method.gateway(memory) }, series: memorySeries }
       )
     }
     const directPath: Path = {
       label: "direct",
-      call: () => method.direct(direct.client),
+      call: { promise: () => method.direct(direct.client) },
       ...(direct.pid === undefined ? {} : { pid: direct.pid }),
       series: makeSeries()
     }
     paths.push(directPath)
 
     // Every path answers right.
-    const answers = await Promise.all(paths.map((path) => path.call()))
+    const answers = await Effect.runPromise(
+      Effect.forEach(paths, ({ call }) => ("effect" in call ? call.effect : Effect.promise(call.promise)))
+    )
     if (!answers.every(method.answered)) {
       throw new Error(`unexpected ${method.name} answers: ${JSON.stringify(answers).slice(0, 2_000)}`)
     }
 
-    /** One block of every series: serve first and direct last (or the reverse), the rest between. */
-    const run = async (path: Path, n: number, measure: boolean) => {
-      const series = measure ? path.series : makeSeries()
-      if (path.label === "registry" && viaRegistry !== undefined) return effectSeries(series, n, viaRegistry)
-      return runSeries(series, n, path.call, path.pid)
-    }
-    for (const path of paths) await run(path, WARMUP, false)
+    await Effect.runPromise(rotate(paths, WARMUP))
+    for (const path of paths) path.series.samples.length = 0
+    const peersBefore = paths.map((path) => (path.pid === undefined ? 0 : processCpuMs(path.pid)))
     const started = performance.now()
-    for (let block = 0; block < BLOCKS; block++) {
-      const order = block % 2 === 0 ? paths : [...paths].reverse()
-      for (const path of order) {
-        gc("bench:serve")
-        await run(path, BLOCK, true)
-      }
+    for (let round = 0; round < ROUNDS; round++) {
+      const from = paths.map((path) => path.series.samples.length)
+      await Effect.runPromise(rotate(paths, CALLS / ROUNDS))
+      paths.forEach((path, j) =>
+        path.series.rounds.push(percentile(ascending(path.series.samples.slice(from[j])), 0.5))
+      )
     }
+    paths.forEach((path, j) => {
+      if (path.pid !== undefined) path.series.otherCpuMs = processCpuMs(path.pid) - (peersBefore[j] ?? 0)
+    })
     const elapsed = performance.now() - started
     const of = (label: string) => stats(paths.find((p) => p.label === label)?.series ?? makeSeries())
     return {
@@ -610,9 +618,15 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
   }
 }
 
+/** Serve's p50 over the proxy's, round by round: their median and range. */
+const servePerProxy = (o: Overhead) => {
+  const ratios = o.serve.rounds.map((p50, i) => p50 / (o.proxy.rounds[i] ?? Number.NaN))
+  return { ratio: median(ratios), low: Math.min(...ratios), high: Math.max(...ratios) }
+}
+
 /** The table of one backend: direct, proxy and serve, with the ratios the issue asks for. */
 const report = (title: string, o: Overhead) => {
-  const ratio = o.serve.p50 / o.proxy.p50
+  const { ratio, low, high } = servePerProxy(o)
   const missed = ratio > TARGET
   const diagnostics = o.registry !== undefined && o.memory !== undefined
   const row = (label: string, pick: (s: Stats) => number, digits = 3) => [
@@ -630,7 +644,7 @@ const report = (title: string, o: Overhead) => {
     return diagnostics ? [...cells.slice(0, -2), "", ""] : cells
   }
   console.log(
-    `\n${title}: sequential ${o.method} requests, ${BLOCKS} × ${BLOCK} per series after ${WARMUP} warm-up, ABBA blocks (${fmt(o.elapsed / 1000, 1)} s)`
+    `\n${title}: sequential ${o.method} requests, ${ROUNDS} rounds × ${CALLS / ROUNDS} per series after ${WARMUP} warm-up, taking turns call by call (${fmt(o.elapsed / 1000, 1)} s)`
   )
   console.log(
     renderTable(
@@ -667,7 +681,7 @@ const report = (title: string, o: Overhead) => {
           ]
         : []),
       `  serve − proxy at p50: ${fmt(o.serve.p50 - o.proxy.p50)} ms (what Toolvisor adds over a bare pass-through); proxy − direct: ${fmt(o.proxy.p50 - o.direct.p50)} ms (the second process and its hop)`,
-      `  p50 ratio serve / SDK proxy: ${fmt(ratio)} (target <= ${TARGET}): ${missed ? "MISSED" : "ok"}`
+      `  p50 ratio serve / SDK proxy, median of ${ROUNDS} rounds: ${fmt(ratio)} (rounds ${fmt(low)}–${fmt(high)}; target <= ${TARGET}): ${missed ? "MISSED" : "ok"}`
     ].join("\n")
   )
   return missed
@@ -855,7 +869,7 @@ const main = async () => {
     const measured = async (title: string, backend: Backend, configPath: string, method: Method) => {
       const o = await overhead(backend, configPath, method)
       missed = report(title, o) || missed
-      ratios.push([method.name, backend._tag, fmt(o.proxy.p50), fmt(o.serve.p50), fmt(o.serve.p50 / o.proxy.p50)])
+      ratios.push([method.name, backend._tag, fmt(o.proxy.p50), fmt(o.serve.p50), fmt(servePerProxy(o).ratio)])
       return o
     }
     await measured(
