@@ -587,9 +587,9 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
     for (let round = 0; round < ROUNDS; round++) {
       const from = paths.map((path) => path.series.samples.length)
       await Effect.runPromise(rotate(paths, CALLS / ROUNDS))
-      paths.forEach((path, j) =>
+      paths.forEach((path, j) => {
         path.series.rounds.push(percentile(ascending(path.series.samples.slice(from[j])), 0.5))
-      )
+      })
     }
     paths.forEach((path, j) => {
       if (path.pid !== undefined) path.series.otherCpuMs = processCpuMs(path.pid) - (peersBefore[j] ?? 0)
