@@ -31,7 +31,7 @@ import { ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Net from "../support/Net.ts"
-import { ascending, formatter, median, percentile, renderTable } from "./stats.ts"
+import { ascending, formatter, median, percentile, renderTable, takeTurns } from "./stats.ts"
 
 const ROUNDS = 5
 const CALLS = Number(process.env.CALLS ?? 2_000)
@@ -77,17 +77,6 @@ const timed = (s: Series) =>
     s.cpu.push(used.user + used.system)
   })
 
-/** `calls` turns of every series, call by call, the order rotated at each turn. */
-const rotate = (all: ReadonlyArray<Series>, calls: number) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < calls; i++) {
-      for (let k = 0; k < all.length; k++) {
-        const s = all[(i + k) % all.length]
-        if (s !== undefined) yield* timed(s)
-      }
-    }
-  })
-
 /**
  * The three series: the raw client, `registry.callTool` on the toolset `callTool` names and
  * `registry.callToolNow` on the one `callToolNow` names (the same toolset over HTTP).
@@ -114,7 +103,7 @@ const measure = async (
         }
       })
     ]
-    await runtime.runPromise(rotate(all, WARMUP))
+    await runtime.runPromise(takeTurns(all, WARMUP, timed))
     const p50s = all.map((): Array<number> => [])
     const cpus = all.map((): Array<number> => [])
     for (let round = 0; round < ROUNDS; round++) {
@@ -122,7 +111,7 @@ const measure = async (
         s.times.length = 0
         s.cpu.length = 0
       }
-      await runtime.runPromise(rotate(all, CALLS))
+      await runtime.runPromise(takeTurns(all, CALLS, timed))
       all.forEach((s, j) => {
         p50s[j]?.push(percentile(ascending(s.times), 0.5))
         cpus[j]?.push(median(s.cpu))

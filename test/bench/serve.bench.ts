@@ -62,7 +62,17 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Gateway from "../../apps/cli/src/Gateway.ts"
-import { ascending, formatter, median, percentile, processCpuMs, renderTable, sum, TICK_MS } from "./stats.ts"
+import {
+  ascending,
+  formatter,
+  median,
+  percentile,
+  processCpuMs,
+  renderTable,
+  sum,
+  TICK_MS,
+  takeTurns
+} from "./stats.ts"
 
 /**
  * Calls per series before any is timed, so the series compare steady states. After 100, the
@@ -489,22 +499,6 @@ const timed = (path: Path) =>
   })
 
 /**
- * `calls` turns of every path, call by call, the order rotated at each turn: whatever the
- * machine does meanwhile falls on every series alike. (Blocks of 250 calls per series, in ABBA
- * order, let it fall on one: serve / proxy over stdio measured anywhere from 1.01 to 1.44 on one
- * build.) Each process a series talks to is idle while the others run, alike.
- */
-const rotate = (paths: ReadonlyArray<Path>, calls: number) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < calls; i++) {
-      for (let k = 0; k < paths.length; k++) {
-        const path = paths[(i + k) % paths.length]
-        if (path !== undefined) yield* timed(path)
-      }
-    }
-  })
-
-/**
  * Direct, proxy and serve on one backend, taking turns call by call; for the stdio backend also
  * the registry and the gateway in this process.
  */
@@ -580,13 +574,16 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
       throw new Error(`unexpected ${method.name} answers: ${JSON.stringify(answers).slice(0, 2_000)}`)
     }
 
-    await Effect.runPromise(rotate(paths, WARMUP))
+    await Effect.runPromise(takeTurns(paths, WARMUP, timed))
     for (const path of paths) path.series.samples.length = 0
     const peersBefore = paths.map((path) => (path.pid === undefined ? 0 : processCpuMs(path.pid)))
     const started = performance.now()
+    // Each process a series talks to is idle while the others take their turns, alike. (Blocks of
+    // 250 calls per series, in ABBA order, put serve / proxy over stdio anywhere from 1.01 to 1.44
+    // on one build.)
     for (let round = 0; round < ROUNDS; round++) {
       const from = paths.map((path) => path.series.samples.length)
-      await Effect.runPromise(rotate(paths, CALLS / ROUNDS))
+      await Effect.runPromise(takeTurns(paths, CALLS / ROUNDS, timed))
       paths.forEach((path, j) => {
         path.series.rounds.push(percentile(ascending(path.series.samples.slice(from[j])), 0.5))
       })

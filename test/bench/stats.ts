@@ -3,6 +3,7 @@
  * and a plain-text table.
  */
 import * as Procfs from "@toolvisor/core/internal/procfs"
+import * as Effect from "effect/Effect"
 
 /** Forces a full GC; `script` is the npm script that runs the benchmark with --expose-gc. */
 export const gc = (script: string): void => {
@@ -70,3 +71,18 @@ export const shuffled = <A>(items: ReadonlyArray<A>, random: () => number): Arra
   }
   return copy
 }
+
+/**
+ * `turns` turns of `run` over every item, one call each, the order rotated at each turn: whatever
+ * the machine does meanwhile falls on every series alike, where blocks of calls per series let it
+ * fall on one.
+ */
+export const takeTurns = <A, E>(items: ReadonlyArray<A>, turns: number, run: (item: A) => Effect.Effect<void, E>) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < turns; i++) {
+      for (let k = 0; k < items.length; k++) {
+        const item = items[(i + k) % items.length]
+        if (item !== undefined) yield* run(item)
+      }
+    }
+  })
