@@ -1,6 +1,6 @@
 /**
- * Helpers shared by the benchmarks in this folder: forced GC, order statistics, number formatting
- * and a plain-text table.
+ * Helpers shared by the benchmarks in this folder: forced GC, order statistics, number formatting,
+ * a plain-text table and series that take turns call by call.
  */
 import * as Procfs from "@toolvisor/core/internal/procfs"
 import * as Effect from "effect/Effect"
