@@ -4,7 +4,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Owner } from "@toolvisor/core"
 import * as Procfs from "@toolvisor/core/internal/procfs"
 import * as Effect from "effect/Effect"
-import { everything, mcpEntry, root, Session, writeConfig, yaml } from "./helpers.ts"
+import { everythingEntry, mcpEntry, root, Session, writeConfig, yaml } from "./helpers.ts"
 
 /** A server that keeps running when its stdin closes and ignores SIGTERM, as some real ones do. */
 const stubbornServer = NodePath.join(root, "packages/cluster/test/fixtures/journal-server.mjs")
@@ -14,12 +14,7 @@ const escapingServer = NodePath.join(import.meta.dirname, "fixtures/escaping-ser
 const config = () =>
   writeConfig(
     yaml([
-      [
-        "      - type: mcp",
-        "        name: everything",
-        `        command: "${process.execPath}"`,
-        `        args: ["${everything}", "stdio"]`
-      ],
+      everythingEntry("everything"),
       mcpEntry("fixture"),
       [
         "      - type: mcp",

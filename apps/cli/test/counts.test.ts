@@ -5,7 +5,7 @@
  * `/status`, `/metrics`, `status` and `validate --check` — is compared with the catalog.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { everything, freePort, runCli, Session, tsProject, tsServer, writeConfig, yaml } from "./helpers.ts"
+import { everythingEntry, freePort, runCli, Session, tsProject, tsServer, writeConfig, yaml } from "./helpers.ts"
 
 const allowed = ["everything_echo", "everything_get-sum", "everything_get-tiny-image"]
 const lsp = "typescript-language-server"
@@ -13,13 +13,7 @@ const lsp = "typescript-language-server"
 const config = () =>
   writeConfig(
     yaml([
-      [
-        "      - type: mcp",
-        "        name: everything",
-        `        command: "${process.execPath}"`,
-        `        args: ["${everything}", "stdio"]`,
-        `        tools: [${allowed.join(", ")}]`
-      ],
+      [...everythingEntry("everything"), `        tools: [${allowed.join(", ")}]`],
       [
         "      - type: lsp",
         `        command: "${tsServer}"`,
