@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as LaneClient from "./internal/laneClient.ts"
 import * as ShardLock from "./internal/shardLock.ts"
 import * as Sockets from "./internal/sockets.ts"
 import * as Wire from "./internal/wire.ts"
@@ -71,6 +72,7 @@ export const layer = (options: Options) =>
   Layer.unwrap(
     Effect.map(Settings.resolve({ given: options.timers, file: options.settingsFile }), (timers) =>
       SocketRunner.layerClientOnly.pipe(
+        Layer.merge(LaneClient.layer),
         Layer.provide(Sockets.clientProtocol),
         Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
         Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),

@@ -26,6 +26,7 @@ import * as ClusterClient from "./ClusterClient.ts"
 import { bounded } from "./internal/bounded.ts"
 import * as CallLedger from "./internal/callLedger.ts"
 import * as Fence from "./internal/fence.ts"
+import * as LaneServer from "./internal/laneServer.ts"
 import * as Lease from "./internal/lease.ts"
 import * as Orphans from "./internal/orphans.ts"
 import * as ShardLock from "./internal/shardLock.ts"
@@ -47,6 +48,12 @@ export interface Options extends ToolsetHost.Options {
   readonly port: number
   /** The address to bind, when it differs from `host` (e.g. 0.0.0.0 in a container). */
   readonly listenHost?: string
+  /**
+   * The port clients send tool calls to directly (`LaneServer`), on the same host; 0, the
+   * default, takes a free port, which the runner tells its clients. Set it when the port must be
+   * known in advance, as in a container.
+   */
+  readonly lanePort?: number
   /** Timers over those of the settings file, over the defaults (see `Settings`). */
   readonly timers?: Partial<Timers.Timers>
   /** A settings file with a `cluster:` section. */
@@ -101,7 +108,15 @@ const assemble = (options: Options, timers: Settings.Resolved) => {
     )
   const agreement = Layer.effectDiscard(Effect.andThen(Settings.agree(timers, id), Settings.publish(timers, id)))
   // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
-  const hosting = ToolsetHost.layer(options).pipe(Layer.provide(CallLedger.layerSql), Layer.provideMerge(socketRunner))
+  const lanes = LaneServer.layer({
+    host: options.host,
+    ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
+    ...(options.lanePort === undefined ? {} : { port: options.lanePort })
+  })
+  const hosting = ToolsetHost.layer(options).pipe(
+    Layer.provide([CallLedger.layerSql, lanes]),
+    Layer.provideMerge(socketRunner)
+  )
   return bounded(hosting, limit, stopLeftovers).pipe(
     Layer.provideMerge(Fence.layer()),
     Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`))),
@@ -125,6 +140,16 @@ export class ListenFailed extends Schema.TaggedError<ListenFailed>()("ListenFail
  */
 export const start = (options: Options) =>
   Layer.build(layer(options)).pipe(
+    Effect.catchTag("LaneListenError", (error) =>
+      Effect.fail(
+        new ListenFailed({
+          message: `runner cannot take calls on ${error.address}:${options.lanePort ?? 0}: ${
+            error.cause instanceof Error ? error.cause.message : String(error.cause)
+          }`,
+          cause: error.cause
+        })
+      )
+    ),
     Effect.catchTag("SocketServerError", (error) =>
       Effect.fail(
         new ListenFailed({

@@ -21,7 +21,7 @@ import * as CallOutcome from "../CallOutcome.ts"
 import type * as CallLedger from "./callLedger.ts"
 import type * as Fence from "./fence.ts"
 import * as Orphans from "./orphans.ts"
-import type { Opened } from "./toolsetEntity.ts"
+import type { Call, Opened } from "./toolsetEntity.ts"
 
 export interface Hosted {
   readonly spec: Opened
@@ -57,14 +57,6 @@ export interface Options {
   readonly settled: (toolset: Toolset.Toolset) => Effect.Effect<void>
   /** Starts the toolset, keeping at it by its policy. */
   readonly keepStarted: (h: Hosted) => Effect.Effect<void>
-}
-
-export interface Call {
-  readonly tool: string
-  readonly args: { readonly [key: string]: unknown }
-  readonly callId: string
-  /** When the caller first sent it, by the caller's clock. */
-  readonly sentAt: number
 }
 
 /** Calls started here, remembered this long (a re-delivery comes within a call's deadline). */

@@ -21,7 +21,16 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallOutcome from "../CallOutcome.ts"
 import * as Sealing from "../Sealing.ts"
-import { entityId, heartbeat, type Observed, type Spec, type ToolsetEntity, toSpec } from "./toolsetEntity.ts"
+import * as LaneClient from "./laneClient.ts"
+import {
+  type Call,
+  entityId,
+  heartbeat,
+  type Observed,
+  type Spec,
+  type ToolsetEntity,
+  toSpec
+} from "./toolsetEntity.ts"
 
 /** The client of the `Toolset` entity: a toolset's handle from its entity id. */
 export type Client = Effect.Success<typeof ToolsetEntity.client>
@@ -53,6 +62,7 @@ export const make = (
       )
     }
     const id = entityId(spec)
+    const lanes = Option.getOrUndefined(yield* Effect.serviceOption(LaneClient.LaneClient))
     const entity = client(id)
     const name = config.name
     const kind = Toolsets.kind(config)
@@ -98,11 +108,21 @@ export const make = (
      * `Relocating` from one runner to the other before the new owner's own readings.
      */
     let seen = { runner: "", incarnation: "", seq: -1 }
+    /** The call lane of the runner last seen hosting the toolset, while its watch is up. */
+    let lane: string | undefined
+    /** Told when the toolset is seen leaving that runner: its calls there are re-delivered. */
+    const onLeave = new Set<() => void>()
+    const leave = () => {
+      lane = undefined
+      for (const moved of [...onLeave]) moved()
+    }
     const observe = (o: Observed) => {
       if (o.incarnation === seen.incarnation && o.seq <= seen.seq) return Effect.void
       const from = seen.runner
       seen = { runner: o.runner, incarnation: o.incarnation, seq: o.seq }
       const moved = from !== "" && from !== o.runner
+      if (moved) leave()
+      lane = o.lane
       const move = moved ? relocating(`moving from runner ${from} to runner ${o.runner}`) : Effect.void
       const snapshot = o.snapshot
       if (snapshot === undefined) {
@@ -124,6 +144,7 @@ export const make = (
       Stream.timeout(Duration.times(heartbeat, 3)),
       Stream.runForEach(observe),
       Effect.catchCause((cause) => Effect.logDebug("status watch broke", cause)),
+      Effect.andThen(Effect.sync(leave)),
       Effect.andThen(
         Effect.suspend(() =>
           relocating(`moving from runner ${seen.runner || "unknown"}, which stopped answering or let it go`)
@@ -192,9 +213,11 @@ export const make = (
      * its own true; here the cluster's own failures are, and so is a call whose answer never came
      * (a deadline, a defect, or an interruption the caller did not ask for): it may have run.
      */
-    const callTool = (call: CallOutcome.Call, args: { readonly [key: string]: unknown }, sentAt: number) =>
-      entity.CallTool({ tool: call.tool, args, callId: call.callId, sentAt }).pipe(
-        Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error))),
+    const callTool = (call: CallOutcome.Call, payload: Call) =>
+      (lanes === undefined || lane === undefined
+        ? viaCluster(call, payload)
+        : viaLane(lanes, lane, call, payload)
+      ).pipe(
         Effect.timeoutOrElse({
           duration: callLimit,
           orElse: () =>
@@ -211,6 +234,41 @@ export const make = (
             ? Effect.fail(failure.value)
             : Effect.fail(CallOutcome.unknown(call, `the call ended without an answer: ${Cause.pretty(cause)}`, cause))
         })
+      )
+
+    const viaCluster = (call: CallOutcome.Call, payload: Call) =>
+      entity
+        .CallTool(payload)
+        .pipe(Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error))))
+
+    /**
+     * A call over the lane of the runner hosting the toolset (`LaneServer`): far cheaper than
+     * through the cluster, and judged by the same host. What the lane hands back is re-delivered
+     * through the cluster with the same id, as the cluster re-delivers a call whose runner died.
+     */
+    const viaLane = (client: LaneClient.Service, address: string, call: CallOutcome.Call, payload: Call) =>
+      Effect.flatMap(
+        client.call(address, id, payload, (moved) => {
+          onLeave.add(moved)
+          return () => onLeave.delete(moved)
+        }),
+        (outcome) => {
+          switch (outcome._tag) {
+            case "Ok":
+              return Effect.succeed(outcome.result)
+            case "Error":
+              return Effect.fail(outcome.error)
+            case "Died":
+              return Effect.fail(
+                CallOutcome.unknown(call, `the runner at ${address} failed without an answer: ${outcome.message}`)
+              )
+            case "Redeliver":
+              return Effect.andThen(
+                Effect.logDebug(`${name}: "${call.tool}" goes through the cluster: ${outcome.why}`),
+                viaCluster(call, payload)
+              )
+          }
+        }
       )
 
     const toolset: Toolset.Toolset = {
@@ -230,9 +288,10 @@ export const make = (
       events: Stream.fromPubSub(transitions),
       tools: entity.ListTools().pipe(deadline("list tools", requestTimeout)),
       callTool: (tool, args) =>
-        Effect.flatMap(Clock.currentTimeMillis, (sentAt) =>
-          callTool({ toolset: name, tool, callId: NodeCrypto.randomUUID() }, args, sentAt)
-        )
+        Effect.flatMap(Clock.currentTimeMillis, (sentAt) => {
+          const callId = NodeCrypto.randomUUID()
+          return callTool({ toolset: name, tool, callId }, { tool, args, callId, sentAt })
+        })
     }
     return { toolset, lsp: config.type === "lsp" ? { ...toolset, spec: Toolsets.lspSpec(config) } : undefined }
   })

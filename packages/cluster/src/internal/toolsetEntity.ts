@@ -166,6 +166,8 @@ export const ToolResult = Schema.Struct({
 export const Observed = Schema.Struct({
   snapshot: Schema.optionalKey(State.StatusSnapshot),
   runner: Schema.String,
+  /** Where the runner takes calls for it directly ("host:port", see `LaneServer`), if it does. */
+  lane: Schema.optionalKey(Schema.String),
   incarnation: Schema.String,
   seq: Schema.Int
 })
@@ -213,13 +215,22 @@ export const CallError = Schema.Union([Toolset.ToolError, LifecycleError.Lifecyc
 
 /**
  * A tool call. `callId` is the caller's id for it, the same on every delivery (the cluster
- * re-delivers a call whose runner died): the call ledger's key, and what a `CallOutcomeUnknown`
- * names. `sentAt` (the caller's clock, epoch ms) tells a runner that took the toolset over
- * whether an earlier delivery could have gone elsewhere. Failures are classified as
- * `CallOutcome` says.
+ * re-delivers a call whose runner died, and a client re-delivers through the cluster a call its
+ * lane lost): the call ledger's key, and what a `CallOutcomeUnknown` names. `sentAt` (the
+ * caller's clock, epoch ms) tells a runner that took the toolset over whether an earlier delivery
+ * could have gone elsewhere.
  */
+export const CallPayload = Schema.Struct({
+  tool: Schema.String,
+  args: Json,
+  callId: Schema.String,
+  sentAt: Schema.Number
+})
+export type Call = typeof CallPayload.Type
+
+/** A tool call (`CallPayload`), through the cluster; failures are classified as `CallOutcome` says. */
 export const CallTool = Rpc.make("CallTool", {
-  payload: { tool: Schema.String, args: Json, callId: Schema.String, sentAt: Schema.Number },
+  payload: CallPayload,
   success: ToolResult,
   error: CallError
 })

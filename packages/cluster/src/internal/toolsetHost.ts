@@ -23,8 +23,9 @@ import type * as Sealing from "../Sealing.ts"
 import * as CallLedger from "./callLedger.ts"
 import * as Fence from "./fence.ts"
 import * as HostedCalls from "./hostedCalls.ts"
+import * as LaneServer from "./laneServer.ts"
 import * as Orphans from "./orphans.ts"
-import { buildable, heartbeat, open, type Spec, ToolsetEntity } from "./toolsetEntity.ts"
+import { buildable, heartbeat, type Observed, open, type Spec, ToolsetEntity } from "./toolsetEntity.ts"
 
 /** How a runner hosts its toolsets; part of `ClusterRunner.Options`. */
 export interface Options {
@@ -61,12 +62,13 @@ export const layer = (options: Options = {}) =>
       const wait = Duration.fromInputUnsafe(options.activationWait ?? "30 seconds")
       const activatedAt = yield* Clock.currentTimeMillis
       const incarnation = `${runner}/${activatedAt.toString(36)}`
-      const observed = yield* SubscriptionRef.make({ runner, incarnation, seq: 0 } as {
-        readonly snapshot?: State.StatusSnapshot
-        readonly runner: string
-        readonly incarnation: string
-        readonly seq: number
-      })
+      const lanes = Option.getOrUndefined(yield* Effect.serviceOption(LaneServer.LaneServer))
+      const observed = yield* SubscriptionRef.make({
+        runner,
+        incarnation,
+        seq: 0,
+        ...(lanes === undefined ? {} : { lane: lanes.address })
+      } as Observed)
       const hosted = yield* Deferred.make<Hosted>()
       let installed: Hosted | undefined
       const stopped = yield* Ref.make(yield* Deferred.make<void>())
@@ -106,6 +108,8 @@ export const layer = (options: Options = {}) =>
                 onLost: (holder) => calls.lose(h, holder),
                 halt: HostedCalls.halt(h, "as its runner's shutdown ran out of time")
               })
+              // Closed before the toolset stops: calls on the lane finish first, as the cluster's do.
+              if (lanes !== undefined) yield* lanes.host(entity, calls.call, () => !fence.lost(shard))
               yield* Deferred.succeed(hosted, installed)
               return installed
             })

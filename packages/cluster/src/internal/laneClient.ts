@@ -1,0 +1,139 @@
+/**
+ * A member's side of the call lanes (`LaneServer`): one connection per runner, opened on first
+ * use and shared by every call to that runner. A call the lane could not hand to a host comes
+ * back `Redeliver`; the caller then sends it through the cluster with the same call id, which
+ * the next host judges as the cluster's own re-delivery (see `HostedCalls`).
+ */
+import * as NodeNet from "node:net"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as LaneWire from "./laneWire.ts"
+import type { Call } from "./toolsetEntity.ts"
+
+/**
+ * How a call over a lane ended: the host's answer, or `Redeliver` when no host ran it to the end
+ * here (none of the toolset, the connection lost, the host gone mid-call).
+ */
+export type Outcome =
+  | Extract<LaneWire.Answer, { readonly _tag: "Ok" | "Error" | "Died" }>
+  | { readonly _tag: "Redeliver"; readonly why: string }
+
+export interface Service {
+  /**
+   * Sends a call for `entity` to the lane at `address` ("host:port"); interrupting it cancels it
+   * there. `onMove` registers what to run when the toolset is seen leaving that runner: the call
+   * is then cancelled there and handed back for re-delivery.
+   */
+  readonly call: (
+    address: string,
+    entity: string,
+    call: Call,
+    onMove: (moved: () => void) => () => void
+  ) => Effect.Effect<Outcome>
+  /** Calls answered over a lane, and calls it handed back for re-delivery, so far. */
+  readonly stats: () => { readonly answered: number; readonly redelivered: number }
+}
+
+export class LaneClient extends Context.Service<LaneClient, Service>()("@toolvisor/cluster/LaneClient") {}
+
+type Pending = (outcome: Outcome) => void
+
+interface Connection {
+  readonly send: (line: string) => void
+  readonly pending: Map<number, Pending>
+  next: number
+}
+
+/** The lane client, its connections closed with the scope. */
+export const layer = Layer.effect(LaneClient)(
+  Effect.gen(function* () {
+    const connections = new Map<string, Connection>()
+    const sockets = new Set<NodeNet.Socket>()
+    let answered = 0
+    let redelivered = 0
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const socket of sockets) socket.destroy()
+      })
+    )
+
+    const open = (address: string): Connection => {
+      const colon = address.lastIndexOf(":")
+      const socket = NodeNet.connect({
+        host: address.slice(0, colon),
+        port: Number(address.slice(colon + 1)),
+        noDelay: true
+      })
+      sockets.add(socket)
+      const connection: Connection = { send: LaneWire.batchedWriter(socket), pending: new Map(), next: 0 }
+      connections.set(address, connection)
+      const split = LaneWire.lines()
+      const end = (why: string) => {
+        socket.destroy()
+        if (connections.get(address) === connection) connections.delete(address)
+        const left = [...connection.pending.values()]
+        connection.pending.clear()
+        for (const settle of left) settle({ _tag: "Redeliver", why })
+      }
+      socket.on("data", (chunk: Buffer) => {
+        const got = split(chunk)
+        if (got === undefined) return end(`the lane at ${address} sent a frame over ${LaneWire.maxFrame} bytes`)
+        for (const line of got) {
+          const frame = LaneWire.decodeAnswer(line)
+          if (frame === undefined) return end(`the lane at ${address} sent something else than an answer`)
+          const settle = connection.pending.get(frame.i)
+          connection.pending.delete(frame.i)
+          const answer = frame.answer
+          settle?.(
+            answer._tag === "Elsewhere"
+              ? { _tag: "Redeliver", why: `the runner at ${address} does not host it now` }
+              : answer._tag === "Interrupted"
+                ? { _tag: "Redeliver", why: `the runner at ${address} let it go while the call ran` }
+                : answer
+          )
+        }
+      })
+      socket.on("error", (error) => end(`the lane at ${address} failed: ${error.message}`))
+      socket.on("close", () => {
+        sockets.delete(socket)
+        end(`the lane at ${address} closed`)
+      })
+      return connection
+    }
+
+    return LaneClient.of({
+      call: (address, entity, call, onMove) =>
+        Effect.callback<Outcome>((resume) => {
+          const connection = connections.get(address) ?? open(address)
+          const i = connection.next++
+          const frame = LaneWire.encodeRequest({ _tag: "Call", i, entity, payload: call })
+          const settle = (outcome: Outcome) => {
+            if (outcome._tag === "Redeliver") redelivered++
+            else answered++
+            resume(Effect.succeed(outcome))
+          }
+          if (frame.length > LaneWire.maxFrame / 3 && Buffer.byteLength(frame) > LaneWire.maxFrame) {
+            return settle({ _tag: "Redeliver", why: "the call is too large for a lane frame" })
+          }
+          /** Takes the call back from the runner; false once it was answered. */
+          const cancel = () => {
+            if (!connection.pending.delete(i)) return false
+            unwatch()
+            connection.send(LaneWire.encodeRequest({ _tag: "Cancel", i }))
+            return true
+          }
+          connection.pending.set(i, (outcome) => {
+            unwatch()
+            settle(outcome)
+          })
+          const unwatch = onMove(() => {
+            if (cancel()) settle({ _tag: "Redeliver", why: `it moved from the runner at ${address}` })
+          })
+          connection.send(frame)
+          return Effect.sync(cancel)
+        }),
+      stats: () => ({ answered, redelivered })
+    })
+  })
+)
