@@ -13,6 +13,7 @@ export interface Options extends ClusterFlags.Member {
   readonly host: string
   readonly port: number
   readonly listenHost: Option.Option<string>
+  readonly lanePort: number
 }
 
 export const run = Effect.fn("toolvisor.runner")(function* (options: Options) {
@@ -22,6 +23,7 @@ export const run = Effect.fn("toolvisor.runner")(function* (options: Options) {
     postgres: options.postgres,
     host: options.host,
     port: options.port,
+    lanePort: options.lanePort,
     timers,
     settingsFile: file,
     ...(key === undefined ? {} : { key }),

@@ -324,6 +324,12 @@ const runner = Command.make(
       Flag.withDescription("Address to bind when it differs from --host (e.g. 0.0.0.0)"),
       Flag.optional
     ),
+    lanePort: Flag.Int("lane-port").pipe(
+      Flag.withDescription(
+        "Port clients send tool calls to directly, on the same host; 0 takes a free one and tells the clients"
+      ),
+      Flag.withDefault(0)
+    ),
     ...ClusterFlags.runner
   },
   (options) =>

@@ -113,13 +113,12 @@ const assemble = (options: Options, timers: Settings.Resolved) => {
     ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
     ...(options.lanePort === undefined ? {} : { port: options.lanePort })
   })
-  const hosting = ToolsetHost.layer(options).pipe(
-    Layer.provide([CallLedger.layerSql, lanes]),
-    Layer.provideMerge(socketRunner)
-  )
+  const hosting = ToolsetHost.layer(options).pipe(Layer.provide(CallLedger.layerSql), Layer.provideMerge(socketRunner))
   return bounded(hosting, limit, stopLeftovers).pipe(
     Layer.provideMerge(Fence.layer()),
     Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`))),
+    // Before the runner joins: one whose lane cannot listen must not take shards.
+    Layer.provide(lanes),
     Layer.provide(config),
     // Before anything joins: a runner whose timers differ from the others' must not take shards.
     Layer.provide(agreement),

@@ -236,6 +236,17 @@ describe("the CLI as a cluster client", () => {
         assert.strictEqual(taken.code, 1)
         assert.include(taken.stderr, "runner cannot listen on 127.0.0.1:24471: listen EADDRINUSE")
         assert.notInclude(taken.stderr, "    at ")
+        // The call lane's port: one taken, one out of range.
+        for (const [lanePort, why] of [
+          ["24471", "listen EADDRINUSE"],
+          ["70000", "options.port should be >= 0 and < 65536"]
+        ] as const) {
+          const lane = yield* runCli(["runner", "--postgres", postgres, "--port", "24477", "--lane-port", lanePort])
+          assert.strictEqual(lane.code, 1)
+          assert.include(lane.stderr, `runner cannot take calls on 127.0.0.1:${lanePort}: `)
+          assert.include(lane.stderr, why)
+          assert.notInclude(lane.stderr, "    at ")
+        }
         assert.isTrue(ServerProcess.isAlive(notes?.pid ?? 0), "the running runner's server was killed")
       })
     )

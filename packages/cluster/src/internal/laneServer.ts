@@ -107,12 +107,17 @@ export const layer = (options: { readonly host: string; readonly listenHost?: st
         Effect.callback<void, LaneListenError>((resume) => {
           const failed = (cause: Error) => resume(Effect.fail(new LaneListenError({ address: bind, cause })))
           server.once("error", failed)
-          server.listen(options.port ?? 0, bind, () => {
-            server.off("error", failed)
-            // Once listening, a failed accept costs that connection only.
-            server.on("error", () => undefined)
-            resume(Effect.void)
-          })
+          try {
+            server.listen(options.port ?? 0, bind, () => {
+              server.off("error", failed)
+              // Once listening, a failed accept costs that connection only.
+              server.on("error", () => undefined)
+              resume(Effect.void)
+            })
+          } catch (error) {
+            // A port out of range throws at once.
+            failed(error instanceof Error ? error : new Error(String(error)))
+          }
         }),
         () =>
           Effect.callback<void>((resume) => {
