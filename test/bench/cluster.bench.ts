@@ -8,8 +8,9 @@
  *      (no ledger) and once not (`echo_unmarked`: one SQL insert per call), interleaved;
  *   3. throughput with 16 concurrent callers, in-process vs cross-runner, with the CPU each process
  *      spent per call; beside them a bare effect/cluster round trip (`cluster-bare.ts`: the same
- *      `CallTool` RPC, answered at once by an entity on a runner of its own cluster), which is
- *      the floor of what a cross-runner call costs before any of Toolvisor's own work;
+ *      `CallTool` RPC, answered at once by an entity on a runner of its own cluster), the floor
+ *      of what a call through the cluster's RPC costs before any of Toolvisor's own work: calls
+ *      take the runner's call lane instead (`LaneServer`), and this row shows what that saves;
  *   4. failover with two runner processes and the test timers (4 s lease): from SIGKILL (and from
  *      SIGTERM) of the runner hosting the toolset until the registry shows it Ready on the other,
  *      three times each.

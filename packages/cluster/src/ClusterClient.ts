@@ -1,7 +1,8 @@
 /**
  * Membership of a cluster without hosting toolsets: what the CLI and Effect apps use to reach
  * toolsets on runners. A client still reads the runner list and shard table from the shared
- * PostgreSQL database, which is how it finds the runners.
+ * PostgreSQL database, which is how it finds the runners, and sends tool calls over the runners'
+ * call lanes where it can (`LaneClient`).
  */
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as PgClient from "@effect/sql-pg/PgClient"

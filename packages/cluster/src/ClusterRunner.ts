@@ -1,6 +1,7 @@
 /**
  * A runner: one process of the cluster that hosts toolset entities. It joins through the shared
- * PostgreSQL database, listens on a TCP socket for the other members, and before it takes any
+ * PostgreSQL database, listens on a TCP socket for the other members and on another for tool
+ * calls sent to it directly (its call lane, `LaneServer`), and before it takes any
  * toolset (and again after it let them all go) kills whatever a previous life at the same
  * address left running.
  *
@@ -26,6 +27,7 @@ import * as ClusterClient from "./ClusterClient.ts"
 import { bounded } from "./internal/bounded.ts"
 import * as CallLedger from "./internal/callLedger.ts"
 import * as Fence from "./internal/fence.ts"
+import * as LaneClient from "./internal/laneClient.ts"
 import * as LaneServer from "./internal/laneServer.ts"
 import * as Lease from "./internal/lease.ts"
 import * as Orphans from "./internal/orphans.ts"
@@ -107,13 +109,18 @@ const assemble = (options: Options, timers: Settings.Resolved) => {
       )
     )
   const agreement = Layer.effectDiscard(Effect.andThen(Settings.agree(timers, id), Settings.publish(timers, id)))
-  // Merged, not only provided: an app on the runner can reach toolsets through its Sharding.
   const lanes = LaneServer.layer({
     host: options.host,
     ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
     ...(options.lanePort === undefined ? {} : { port: options.lanePort })
   })
-  const hosting = ToolsetHost.layer(options).pipe(Layer.provide(CallLedger.layerSql), Layer.provideMerge(socketRunner))
+  // Merged, not only provided: an app on the runner can reach toolsets through its Sharding, and
+  // call them over their runners' lanes.
+  const hosting = ToolsetHost.layer(options).pipe(
+    Layer.provide(CallLedger.layerSql),
+    Layer.provideMerge(socketRunner),
+    Layer.merge(LaneClient.layer)
+  )
   return bounded(hosting, limit, stopLeftovers).pipe(
     Layer.provideMerge(Fence.layer()),
     Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`))),

@@ -1,8 +1,8 @@
 /**
  * Toolvisor on effect/cluster: toolsets as entities on runners, reached through the same registry.
  *
- * Modules under `src/internal/` (the call ledger, the fence and the lease, orphan sweeps, the
- * entity's protocol and host, the remote toolset) are the runner's and the registry's
+ * Modules under `src/internal/` (the call ledger, the fence and the lease, the call lane, orphan
+ * sweeps, the entity's protocol and host, the remote toolset) are the runner's and the registry's
  * implementation, not part of this API, and may change in any release.
  */
 export * as CallOutcome from "./CallOutcome.ts"

@@ -1,9 +1,10 @@
 /**
  * A toolset whose supervisor runs on a cluster runner, seen through its entity's client as an
- * ordinary `Toolset`, so the registry, catalog and LSP router work unchanged. Two things differ
+ * ordinary `Toolset`, so the registry, catalog and LSP router work unchanged. Three things differ
  * from a local toolset: every request has a deadline (during a failover the cluster client would
- * otherwise retry silently until the new owner answers), and status arrives on a watch that is
- * re-opened whenever it ends, as it does when the toolset moves.
+ * otherwise retry silently until the new owner answers); status arrives on a watch that is
+ * re-opened whenever it ends, as it does when the toolset moves; and calls go over the call lane
+ * of the runner the watch last saw hosting it, when there is one (`LaneClient`).
  */
 import * as NodeCrypto from "node:crypto"
 import type { AgentConfig } from "@toolvisor/config"
