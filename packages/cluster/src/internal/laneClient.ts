@@ -39,6 +39,11 @@ export class LaneClient extends Context.Service<LaneClient, Service>()("@toolvis
 
 type Pending = (outcome: Outcome) => void
 
+/** How long a connection to a lane may take (the cluster's own sockets allow as long). */
+const connectWithin = 1_000
+/** How long calls skip a lane that could not be reached, before it is tried again. */
+const retryAfter = 10_000
+
 interface Connection {
   readonly send: (line: string) => void
   readonly pending: Map<number, Pending>
@@ -58,6 +63,9 @@ export const layer = Layer.effect(LaneClient)(
       })
     )
 
+    /** Lanes that could not be reached, until when calls to them go through the cluster at once. */
+    const unreachable = new Map<string, number>()
+
     const open = (address: string): Connection => {
       const colon = address.lastIndexOf(":")
       const socket = NodeNet.connect({
@@ -69,7 +77,20 @@ export const layer = Layer.effect(LaneClient)(
       const connection: Connection = { send: LaneWire.batchedWriter(socket), pending: new Map(), next: 0 }
       connections.set(address, connection)
       const split = LaneWire.lines()
+      // A lane that does not answer a connect (a firewall dropping it) must not hold calls for
+      // the minutes TCP would try.
+      let connected = false
+      const connecting = setTimeout(
+        () => end(`no connection to the lane at ${address} within ${connectWithin} ms`),
+        connectWithin
+      )
+      socket.once("connect", () => {
+        connected = true
+        clearTimeout(connecting)
+      })
       const end = (why: string) => {
+        clearTimeout(connecting)
+        if (!connected) unreachable.set(address, Date.now() + retryAfter)
         socket.destroy()
         if (connections.get(address) === connection) connections.delete(address)
         const left = [...connection.pending.values()]
@@ -105,17 +126,19 @@ export const layer = Layer.effect(LaneClient)(
     return LaneClient.of({
       call: (address, entity, call, onMove) =>
         Effect.callback<Outcome>((resume) => {
-          const connection = connections.get(address) ?? open(address)
-          const i = connection.next++
-          const frame = LaneWire.encodeRequest({ _tag: "Call", i, entity, payload: call })
           const settle = (outcome: Outcome) => {
             if (outcome._tag === "Redeliver") redelivered++
             else answered++
             resume(Effect.succeed(outcome))
           }
-          if (frame.length > LaneWire.maxFrame / 3 && Buffer.byteLength(frame) > LaneWire.maxFrame) {
-            return settle({ _tag: "Redeliver", why: "the call is too large for a lane frame" })
+          if ((unreachable.get(address) ?? 0) > Date.now()) {
+            return settle({ _tag: "Redeliver", why: `the lane at ${address} was unreachable just now` })
           }
+          const connection = connections.get(address) ?? open(address)
+          const i = connection.next++
+          const frame = LaneWire.encodeRequest({ _tag: "Call", i, entity, payload: call })
+          if (LaneWire.tooLarge(frame))
+            return settle({ _tag: "Redeliver", why: "the call is too large for a lane frame" })
           /** Takes the call back from the runner; false once it was answered. */
           const cancel = () => {
             if (!connection.pending.delete(i)) return false

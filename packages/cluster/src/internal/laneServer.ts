@@ -44,6 +44,9 @@ export class LaneListenError extends Data.TaggedError("LaneListenError")<{
 
 type Run = (call: Call) => Fiber.Fiber<LaneWire.Answer>
 
+/** The most connections a lane holds at once. */
+const maxConnections = 1024
+
 /** The host's exit as the answer a client reads. */
 const answerOf = (effect: Effect.Effect<typeof ToolResult.Type, typeof CallError.Type>) =>
   Effect.matchCause(effect, {
@@ -102,6 +105,8 @@ export const layer = (options: { readonly host: string; readonly listenHost?: st
       }
 
       const server = NodeNet.createServer({ noDelay: true }, serve)
+      // A member keeps one connection per process: more than this is no member.
+      server.maxConnections = maxConnections
       const bind = options.listenHost ?? options.host
       yield* Effect.acquireRelease(
         Effect.callback<void, LaneListenError>((resume) => {

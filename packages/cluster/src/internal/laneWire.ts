@@ -56,8 +56,19 @@ export const decodeRequest = (line: string): Request | undefined => {
   return Result.isSuccess(payload) ? { _tag: "Call", i: frame.i, entity: frame.e, payload: payload.success } : undefined
 }
 
-/** An answer to call `i` as a line. */
+/** Whether `line` is longer than a frame may be. */
+export const tooLarge = (line: string): boolean => line.length > maxFrame / 3 && Buffer.byteLength(line) > maxFrame
+
+/**
+ * An answer to call `i` as a line. One too large for a frame is sent as `Died`: the call ran, and
+ * its answer cannot be carried (the cluster's own frames have the same bound).
+ */
 export const encodeAnswer = (i: number, answer: Answer): string => {
+  const line = answerLine(i, answer)
+  return tooLarge(line) ? answerLine(i, { _tag: "Died", message: `its answer is over ${maxFrame} bytes` }) : line
+}
+
+const answerLine = (i: number, answer: Answer): string => {
   switch (answer._tag) {
     case "Ok":
       return `${JSON.stringify({ i, ok: encodeResult(answer.result) })}\n`
