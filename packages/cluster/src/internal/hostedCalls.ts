@@ -227,5 +227,8 @@ export const make = (options: Options) => {
         .pipe(Effect.mapError((error) => CallOutcome.afterHandOff(named, error)))
     })
 
-  return { call, lose }
+  /** Whether this runner has found another one holding the toolset's shard (and stopped it here). */
+  const lost = () => lostTo !== undefined
+
+  return { call, lose, lost }
 }

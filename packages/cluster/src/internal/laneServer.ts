@@ -28,10 +28,12 @@ export interface Service {
   /** Where clients reach the lane, "host:port". */
   readonly address: string
   /**
-   * Takes calls for `entity` until the scope closes. Closing it stops taking them, then waits
-   * for those running unless `drain` says not to (the toolset must stop at once), and ends the rest.
+   * Takes calls for `entity` while this runner `holds` its shard, until the scope closes; a call
+   * that comes once it does not is answered `Elsewhere`, to go where the cluster routes it.
+   * Closing the scope stops taking calls, then waits for those running while the shard is still
+   * held (a graceful move), and ends the rest.
    */
-  readonly host: (entity: string, handler: Handler, drain: () => boolean) => Effect.Effect<void, never, Scope.Scope>
+  readonly host: (entity: string, handler: Handler, holds: () => boolean) => Effect.Effect<void, never, Scope.Scope>
 }
 
 export class LaneServer extends Context.Service<LaneServer, Service>()("@toolvisor/cluster/LaneServer") {}
@@ -42,7 +44,11 @@ export class LaneListenError extends Data.TaggedError("LaneListenError")<{
   readonly cause: unknown
 }> {}
 
-type Run = (call: Call) => Fiber.Fiber<LaneWire.Answer>
+/** A hosted entity, as the lane sees it. */
+interface Host {
+  readonly run: (call: Call) => Fiber.Fiber<LaneWire.Answer>
+  readonly holds: () => boolean
+}
 
 /** The most connections a lane holds at once. */
 const maxConnections = 1024
@@ -64,7 +70,7 @@ const answerOf = (effect: Effect.Effect<typeof ToolResult.Type, typeof CallError
 export const layer = (options: { readonly host: string; readonly listenHost?: string; readonly port?: number }) =>
   Layer.effect(LaneServer)(
     Effect.gen(function* () {
-      const hosts = new Map<string, Run>()
+      const hosts = new Map<string, Host>()
       const sockets = new Set<NodeNet.Socket>()
 
       const serve = (socket: NodeNet.Socket) => {
@@ -84,12 +90,12 @@ export const layer = (options: { readonly host: string; readonly listenHost?: st
               running.get(i)?.interruptUnsafe()
               continue
             }
-            const run = hosts.get(request.entity)
-            if (run === undefined) {
+            const host = hosts.get(request.entity)
+            if (host === undefined || !host.holds()) {
               write(LaneWire.encodeAnswer(i, { _tag: "Elsewhere" }))
               continue
             }
-            const fiber = run(request.payload)
+            const fiber = host.run(request.payload)
             running.set(i, fiber)
             fiber.addObserver((exit) => {
               running.delete(i)
@@ -135,16 +141,16 @@ export const layer = (options: { readonly host: string; readonly listenHost?: st
 
       return LaneServer.of({
         address: `${options.host}:${port}`,
-        host: (entity, handler, drain) =>
+        host: (entity, handler, holds) =>
           Effect.gen(function* () {
             const calls = yield* FiberSet.make<LaneWire.Answer>()
             const runIn = yield* FiberSet.runtime(calls)<never>()
-            const run: Run = (call) => runIn(answerOf(handler(call)))
-            hosts.set(entity, run)
+            const host: Host = { run: (call) => runIn(answerOf(handler(call))), holds }
+            hosts.set(entity, host)
             yield* Effect.addFinalizer(() =>
               Effect.suspend(() => {
-                if (hosts.get(entity) === run) hosts.delete(entity)
-                return drain() ? FiberSet.awaitEmpty(calls) : Effect.void
+                if (hosts.get(entity) === host) hosts.delete(entity)
+                return holds() ? FiberSet.awaitEmpty(calls) : Effect.void
               })
             )
           })

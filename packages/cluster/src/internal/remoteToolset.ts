@@ -117,13 +117,22 @@ export const make = (
       lane = undefined
       for (const moved of [...onLeave]) moved()
     }
+    /**
+     * Only a runner serving the toolset takes its calls on its lane; while it is not (starting,
+     * restarting, stopped there after a pause), the cluster routes them.
+     */
+    const laneOf = (o: Observed) => (o.snapshot !== undefined && State.isUsable(o.snapshot.state) ? o.lane : undefined)
     const observe = (o: Observed) => {
-      if (o.incarnation === seen.incarnation && o.seq <= seen.seq) return Effect.void
+      if (o.incarnation === seen.incarnation && o.seq <= seen.seq) {
+        // The current reading again (a heartbeat, a re-opened watch): the lane it names still holds.
+        if (o.seq === seen.seq) lane = laneOf(o)
+        return Effect.void
+      }
       const from = seen.runner
       seen = { runner: o.runner, incarnation: o.incarnation, seq: o.seq }
       const moved = from !== "" && from !== o.runner
       if (moved) leave()
-      lane = o.lane
+      lane = laneOf(o)
       const move = moved ? relocating(`moving from runner ${from} to runner ${o.runner}`) : Effect.void
       const snapshot = o.snapshot
       if (snapshot === undefined) {

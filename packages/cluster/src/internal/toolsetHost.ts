@@ -109,7 +109,7 @@ export const layer = (options: Options = {}) =>
                 halt: HostedCalls.halt(h, "as its runner's shutdown ran out of time")
               })
               // Closed before the toolset stops: calls on the lane finish first, as the cluster's do.
-              if (lanes !== undefined) yield* lanes.host(entity, calls.call, () => !fence.lost(shard))
+              if (lanes !== undefined) yield* lanes.host(entity, calls.call, () => !fence.lost(shard) && !calls.lost())
               yield* Deferred.succeed(hosted, installed)
               return installed
             })
