@@ -22,14 +22,14 @@ export type Outcome =
 export interface Service {
   /**
    * Sends a call for `entity` to the lane at `address` ("host:port"); interrupting it cancels it
-   * there. `onMove` registers what to run when the toolset is seen leaving that runner: the call
-   * is then cancelled there and handed back for re-delivery.
+   * there. `onSilent` registers what to run when that runner stops answering the toolset's
+   * watch (paused or dead): the call is then cancelled there and handed back for re-delivery.
    */
   readonly call: (
     address: string,
     entity: string,
     call: Call,
-    onMove: (moved: () => void) => () => void
+    onSilent: (silent: () => void) => () => void
   ) => Effect.Effect<Outcome>
   /** Calls answered over a lane, and calls it handed back for re-delivery, so far. */
   readonly stats: () => { readonly answered: number; readonly redelivered: number }
@@ -124,7 +124,7 @@ export const layer = Layer.effect(LaneClient)(
     }
 
     return LaneClient.of({
-      call: (address, entity, call, onMove) =>
+      call: (address, entity, call, onSilent) =>
         Effect.callback<Outcome>((resume) => {
           const settle = (outcome: Outcome) => {
             if (outcome._tag === "Redeliver") redelivered++
@@ -150,8 +150,8 @@ export const layer = Layer.effect(LaneClient)(
             unwatch()
             settle(outcome)
           })
-          const unwatch = onMove(() => {
-            if (cancel()) settle({ _tag: "Redeliver", why: `it moved from the runner at ${address}` })
+          const unwatch = onSilent(() => {
+            if (cancel()) settle({ _tag: "Redeliver", why: `the runner at ${address} went silent` })
           })
           connection.send(frame)
           return Effect.sync(cancel)

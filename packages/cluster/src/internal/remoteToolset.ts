@@ -14,6 +14,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
@@ -109,30 +110,31 @@ export const make = (
      * `Relocating` from one runner to the other before the new owner's own readings.
      */
     let seen = { runner: "", incarnation: "", seq: -1 }
-    /** The call lane of the runner last seen hosting the toolset, while its watch is up. */
+    /**
+     * The call lane of the runner hosting the toolset, as its watch confirms it. A reading from a
+     * new incarnation is not enough: a runner back from a pause answers the watches queued for it
+     * with what it hosted before, until its fence stops that copy a moment later. Its next reading
+     * (a heartbeat, at most a second later) then shows it serving or not.
+     */
     let lane: string | undefined
-    /** Told when the toolset is seen leaving that runner: its calls there are re-delivered. */
+    /** Told when the watch goes silent (a paused or dead runner): calls on its lane are re-delivered. */
     const onLeave = new Set<() => void>()
     const leave = () => {
       lane = undefined
-      for (const moved of [...onLeave]) moved()
+      for (const silent of [...onLeave]) silent()
     }
-    /**
-     * Only a runner serving the toolset takes its calls on its lane; while it is not (starting,
-     * restarting, stopped there after a pause), the cluster routes them.
-     */
+    /** Only a runner serving the toolset takes its calls on its lane; otherwise the cluster routes them. */
     const laneOf = (o: Observed) => (o.snapshot !== undefined && State.isUsable(o.snapshot.state) ? o.lane : undefined)
     const observe = (o: Observed) => {
-      if (o.incarnation === seen.incarnation && o.seq <= seen.seq) {
-        // The current reading again (a heartbeat, a re-opened watch): the lane it names still holds.
+      const fresh = o.incarnation !== seen.incarnation
+      if (!fresh && o.seq <= seen.seq) {
         if (o.seq === seen.seq) lane = laneOf(o)
         return Effect.void
       }
       const from = seen.runner
       seen = { runner: o.runner, incarnation: o.incarnation, seq: o.seq }
       const moved = from !== "" && from !== o.runner
-      if (moved) leave()
-      lane = laneOf(o)
+      lane = fresh ? undefined : laneOf(o)
       const move = moved ? relocating(`moving from runner ${from} to runner ${o.runner}`) : Effect.void
       const snapshot = o.snapshot
       if (snapshot === undefined) {
@@ -246,10 +248,22 @@ export const make = (
         })
       )
 
+    /**
+     * A call through the cluster, run apart from its caller: a caller that stops waiting (its
+     * deadline, a cancellation) is answered at once, while the request's own interruption, which
+     * lasts until the runner lets go of the call, goes on behind it. A runner back from a pause
+     * took up to 30 s to let go, and held callers that long past their deadline.
+     */
     const viaCluster = (call: CallOutcome.Call, payload: Call) =>
-      entity
-        .CallTool(payload)
-        .pipe(Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error))))
+      Effect.flatMap(
+        Effect.forkDetach(
+          entity
+            .CallTool(payload)
+            .pipe(Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error)))),
+          { startImmediately: true }
+        ),
+        (request) => Effect.onInterrupt(Fiber.join(request), () => Effect.sync(() => request.interruptUnsafe()))
+      )
 
     /**
      * A call over the lane of the runner hosting the toolset (`LaneServer`): far cheaper than
