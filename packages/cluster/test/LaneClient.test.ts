@@ -110,7 +110,7 @@ describe("the lane client", () => {
     )
   )
 
-  it.live("a call taken back (interrupted, or its toolset seen moving) is cancelled on the lane", () =>
+  it.live("a call taken back (interrupted, or its runner gone silent) is cancelled on the lane", () =>
     withClient(
       Effect.gen(function* () {
         const lanes = yield* client
@@ -124,17 +124,17 @@ describe("the lane client", () => {
         yield* sent(1)
         yield* Fiber.interrupt(interrupted)
         yield* sent(2)
-        let moved: () => void = () => undefined
-        const moving = yield* Effect.forkChild(
+        let silent: () => void = () => undefined
+        const waiting = yield* Effect.forkChild(
           lanes.call(address, "e", call, (f) => {
-            moved = f
+            silent = f
             return () => undefined
           }),
           { startImmediately: true }
         )
         yield* sent(3)
-        moved()
-        const outcome = yield* Fiber.join(moving)
+        silent()
+        const outcome = yield* Fiber.join(waiting)
         assert.strictEqual(outcome._tag, "Redeliver")
         yield* sent(4)
         assert.deepStrictEqual(lines.map(LaneWire.decodeRequest), [

@@ -14,7 +14,6 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
@@ -248,22 +247,10 @@ export const make = (
         })
       )
 
-    /**
-     * A call through the cluster, run apart from its caller: a caller that stops waiting (its
-     * deadline, a cancellation) is answered at once, while the request's own interruption, which
-     * lasts until the runner lets go of the call, goes on behind it. A runner back from a pause
-     * took up to 30 s to let go, and held callers that long past their deadline.
-     */
     const viaCluster = (call: CallOutcome.Call, payload: Call) =>
-      Effect.flatMap(
-        Effect.forkDetach(
-          entity
-            .CallTool(payload)
-            .pipe(Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error)))),
-          { startImmediately: true }
-        ),
-        (request) => Effect.onInterrupt(Fiber.join(request), () => Effect.sync(() => request.interruptUnsafe()))
-      )
+      entity
+        .CallTool(payload)
+        .pipe(Effect.catchIf(isUndelivered, (error) => Effect.fail(CallOutcome.undelivered(call, error))))
 
     /**
      * A call over the lane of the runner hosting the toolset (`LaneServer`): far cheaper than
