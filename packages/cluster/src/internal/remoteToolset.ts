@@ -259,9 +259,9 @@ export const make = (
      */
     const viaLane = (client: LaneClient.Service, address: string, call: CallOutcome.Call, payload: Call) =>
       Effect.flatMap(
-        client.call(address, id, payload, (moved) => {
-          onLeave.add(moved)
-          return () => onLeave.delete(moved)
+        client.call(address, id, payload, (silent) => {
+          onLeave.add(silent)
+          return () => onLeave.delete(silent)
         }),
         (outcome) => {
           switch (outcome._tag) {
