@@ -180,13 +180,18 @@ export const make = (name: string) =>
 
     const refresh: RunnerStorage.RunnerStorage["Service"]["refresh"] = (address, shardIds) => {
       const requested = Array.from(shardIds)
-      // An empty refresh is the cluster's own probe of an unhealthy store: left as it is.
-      if (requested.length === 0) return inner.refresh(address, requested)
+      // Every refresh counts, an empty one too (a runner holding nothing, as one just fenced
+      // does): otherwise the first refresh with a shard after a cooldown looks like another pause.
       const asked = now()
       const away = lastRefresh !== undefined && asked - lastRefresh > leaseMillis
       lastRefresh = asked
-      return inner.refresh(address, requested).pipe(
-        Effect.tap(() => (away ? fenced(asked, "this runner was away longer than its lease") : Effect.void)),
+      const refreshed = Effect.andThen(
+        away ? fenced(asked, "this runner was away longer than its lease") : Effect.void,
+        inner.refresh(address, requested)
+      )
+      // An empty refresh is also the cluster's own probe of an unhealthy store: passed on as it is.
+      if (requested.length === 0) return refreshed
+      return refreshed.pipe(
         Effect.flatMap((held) => retake(address, held, requested)),
         Effect.timeout(every * 0.7),
         Effect.flatMap((held) => {
