@@ -205,6 +205,22 @@ describe("a cluster under faults", () => {
           const call = yield* registry
             .callTool(`${name}_append`, { line: "paused" })
             .pipe(Effect.exit, Effect.forkChild({ startImmediately: true }))
+          // While it waits to move, a call to a toolset elsewhere does not wait on it: the agent's
+          // catalog is listed again (a status moved), and the paused toolset answers that at once.
+          const elsewhere = board.find((s) => s.pid !== undefined && runnerOf(s.pid) !== victimId)
+          assert.isDefined(elsewhere)
+          yield* registry.snapshot.pipe(
+            Effect.repeat({
+              schedule: Schedule.spaced("50 millis"),
+              until: (now) => now.some((s) => s.name === name && s.state !== "Ready")
+            }),
+            Effect.timeout(`${leaseSeconds + 10} seconds`)
+          )
+          const asked = Date.now()
+          yield* registry.callTool(`${elsewhere?.name}_echo`, { message: "meanwhile" })
+          const waited = Date.now() - asked
+          yield* Effect.log(`a call elsewhere, while the paused toolset waits to move, answered in ${waited} ms`)
+          assert.isBelow(waited, 1000, "a call elsewhere waited on the paused toolset")
           // The toolset moves to a runner that is not paused…
           yield* registry.snapshot.pipe(
             Effect.repeat({

@@ -102,9 +102,18 @@ export const startRunner = (postgres: string, port: number, flags: ReadonlyArray
     child.once("exit", (code) => resume(Effect.fail(new Error(`runner on ${port} exited ${code}: ${stderr}`))))
   })
 
+/**
+ * Ends a runner: SIGTERM, with SIGCONT after it (a test that failed may leave it paused, and a
+ * paused process keeps a SIGTERM pending), and SIGKILL if it is still there after 30 s.
+ */
 export const stopRunner = (runner: RunnerProcess) =>
   Effect.promise(() => {
-    if (runner.child.exitCode === null && runner.child.signalCode === null) runner.child.kill("SIGTERM")
+    if (runner.child.exitCode === null && runner.child.signalCode === null) {
+      runner.child.kill("SIGTERM")
+      runner.child.kill("SIGCONT")
+      const kill = setTimeout(() => runner.child.kill("SIGKILL"), 30_000)
+      void runner.exited.then(() => clearTimeout(kill))
+    }
     return runner.exited
   })
 

@@ -282,6 +282,30 @@ export const make = (
         }
       )
 
+    /**
+     * The last whole listing, and the reading it was made in. The registry lists all of an agent's
+     * toolsets again whenever any status moves; asking the cluster each time would hold every
+     * such call up behind a toolset that is moving, until the request's deadline. So a toolset
+     * that is not serving answers at once, as a local one does (the catalog keeps its last-known
+     * tools routable), and one whose tools have not changed since answers from its last listing.
+     */
+    let listed: { readonly reading: string; readonly listing: Toolset.Listing<Toolset.Tool> } | undefined
+    const tools = Effect.flatMap(SubscriptionRef.get(latest), (now) => {
+      if (!State.isUsable(now.state)) {
+        const reason = LifecycleError.notStarted(name, `not ready (${now.state})`)
+        return Effect.succeed<Toolset.Listing<Toolset.Tool>>({ complete: false, items: [], reason })
+      }
+      const reading = `${seen.incarnation}/${now.toolsVersion}`
+      if (listed?.reading === reading) return Effect.succeed(listed.listing)
+      return entity.ListTools().pipe(
+        deadline("list tools", requestTimeout),
+        Effect.map((listing) => {
+          if (listing.complete) listed = { reading, listing }
+          return listing
+        })
+      )
+    })
+
     const toolset: Toolset.Toolset = {
       name,
       kind,
@@ -297,7 +321,7 @@ export const make = (
       state: SubscriptionRef.get(latest),
       changes: SubscriptionRef.changes(latest),
       events: Stream.fromPubSub(transitions),
-      tools: entity.ListTools().pipe(deadline("list tools", requestTimeout)),
+      tools,
       callTool: (tool, args) =>
         Effect.flatMap(Clock.currentTimeMillis, (sentAt) => {
           const callId = NodeCrypto.randomUUID()
