@@ -2,6 +2,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
+import type { AgentConfig } from "@toolvisor/config"
 import { ServerProcess } from "@toolvisor/core"
 import type { ToolsetRegistry } from "@toolvisor/runtime"
 import * as TestRunner from "effect/cluster/TestRunner"
@@ -9,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as CallOutcome from "../src/CallOutcome.ts"
 import * as ClusterRegistry from "../src/ClusterRegistry.ts"
@@ -45,7 +47,12 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
   it.live("a toolset starts on a runner, serves calls through the registry and stops for good", () =>
     Effect.gen(function* () {
       const file = journal()
-      const registry = yield* ClusterRegistry.make(config([journalEntry("notes", { env: { JOURNAL_FILE: file } })]))
+      // What the entry reads at the server's start travels with it and is read on the runner.
+      const envFile = NodePath.join(NodePath.dirname(file), ".env")
+      NodeFs.writeFileSync(envFile, "GREETING=from the env file\n")
+      const registry = yield* ClusterRegistry.make(
+        config([journalEntry("notes", { env: { JOURNAL_FILE: file }, envFile })])
+      )
       yield* registry.start
       yield* readyBoard(registry)
       const [status] = yield* registry.snapshot
@@ -56,6 +63,7 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       // The server carries the runner's mark, which the orphan sweep looks for.
       const environ = NodeFs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")
       assert.isTrue(environ.some((e) => e.startsWith(`${Orphans.envKey}=`)))
+      assert.include(environ, "GREETING=from the env file")
 
       const echoed = yield* registry.callTool("notes_echo", { message: "hi" })
       assert.deepStrictEqual(echoed.content, [{ type: "text", text: "hi" }])
@@ -168,6 +176,35 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
     }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
   )
 
+  it("what a runner builds from the wire is the whole entry: env file, headers helper, workspace reach, log level", () => {
+    const wire = (entry: AgentConfig.ToolsetConfig) => {
+      const sent = Schema.decodeUnknownSync(ToolsetEntity.Spec)(
+        JSON.parse(JSON.stringify(Schema.encodeSync(ToolsetEntity.Spec)(ToolsetEntity.toSpec(entry))))
+      )
+      const opened = ToolsetEntity.open(sent, undefined)
+      if (typeof opened === "string") throw new Error(opened)
+      return ToolsetEntity.buildable(opened, {})
+    }
+    const local = { ...journalEntry("local", { envFile: "/srv/app/.env" }), logLevel: "warning" as const }
+    const built = wire(local)
+    assert.strictEqual(built.transport._tag === "stdio" ? built.transport.envFile : undefined, "/srv/app/.env")
+    assert.strictEqual(built.logLevel, "warning")
+    const remote = {
+      ...journalEntry("remote"),
+      transport: {
+        _tag: "http" as const,
+        url: "https://tracker.example/mcp",
+        headers: {},
+        headersHelper: { command: "print-headers", cwd: "/srv/config" }
+      }
+    }
+    assert.deepStrictEqual(wire(remote).transport, remote.transport)
+    const lsp = { ...tsEntry(), allowOutsideWorkspace: ["/srv/shared"] }
+    assert.deepStrictEqual(wire(lsp).allowOutsideWorkspace, ["/srv/shared"])
+    assert.strictEqual(wire({ ...tsEntry(), allowOutsideWorkspace: true }).allowOutsideWorkspace, true)
+    assert.isUndefined(wire(tsEntry()).allowOutsideWorkspace)
+  })
+
   describe("with a cluster key", () => {
     const token = "tok-9f8e7d6c5b4a"
     const sealedEntry = (file: string) => ({
@@ -193,7 +230,8 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
           _tag: "http" as const,
           url: "https://tracker.example/mcp",
           headers: {},
-          oauth: { clientId: "machine", clientSecret: secret, scopes: ["read"] }
+          oauth: { clientId: "machine", clientSecret: secret, scopes: ["read"] },
+          headersHelper: { command: "print-headers", cwd: "/srv/config" }
         },
         secrets: [secret]
       }

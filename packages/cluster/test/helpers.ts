@@ -12,6 +12,8 @@ export const journalServer = NodePath.resolve(import.meta.dirname, "fixtures/jou
 
 export interface EntryOptions {
   readonly env?: Readonly<Record<string, string>>
+  /** A dotenv file the server's environment is read from when it starts. */
+  readonly envFile?: string
   readonly lifecycle?: typeof Policy.Lifecycle.Encoded
 }
 
@@ -27,7 +29,8 @@ export const journalEntry = (name: string, options: EntryOptions = {}): AgentCon
     command: process.execPath,
     args: [journalServer],
     env: options.env ?? {},
-    cwd: undefined
+    cwd: undefined,
+    ...(options.envFile === undefined ? {} : { envFile: options.envFile })
   }
   return {
     identity: `mcp/${name}`,

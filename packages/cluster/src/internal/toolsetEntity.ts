@@ -15,18 +15,26 @@ import * as Sealing from "../Sealing.ts"
 
 const Env = Schema.Record(Schema.String, Schema.String)
 
+const remoteExtras = {
+  oauth: Schema.optionalKey(AgentConfig.OAuth),
+  headersHelper: Schema.optionalKey(Schema.Struct({ command: Schema.String, cwd: Schema.String }))
+}
+
 /** How to reach the server, in the clear. */
 export const Reach = Schema.Union([
   Schema.TaggedStruct("stdio", {
     command: Schema.String,
     args: Schema.Array(Schema.String),
     env: Env,
-    cwd: Schema.optionalKey(Schema.String)
+    cwd: Schema.optionalKey(Schema.String),
+    /** Read on the runner, when the server starts there, as it would be read locally. */
+    envFile: Schema.optionalKey(Schema.String)
   }),
   // `oauth` travels (sealed with the transport when it holds secrets from the environment); the
-  // tokens do not: a runner logs in from its own token store.
-  Schema.TaggedStruct("http", { url: Schema.String, headers: Env, oauth: Schema.optionalKey(AgentConfig.OAuth) }),
-  Schema.TaggedStruct("sse", { url: Schema.String, headers: Env, oauth: Schema.optionalKey(AgentConfig.OAuth) })
+  // tokens do not: a runner logs in from its own token store. A `headersHelper` runs on the runner
+  // at each connect, as a stdio server's command does.
+  Schema.TaggedStruct("http", { url: Schema.String, headers: Env, ...remoteExtras }),
+  Schema.TaggedStruct("sse", { url: Schema.String, headers: Env, ...remoteExtras })
 ])
 export type Reach = typeof Reach.Type
 
@@ -43,7 +51,11 @@ export const Spec = Schema.Struct({
   type: Schema.Literals(["mcp", "lsp"]),
   transport: Schema.Union([Reach, Sealed]),
   fileTypes: Schema.Array(Schema.String),
+  /** LSP only: where its tools may reach besides the working directory (absent: nowhere else). */
+  allowOutsideWorkspace: Schema.optionalKey(Schema.Union([Schema.Literal(true), Schema.Array(Schema.String)])),
   lifecycle: Policy.Lifecycle,
+  /** MCP only: the level asked of the server on every connect. */
+  logLevel: Schema.optionalKey(AgentConfig.LogLevel),
   /** Every value from the environment, to mask in status; empty when sealed (they are inside). */
   secrets: Schema.Array(Schema.String)
 })
@@ -57,16 +69,7 @@ export type Opened = Spec & { readonly transport: Reach }
  * and secrets sealed, so that the persisted start request does not hold them in the clear.
  */
 export const toSpec = (config: AgentConfig.ToolsetConfig, key?: Sealing.Key): Spec => {
-  const transport: Reach =
-    config.transport._tag === "stdio"
-      ? {
-          _tag: "stdio",
-          command: config.transport.command,
-          args: config.transport.args,
-          env: config.transport.env,
-          ...(config.transport.cwd === undefined ? {} : { cwd: config.transport.cwd })
-        }
-      : config.transport
+  const transport = reachOf(config.transport)
   const spec = {
     name: config.name,
     identity: config.identity,
@@ -74,12 +77,23 @@ export const toSpec = (config: AgentConfig.ToolsetConfig, key?: Sealing.Key): Sp
     type: config.type,
     transport,
     fileTypes: config.fileTypes,
+    ...(config.allowOutsideWorkspace === undefined ? {} : { allowOutsideWorkspace: config.allowOutsideWorkspace }),
     lifecycle: config.lifecycle,
+    ...(config.logLevel === undefined ? {} : { logLevel: config.logLevel }),
     secrets: config.secrets
   }
   if (key === undefined || config.secrets.length === 0) return spec
   const sealed = Sealing.seal(key, Schema.encodeSync(SealedPart)({ transport, secrets: config.secrets }))
   return { ...spec, transport: { _tag: "sealed", data: sealed }, secrets: [] }
+}
+
+const reachOf = (transport: AgentConfig.Transport): Reach => {
+  if (transport._tag === "stdio") {
+    const { cwd, envFile, ...rest } = transport
+    return { ...rest, ...(cwd === undefined ? {} : { cwd }), ...(envFile === undefined ? {} : { envFile }) }
+  }
+  const { headersHelper, ...rest } = transport
+  return headersHelper === undefined ? rest : { ...rest, headersHelper }
 }
 
 /** The spec in the clear, or why it cannot be opened here. */
@@ -107,11 +121,14 @@ export const buildable = (spec: Opened, extraEnv: Readonly<Record<string, string
           command: spec.transport.command,
           args: spec.transport.args,
           env: { ...spec.transport.env, ...extraEnv },
-          cwd: spec.transport.cwd
+          cwd: spec.transport.cwd,
+          envFile: spec.transport.envFile
         }
       : spec.transport,
   fileTypes: spec.fileTypes,
+  allowOutsideWorkspace: spec.allowOutsideWorkspace,
   policy: Policy.fromLifecycle(spec.lifecycle),
+  logLevel: spec.logLevel,
   secrets: spec.secrets
 })
 
