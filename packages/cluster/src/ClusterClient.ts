@@ -17,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
+import * as Fences from "./internal/fences.ts"
 import * as LaneClient from "./internal/laneClient.ts"
 import * as ShardLock from "./internal/shardLock.ts"
 import * as Sockets from "./internal/sockets.ts"
@@ -76,7 +77,8 @@ export const layer = (options: Options) =>
         Layer.merge(LaneClient.layer),
         Layer.provide(Sockets.clientProtocol),
         Layer.provideMerge(SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest))),
-        Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+        // A client routes by the same view as the runners: fenced runners are out of it.
+        Layer.provide(Fences.clientStorage.pipe(Layer.provide(Layer.orDie(SqlRunnerStorage.layer)))),
         Layer.provide(ShardingConfig.layerFromEnv({ ...Timers.shardingConfig(timers), runnerAddress: Option.none() })),
         Layer.provide(Wire.layer),
         Layer.provide(Layer.effectDiscard(Settings.agree(timers, "client"))),

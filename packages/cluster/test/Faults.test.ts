@@ -5,8 +5,10 @@
  *   runs stops or restarts, read-only calls keep flowing, and a call that needs the store fails
  *   fast as not run — truly not run;
  * - a runner paused (SIGSTOP) past its lease with a call sent to it just after: the call runs at
- *   most once, on the new owner or not at all, as its answer says; the paused runner, resumed,
- *   stops its copy at once; and SIGTERM ends it within its shutdown grace and a margin.
+ *   most once, on the new owner or not at all, as its answer says; a call elsewhere meanwhile
+ *   does not wait on it; the paused runner, resumed, stops its copy at once and gets nothing back
+ *   during its cooldown, even when another runner leaves then (what that one hosted moves at
+ *   once to the runner not fenced); and SIGTERM ends it within its shutdown grace and a margin.
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
@@ -243,18 +245,47 @@ describe("a cluster under faults", () => {
           yield* Effect.log(`the resumed runner stopped its copy ${Date.now() - resumed} ms after SIGCONT`)
 
           // Placement does not churn: the resumed runner was fenced, so it gets nothing back during
-          // the cooldown; what moved stays where it is healthy.
+          // the cooldown; what moved stays where it is healthy…
           const movedTo = (yield* registry.snapshot).find((s) => s.name === name)
-          const cooldownEnds = resumed + cooldownSeconds * 1000 - 1000
-          while (Date.now() < cooldownEnds) {
-            const now = yield* registry.snapshot
-            assert.isFalse(
-              now.some((s) => runnerOf(s.pid) === victimId),
-              `runner ${victimId} got a toolset back ${Date.now() - resumed} ms after it was resumed`
-            )
-            assert.strictEqual(now.find((s) => s.name === name)?.pid, movedTo?.pid, `${name} moved again`)
-            yield* Effect.sleep("250 millis")
-          }
+          const fencedOnly = (until: number, steady: boolean) =>
+            Effect.gen(function* () {
+              while (Date.now() < until) {
+                const now = yield* registry.snapshot
+                assert.isFalse(
+                  now.some((s) => runnerOf(s.pid) === victimId),
+                  `runner ${victimId} got a toolset back ${Date.now() - resumed} ms after it was resumed`
+                )
+                if (steady)
+                  assert.strictEqual(now.find((s) => s.name === name)?.pid, movedTo?.pid, `${name} moved again`)
+                yield* Effect.sleep("250 millis")
+              }
+            })
+          yield* fencedOnly(Date.now() + 2000, true)
+          // …and when another runner leaves during the cooldown, what it hosted goes to the one
+          // runner not fenced, at once, rather than waiting for the fenced one's cooldown to end.
+          const leavingId = runnerOf(movedTo?.pid) ?? ""
+          const leaving = runners.get(leavingId)
+          assert.isDefined(leaving)
+          const hosted = (yield* registry.snapshot).filter((s) => runnerOf(s.pid) === leavingId).map((s) => s.name)
+          const termed = Date.now()
+          leaving?.child.kill("SIGTERM")
+          yield* registry.snapshot.pipe(
+            Effect.repeat({
+              schedule: Schedule.spaced("100 millis"),
+              until: (now) =>
+                hosted.every((n) => {
+                  const s = now.find((x) => x.name === n)
+                  return s?.state === "Ready" && ![leavingId, victimId].includes(runnerOf(s.pid) ?? leavingId)
+                })
+            }),
+            Effect.timeout(`${cooldownSeconds} seconds`)
+          )
+          const movedIn = Date.now() - termed
+          yield* Effect.log(`${hosted.join(", ")} moved off a runner SIGTERMed during the cooldown in ${movedIn} ms`)
+          assert.isBelow(movedIn, 5000, "what the SIGTERMed runner hosted waited for the fenced runner")
+          yield* Effect.promise(() => leaving?.exited ?? Promise.resolve(null))
+          runners.delete(leavingId)
+          yield* fencedOnly(resumed + cooldownSeconds * 1000 - 1000, false)
 
           const exit = yield* Fiber.join(call)
           yield* Effect.log(

@@ -13,7 +13,8 @@
  * lease leaves every runner's heartbeat stale at once, so until a lease after the store is back
  * the runners seen before it stay in the cluster's view (see `getRunners`). A runner that was away
  * past its lease (paused) is fenced: it takes no shard for the rebalance cooldown, so toolsets
- * are not moved back to it while its view of the cluster is stale.
+ * are not moved back to it while its view of the cluster is stale; the store tells every member,
+ * and each leaves it out of the shard assignment meanwhile.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -30,7 +31,11 @@ import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
 import * as SqlClient from "effect/sql/SqlClient"
+import type * as SqlError from "effect/sql/SqlError"
+import * as Fences from "./fences.ts"
 
 /** What the runner knows about its hold on its shards, without asking the store. */
 export interface Service {
@@ -69,6 +74,7 @@ export const make = (name: string) =>
     const sql = yield* SqlClient.SqlClient
     const inner = yield* RunnerStorage.RunnerStorage
     const clock = yield* Clock.Clock
+    const scope = yield* Scope.Scope
     const leaseMillis = Duration.toMillis(Duration.fromInputUnsafe(config.shardLockExpiration))
     const every = Duration.toMillis(interval(config))
     const confirmed = new Map<string, number>()
@@ -82,20 +88,37 @@ export const make = (name: string) =>
      */
     const cooldown = Duration.toMillis(Duration.fromInputUnsafe(config.runnerJoinDebounce))
     let fencedUntil = 0
+    yield* Fences.ensure(sql)
     /** The healthy runners, as the cluster last read them. */
     let healthy: ReadonlyArray<RunnerAddress.RunnerAddress> = []
     /** The runners as read before the last outage, and when the store was found reachable again. */
     let beforeOutage: ReadonlyArray<readonly [ClusterRunner.Runner, boolean]> = []
     let reachableAgainAt = Number.NEGATIVE_INFINITY
     let lastRefresh: number | undefined
-    const fenced = (at: number, why: string) => {
+    /**
+     * Fences this runner, and records it in the store (`Fences`), so that no member assigns it a
+     * shard meanwhile; without the store, its own refusal to acquire still holds. Recorded apart
+     * from the refresh that found it, whose time is short, and again until the store has it.
+     */
+    const fenced = (address: RunnerAddress.RunnerAddress, at: number, why: string) => {
       const first = at >= fencedUntil
       fencedUntil = at + cooldown
+      const record = Fences.record(sql, address, cooldown).pipe(
+        Effect.timeout(every),
+        Effect.retry(Schedule.spaced(every)),
+        Effect.timeout(cooldown),
+        Effect.catchCause((cause) => Effect.logWarning("could not record this runner's fence in the store", cause)),
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
       return first
-        ? Effect.logWarning(
-            `${why}: this runner takes no shard for the next ${Duration.format(Duration.millis(cooldown))}`
+        ? Effect.andThen(
+            Effect.logWarning(
+              `${why}: this runner takes no shard for the next ${Duration.format(Duration.millis(cooldown))}`
+            ),
+            record
           )
-        : Effect.void
+        : record
     }
 
     const now = () => clock.currentTimeMillisUnsafe()
@@ -169,7 +192,7 @@ export const make = (name: string) =>
       // Shards being released are refreshed too, and have no confirmation any more: not lost.
       const lost = requested.filter((shard) => !kept.has(shard.toString()) && confirmed.has(shard.toString()))
       const missing = lost.filter((shard) => (confirmed.get(shard.toString()) ?? 0) > since)
-      const expired = missing.length < lost.length ? fenced(now(), "this runner's lease ran out") : Effect.void
+      const expired = missing.length < lost.length ? fenced(address, now(), "this runner's lease ran out") : Effect.void
       return Effect.andThen(
         expired,
         missing.length === 0
@@ -186,7 +209,7 @@ export const make = (name: string) =>
       const away = lastRefresh !== undefined && asked - lastRefresh > leaseMillis
       lastRefresh = asked
       const refreshed = Effect.andThen(
-        away ? fenced(asked, "this runner was away longer than its lease") : Effect.void,
+        away ? fenced(address, asked, "this runner was away longer than its lease") : Effect.void,
         inner.refresh(address, requested)
       )
       // An empty refresh is also the cluster's own probe of an unhealthy store: passed on as it is.
@@ -228,7 +251,7 @@ export const make = (name: string) =>
          * moving the toolsets that the others are still running. A runner that died meanwhile
          * is dropped a lease later, and its toolsets move then.
          */
-        getRunners: Effect.map(inner.getRunners, (runners) => {
+        getRunners: Effect.map(Effect.all([inner.getRunners, Fences.current(sql)]), ([runners, fences]) => {
           const recovering = unreachableAt !== undefined || now() - reachableAgainAt < leaseMillis
           if (!recovering) beforeOutage = runners
           const kept = recovering
@@ -239,8 +262,9 @@ export const make = (name: string) =>
                 )
               ]
             : runners
-          healthy = kept.filter(([, up]) => up).map(([runner]) => runner.address)
-          return kept
+          const shown = Fences.apply(kept, fences)
+          healthy = shown.filter(([, up]) => up).map(([runner]) => runner.address)
+          return shown
         }),
         acquire: (address, shardIds) => {
           const asked = now()
@@ -272,7 +296,11 @@ export const make = (name: string) =>
  */
 export const layer = (
   name: string
-): Layer.Layer<Lease | RunnerStorage.RunnerStorage, never, SqlClient.SqlClient | ShardingConfig.ShardingConfig> =>
+): Layer.Layer<
+  Lease | RunnerStorage.RunnerStorage,
+  SqlError.SqlError,
+  SqlClient.SqlClient | ShardingConfig.ShardingConfig
+> =>
   Layer.effectContext(
     Effect.map(make(name), ({ lease, storage }) =>
       Context.make(Lease, lease).pipe(Context.add(RunnerStorage.RunnerStorage, storage))
