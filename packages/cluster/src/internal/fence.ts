@@ -4,8 +4,8 @@
  * that another runner has taken, and runs what was queued for it. The fence closes that gap:
  * - before a call, `verdict` says whether this runner may run it: at once when the lease is
  *   fresh, otherwise by asking the store who holds the shard's lock;
- * - every `interval`, and at once after a pause, the toolsets whose shards another runner holds
- *   are stopped, before anything is served from them;
+ * - every `interval`, and at once after a pause or a store outage, the toolsets whose shards
+ *   another runner holds are stopped, before anything is served from them;
  * - `stopAll` stops every hosted toolset at once, for a shutdown that could not finish in time.
  * Calls to tools that are not safe to repeat are fenced once more by the call ledger, whose
  * insert takes effect only while this runner's session holds the shard's lock.
@@ -129,9 +129,12 @@ export const make = (options: Options = {}) =>
     const stop = (h: Hosted, holder: string) =>
       Effect.andThen(Effect.logWarning(`${h.name}: ${holder} holds its shard now; stopping it here`), h.onLost(holder))
 
-    /** Stops the hosted toolsets whose shards another runner holds. */
+    /**
+     * Stops the hosted toolsets whose shards another runner holds. It asks during an outage too
+     * (a store that does not answer stops nothing): the moment the store is back, a lock that its
+     * restart dropped and another runner then took is found, not a lease later.
+     */
     const sweep = Effect.suspend(() => {
-      if (lease.outage()) return Effect.void
       const stale = [...hosted].filter((h) => !lease.fresh(h.shard))
       if (stale.length === 0) return Effect.void
       return Effect.flatMap(ask(stale.map((h) => h.shard)), (verdicts) =>
