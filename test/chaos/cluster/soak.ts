@@ -201,7 +201,8 @@ const liveRunner = (id: string | undefined): boolean => {
   return child !== undefined && child.exitedAt === undefined && serving(child.pid)
 }
 
-const overlaps = new Map<string, { since: number; longest: number }>()
+/** Per toolset: since when two runners serve it, and its longest such stretch (when, on which runners). */
+const overlaps = new Map<string, { since: number; longest: number; at: number; runners: string }>()
 /** Which server process runs for each toolset, and since when that has not changed. */
 const placement = { shown: "", since: Date.now() }
 const orphans = new Map<number, { since: number; toolset: string }>()
@@ -237,10 +238,13 @@ const sample = (n: number) => {
     }
   }
   for (const t of Setup.toolsets) {
-    const o = overlaps.get(t) ?? { since: 0, longest: 0 }
-    if ((byToolset.get(t)?.size ?? 0) > 1) {
+    const o = overlaps.get(t) ?? { since: 0, longest: 0, at: 0, runners: "" }
+    const owners = byToolset.get(t) ?? new Set<string>()
+    if (owners.size > 1) {
       if (o.since === 0) o.since = now
-      o.longest = Math.max(o.longest, now - o.since)
+      if (now - o.since >= o.longest) {
+        Object.assign(o, { longest: now - o.since, at: o.since, runners: [...owners].sort().join(" and ") })
+      }
     } else o.since = 0
     overlaps.set(t, o)
   }
@@ -513,7 +517,11 @@ const report = (result: Effect.Success<typeof soak>) => {
   const ran = Checks.runs(files, Setup.toolsets)
   const kill = result.faults.filter((f) => f.kind === "runner-sigkill")
   const slowFailovers = kill.filter((f) => (f.recoveredMs ?? Number.POSITIVE_INFINITY) > failoverBoundMs)
-  const longestOverlap = Math.max(0, ...[...overlaps.values()].map((o) => o.longest))
+  const [overlapped, longest] = [...overlaps].reduce<[string, { longest: number; at: number; runners: string }]>(
+    (most, [t, o]) => (o.longest > most[1].longest ? [t, o] : most),
+    ["", { longest: 0, at: 0, runners: "" }]
+  )
+  const longestOverlap = longest.longest
   const overlapBoundMs = fenceMs + 2 * sampleMs + 1000
   const longestOrphan = Math.max(0, ...orphanLifetimes, ...[...orphans.values()].map((o) => Date.now() - o.since))
   const pgFaults = result.faults.filter((f) => f.kind.startsWith("pg-"))
@@ -551,7 +559,10 @@ const report = (result: Effect.Success<typeof soak>) => {
     {
       name: `never two live owners of a toolset for longer than a fence check (${overlapBoundMs} ms with sampling)`,
       ok: longestOverlap <= overlapBoundMs,
-      detail: `longest ${longestOverlap} ms`
+      detail:
+        longestOverlap === 0
+          ? "longest 0 ms"
+          : `longest ${longestOverlap} ms (${overlapped} on ${longest.runners}, at ${((longest.at - t0) / 1000).toFixed(1)} s)`
     },
     {
       name: "no orphan outlives the sweep (15 s), none left at the end",
