@@ -29,9 +29,13 @@ const replayedLedger = Layer.succeed(CallLedger.CallLedger, {
   lookup: () => Effect.succeed(first)
 })
 
-const cluster = (ledger: Layer.Layer<CallLedger.CallLedger>, key?: Sealing.Key) =>
+const cluster = (
+  ledger: Layer.Layer<CallLedger.CallLedger>,
+  key?: Sealing.Key,
+  fence: Layer.Layer<Fence.Fence> = Fence.layerAlone
+) =>
   ToolsetHost.layer({ activationWait: "5 seconds", ...(key === undefined ? {} : { key }) }).pipe(
-    Layer.provide([ledger, Fence.layerAlone]),
+    Layer.provide([ledger, fence]),
     Layer.provideMerge(TestRunner.layer)
   )
 
@@ -84,6 +88,27 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       )
       assert.isFalse(ServerProcess.isAlive(pid))
     }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory)))
+  )
+
+  it.live("a server whose shard this runner cannot confirm is killed when its entity closes, not asked to finish", () =>
+    Effect.gen(function* () {
+      // As after a store restart dropped the shard's lock: nobody holds it, and another runner may take it.
+      const unconfirmed = Layer.succeed(Fence.Fence, {
+        ...Fence.alone,
+        verdict: () => Effect.succeed({ _tag: "Unowned" })
+      })
+      // A server that ignores stdin's end and SIGTERM: asked to finish, it takes both graces (4 s).
+      const entry = journalEntry("notes", { env: { JOURNAL_FILE: journal(), IGNORE_EOF: "1" } })
+      const { pid, closing } = yield* Effect.gen(function* () {
+        const registry = yield* ClusterRegistry.make(config([entry]))
+        yield* registry.start
+        return { pid: (yield* registry.snapshot)[0]?.pid ?? 0, closing: Date.now() }
+      }).pipe(Effect.scoped, Effect.provide(cluster(CallLedger.layerMemory, undefined, unconfirmed)))
+      // The runner (here the in-process one) closes its entities as it goes: the server is gone by then.
+      assert.isAbove(pid, 0)
+      assert.isFalse(ServerProcess.isAlive(pid))
+      assert.isBelow(Date.now() - closing, 1500, "the server was asked to finish")
+    })
   )
 
   it.live("a call re-delivered after its runner died is refused unless the tool is safe to repeat", () =>

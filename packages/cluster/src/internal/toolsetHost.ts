@@ -98,9 +98,14 @@ export const layer = (options: Options = {}) =>
               )
               installed = { spec, toolset }
               const h = installed
-              // Runs before the toolset's own finalizers: a lost shard's server is killed, not asked.
+              // Runs before the toolset's own finalizers. A server is asked to finish only while
+              // this runner surely holds its shard; otherwise it is killed: its shard went to
+              // another runner, or may at any moment (a store restart dropped the lock), and that
+              // runner may be starting its own copy already.
               yield* Effect.addFinalizer(() =>
-                fence.lost(shard) ? HostedCalls.halt(h, "as its shard went to another runner") : Effect.void
+                Effect.flatMap(fence.verdict(shard), (verdict) =>
+                  verdict._tag === "Owner" ? Effect.void : HostedCalls.halt(h, haltReason(verdict))
+                )
               )
               yield* fence.host({
                 shard,
@@ -201,3 +206,15 @@ export const layer = (options: Options = {}) =>
 /** The host alone with an in-memory call ledger: for the in-process test runner. */
 export const layerMemory = (options: Options = {}) =>
   layer(options).pipe(Layer.provide([CallLedger.layerMemory, Fence.layerAlone]))
+
+/** Why a toolset whose shard this runner may not hold is killed at its entity's close. */
+const haltReason = (verdict: Fence.Verdict): string => {
+  switch (verdict._tag) {
+    case "Lost":
+      return `as its shard went to ${verdict.holder}`
+    case "Unowned":
+      return "as this runner no longer holds its shard"
+    default:
+      return "as the store cannot confirm this runner still holds its shard"
+  }
+}
