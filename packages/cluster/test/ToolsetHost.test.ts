@@ -95,7 +95,7 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       // As after a store restart dropped the shard's lock: nobody holds it, and another runner may take it.
       const unconfirmed = Layer.succeed(Fence.Fence, {
         ...Fence.alone,
-        verdict: () => Effect.succeed({ _tag: "Unowned" })
+        release: (_shard, _stop, halt) => halt({ _tag: "Unowned" })
       })
       // A server that ignores stdin's end and SIGTERM: asked to finish, it takes both graces (4 s).
       const entry = journalEntry("notes", { env: { JOURNAL_FILE: journal(), IGNORE_EOF: "1" } })

@@ -14,6 +14,7 @@ import * as Context from "effect/Context"
 import type * as ShardId from "effect/cluster/ShardId"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -59,6 +60,18 @@ export interface Service {
    * refreshes, halved for safety.
    */
   readonly sendWithin: Duration.Duration
+  /**
+   * Stops a toolset that leaves this runner: `stop` (its server asked to finish) only while the
+   * store says this runner's session holds the shard, asked before and every `interval` during
+   * the stop; otherwise, or once that changes, `halt` (its server killed). The lease is not
+   * trusted here: a store restart drops the lock at once, and the next owner may start its copy
+   * the moment the store is back, while a stubborn server takes seconds to finish.
+   */
+  readonly release: (
+    shard: ShardId.ShardId,
+    stop: Effect.Effect<void>,
+    halt: (verdict: Verdict) => Effect.Effect<void>
+  ) => Effect.Effect<void>
   /** Hosts a toolset until the scope closes. */
   readonly host: (hosted: Hosted) => Effect.Effect<void, never, Scope.Scope>
   /** Stops every hosted toolset at once (`halt`), for a shutdown that ran out of time. */
@@ -75,6 +88,7 @@ const unowned: Verdict = { _tag: "Unowned" }
 /** A fence for a runner alone in its cluster (the in-process test runner): it owns every shard. */
 export const alone: Service = {
   verdict: () => Effect.succeed(owner),
+  release: (_shard, stop) => stop,
   lost: () => false,
   sendWithin: Duration.infinity,
   host: () => Effect.void,
@@ -126,6 +140,20 @@ export const make = (options: Options = {}) =>
       return Effect.map(ask([shard]), (verdicts) => verdicts[0] ?? outage)
     }
 
+    const release: Service["release"] = (shard, stop, halt) =>
+      Effect.gen(function* () {
+        const asked = Effect.map(ask([shard]), (verdicts) => verdicts[0] ?? outage)
+        const first = yield* asked
+        if (first._tag !== "Owner") return yield* halt(first)
+        const watch = yield* asked.pipe(
+          Effect.repeat({ schedule: Schedule.spaced(interval), until: (v) => v._tag !== "Owner" }),
+          Effect.flatMap(halt),
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* stop
+        yield* Fiber.interrupt(watch)
+      })
+
     const stop = (h: Hosted, holder: string) =>
       Effect.andThen(Effect.logWarning(`${h.name}: ${holder} holds its shard now; stopping it here`), h.onLost(holder))
 
@@ -158,6 +186,7 @@ export const make = (options: Options = {}) =>
 
     const service: Service = {
       verdict,
+      release,
       lost: lease.lost,
       sendWithin: lease.sendWithin,
       host: (h) =>

@@ -99,13 +99,11 @@ export const layer = (options: Options = {}) =>
               installed = { spec, toolset }
               const h = installed
               // Runs before the toolset's own finalizers. A server is asked to finish only while
-              // this runner surely holds its shard; otherwise it is killed: its shard went to
-              // another runner, or may at any moment (a store restart dropped the lock), and that
-              // runner may be starting its own copy already.
+              // the store says this runner holds its shard; otherwise it is killed: its shard went
+              // to another runner, or may at any moment (a store restart dropped the lock), and
+              // that runner may be starting its own copy already.
               yield* Effect.addFinalizer(() =>
-                Effect.flatMap(fence.verdict(shard), (verdict) =>
-                  verdict._tag === "Owner" ? Effect.void : HostedCalls.halt(h, haltReason(verdict))
-                )
+                fence.release(shard, h.toolset.stop, (verdict) => HostedCalls.halt(h, haltReason(verdict)))
               )
               yield* fence.host({
                 shard,
