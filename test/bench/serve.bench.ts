@@ -26,9 +26,9 @@
  *   5. cold start: `toolvisor run config.yaml --json` spawned until its first `"state":"Ready"` line
  *      (SIGTERM after each; exit code 0 expected), next to what the fixture server alone needs to
  *      answer `initialize` through a raw SDK client, and to what the CLI takes for `--version`.
- * The CLI runs from source (`node --conditions=@toolvisor/source apps/cli/src/main.ts`, types
- * stripped by Node at load), as `npm run toolvisor` does, not from `dist`. At the end no CLI,
- * proxy or server process of this run may be alive (checked in /proc).
+ * The CLI is the one users run (`npx toolvisor`, `npm run toolvisor`): `apps/cli/bin/toolvisor.js`,
+ * the bundle, rebuilt first when a source is newer than it. At the end no CLI, proxy or server
+ * process of this run may be alive (checked in /proc).
  *
  * Run: cd /work/main && npm run bench:serve   (needs node --expose-gc, set in the npm script)
  */
@@ -62,6 +62,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Gateway from "../../apps/cli/src/Gateway.ts"
+import buildBundle from "../../apps/cli/test/bundle.setup.ts"
 import {
   ascending,
   formatter,
@@ -92,9 +93,10 @@ const COLD_RUNS = 5
 const READY_TIMEOUT_MS = 30_000
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
-const cliMain = NodePath.join(root, "apps/cli/src/main.ts")
+/** The CLI as `npx toolvisor` and `npm run toolvisor` run it: the bundle, rebuilt first when a source is newer. */
+const cliMain = NodePath.join(root, "apps/cli/bin/toolvisor.js")
 const fixtureServer = NodePath.join(root, "test/support/fixture-server.mjs")
-const cliArgs = ["--conditions=@toolvisor/source", cliMain]
+const cliArgs = [cliMain]
 
 /**
  * Run as `serve.bench.ts --proxy <marker> [url | --stdio-backend]`, this file is the plain SDK
@@ -835,6 +837,7 @@ const writeConfig = (name: string, toolset: ReadonlyArray<string>) => {
 
 const main = async () => {
   const started = performance.now()
+  await buildBundle()
   const stdioConfig = writeConfig("agent.yaml", [
     `        command: ${JSON.stringify(process.execPath)}`,
     `        args: ${JSON.stringify(fixtureArgs)}`
@@ -852,7 +855,7 @@ const main = async () => {
   console.log(
     [
       `  Node ${process.version} (${process.platform}/${process.arch}, ${NodeOs.availableParallelism()} CPUs), @modelcontextprotocol/sdk ${sdkVersion}`,
-      `  serve:  ${node} --conditions=@toolvisor/source ${local(cliMain)} serve <tmp>/agent.yaml (from source; toolset fx, tool fx_echo)`,
+      `  serve:  ${node} ${local(cliMain)} serve <tmp>/agent.yaml (the bundled CLI; toolset fx, tool fx_echo)`,
       `  stdio backend: ${node} ${local(fixtureServer)} (tool echo)`,
       `  http backend:  ${node} ${local(import.meta.filename)} --http-backend (SDK Server + StreamableHTTPServerTransport on 127.0.0.1, tool echo)`
     ].join("\n")
