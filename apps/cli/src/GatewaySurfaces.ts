@@ -86,15 +86,15 @@ export const register = (server: Server, serving: Serving): SessionSubscriptions
   /**
    * A read sent at once once the gateway has settled, as tool calls are (`callToolNow`): the
    * runtime entered only if it fails; `effect` (which routes, names the unknown and waits for a
-   * restarting toolset) when it cannot be sent now.
+   * restarting toolset) when it cannot be sent now, built only then.
    */
   const answerNow = <A, E extends Parameters<typeof toMcpError>[0]>(
     extra: Extra,
     now: (signal: AbortSignal) => Promise<Exit.Exit<A, E>> | undefined,
-    effect: Effect.Effect<A, E>
+    effect: () => Effect.Effect<A, E>
   ) => {
     const sent = GatewayReady.isSettled(ready) ? now(extra.signal) : undefined
-    if (sent === undefined) return answer(extra, Effect.mapError(effect, toMcpError))
+    if (sent === undefined) return answer(extra, Effect.mapError(effect(), toMcpError))
     return sent.then((exit) =>
       Exit.isSuccess(exit)
         ? exit.value
@@ -122,7 +122,7 @@ export const register = (server: Server, serving: Serving): SessionSubscriptions
     return answerNow(
       extra,
       (signal) => registry.getPromptNow(name, args, agent, meta, signal),
-      registry.getPrompt(name, args, agent, meta)
+      () => registry.getPrompt(name, args, agent, meta)
     )
   })
   /** A page of the agent's resources or resource templates (`list`): the servers' definitions, whole. */
@@ -160,7 +160,7 @@ export const register = (server: Server, serving: Serving): SessionSubscriptions
     return answerNow(
       extra,
       (signal) => registry.readResourceNow(uri, agent, meta, signal),
-      registry.readResource(uri, agent, meta)
+      () => registry.readResource(uri, agent, meta)
     )
   })
   server.setRequestHandler(SubscribeRequestSchema, (request, extra) =>
