@@ -16,7 +16,7 @@ export default defineProject({
     name: "soak",
     include: ["{apps,packages}/*/test/**/*.soak.test.ts", "{apps,packages}/*/test/**/*.alone.test.ts"],
     // The CLI's soaks run its bundle, as its own tests do.
-    globalSetup: ["apps/cli/test/bundle.setup.ts"],
+    globalSetup: ["test/support/tmpdir.setup.ts", "apps/cli/test/bundle.setup.ts"],
     testTimeout: 300_000,
     hookTimeout: 300_000,
     fileParallelism: false

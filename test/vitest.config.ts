@@ -6,7 +6,7 @@ export default defineProject({
   test: {
     name: "repo",
     include: ["*.test.ts"],
-    globalSetup: ["../apps/cli/test/bundle.setup.ts"],
+    globalSetup: ["support/tmpdir.setup.ts", "../apps/cli/test/bundle.setup.ts"],
     testTimeout: 120_000,
     hookTimeout: 120_000
   }

@@ -9,7 +9,7 @@ export default defineProject({
     // The soaks, and the tests that need the host alone (no other Toolvisor to sweep their
     // orphans first), run in the soak project (vitest.soak.config.ts), as their own CI step.
     exclude: [...defaultExclude, "test/**/*.soak.test.ts", "test/**/*.alone.test.ts"],
-    globalSetup: ["test/bundle.setup.ts"],
+    globalSetup: ["../../test/support/tmpdir.setup.ts", "test/bundle.setup.ts"],
     testTimeout: 90_000,
     hookTimeout: 90_000
   }

@@ -8,7 +8,7 @@ export default defineProject({
     include: ["test/**/*.test.ts"],
     exclude: ["test/**/*.soak.test.ts"],
     // The runners and CLI clients the tests start run the CLI's bundle, rebuilt when stale.
-    globalSetup: ["../../apps/cli/test/bundle.setup.ts"],
+    globalSetup: ["../../test/support/tmpdir.setup.ts", "../../apps/cli/test/bundle.setup.ts"],
     testTimeout: 120_000,
     hookTimeout: 120_000
   }

@@ -6,6 +6,7 @@ export default defineProject({
   test: {
     name: "lsp",
     include: ["test/**/*.test.ts"],
+    globalSetup: ["../../test/support/tmpdir.setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // One test file at a time: typescript-language-server is four processes and ~470 MB and takes

@@ -6,6 +6,7 @@ export default defineProject({
   test: {
     name: "runtime",
     include: ["test/**/*.test.ts"],
+    globalSetup: ["../../test/support/tmpdir.setup.ts"],
     // The tests that need the host alone run in the soak project (vitest.soak.config.ts).
     exclude: [...defaultExclude, "test/**/*.alone.test.ts"],
     testTimeout: 90_000,
