@@ -237,17 +237,7 @@ export const register = (
   ) => {
     if (client === undefined) return callTool(request, extra, task)
     const leave = client.calling(extra.requestId)
-    // Not `finally`: its extra promises cost every call a few more turns of the microtask queue.
-    return callTool(request, extra, task).then(
-      (result) => {
-        leave()
-        return result
-      },
-      (error: unknown) => {
-        leave()
-        throw error
-      }
-    )
+    return CallOrigin.leaving(callTool(request, extra, task), leave)
   }
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     if (request.params.task === undefined || tasks === undefined) return called(request, extra, false)

@@ -457,18 +457,9 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       if (!attributed) return sendNow(tool, args, signal)
       const leave = origins.enter(origin)
       const sent = sendNow(tool, args, signal)
-      if (sent === undefined) leave()
-      // Not `finally`: its extra promises cost every call a few more turns of the microtask queue.
-      return sent?.then(
-        (exit) => {
-          leave()
-          return exit
-        },
-        (error: unknown) => {
-          leave()
-          throw error
-        }
-      )
+      if (sent !== undefined) return CallOrigin.leaving(sent, leave)
+      leave()
+      return undefined
     }
 
     const sendNow = (tool: string, args: { readonly [key: string]: unknown }, signal?: AbortSignal) => {
