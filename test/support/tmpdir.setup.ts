@@ -15,6 +15,9 @@ export default function setup(): (() => void) | undefined {
   if (process.env[owner] !== undefined) return undefined
   const previous = process.env.TMPDIR
   const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-tests-"))
+  // Open to every user, as /tmp is (sticky: none removes another's files): the tests run
+  // PostgreSQL as its own user when they run as root.
+  NodeFs.chmodSync(dir, 0o1777)
   process.env.TMPDIR = dir
   process.env[owner] = dir
   return () => {
