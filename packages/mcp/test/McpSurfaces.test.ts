@@ -213,20 +213,34 @@ describe("MCP surfaces of server-everything", () => {
         Stream.runForEach((change) => Queue.offer(changes, change)),
         Effect.forkChild({ startImmediately: true })
       )
+      // The next change of `kind`. Others may come first: a listing the session reads after connecting
+      // is announced too, and it can land after the subscription started.
+      const next = Effect.fnUntraced(function* (kind: McpSurfaces.ListingChange["kind"]) {
+        let change = yield* Queue.take(changes)
+        while (change.kind !== kind) change = yield* Queue.take(changes)
+        return change
+      })
       const before = toolset.listingsVersion()
       yield* toolset.callTool("add_prompt", { name: "fresh" })
       // Heard at once (the notification arrives before the call's answer), then read again.
       assert.isAbove(toolset.listingsVersion(), before)
-      assert.deepStrictEqual(yield* Queue.take(changes), { toolset: "fixture", kind: "prompts" })
+      assert.deepStrictEqual(yield* next("prompts"), { toolset: "fixture", kind: "prompts" })
       const prompts = yield* toolset.prompts
       assert.include(
         prompts.items.map((p) => p.name),
         "fresh"
       )
+      // What came before is dropped: the resources change taken next is the one this call makes.
+      yield* Queue.clear(changes)
+      const beforeResource = toolset.listingsVersion()
       yield* toolset.callTool("add_resource", { uri: "fixture://added" })
-      let change = yield* Queue.take(changes)
-      while (change.kind === "prompts") change = yield* Queue.take(changes)
-      assert.deepStrictEqual(change, { toolset: "fixture", kind: "resources" })
+      assert.isAbove(toolset.listingsVersion(), beforeResource)
+      assert.deepStrictEqual(yield* next("resources"), { toolset: "fixture", kind: "resources" })
+      const resources = yield* toolset.resources
+      assert.include(
+        resources.items.map((r) => r.uri),
+        "fixture://added"
+      )
       yield* close
     })
   )
