@@ -138,7 +138,8 @@ export interface Options {
   readonly failure: (
     subject: string,
     cause: unknown,
-    deadline: Deadline.Deadline | undefined
+    deadline: Deadline.Deadline | undefined,
+    session: McpConnector.McpSession
   ) => Toolset.ToolCallFailed | LifecycleError.LifecycleError
   readonly remote: boolean
   readonly provides?: McpConnector.Hooks["provides"]
@@ -217,7 +218,7 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
           const deadline = fiber.getRef(Deadline.Current)
           return Effect.tryPromise({
             try: (signal) => ask.send(session, SendNow.sdkOptions(deadline, signal)),
-            catch: (cause) => failed(ask, cause, deadline)
+            catch: (cause) => failed(ask, cause, deadline, session)
           }).pipe(Effect.catch((error) => (retry ? again(supervisor, ask, session, error) : Effect.fail(error))))
         })
       )
@@ -237,8 +238,13 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
         : Effect.fail(error)
 
     /** The server's answer is the caller's business (`RequestFailed`); anything else is a lifecycle failure. */
-    const failed = <A>(ask: Ask<A>, cause: unknown, deadline: Deadline.Deadline | undefined): SurfaceError => {
-      const error = options.failure(ask.subject, cause, deadline)
+    const failed = <A>(
+      ask: Ask<A>,
+      cause: unknown,
+      deadline: Deadline.Deadline | undefined,
+      session: McpConnector.McpSession
+    ): SurfaceError => {
+      const error = options.failure(ask.subject, cause, deadline, session)
       return error._tag === "ToolCallFailed"
         ? new RequestFailed({
             toolset: name,
@@ -265,7 +271,7 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
       return SendNow.settle(now, ask.send(now.handle, SendNow.sdkOptions(deadline, signal)), {
         signal,
         succeeded: (answer: A) => answer,
-        failure: (cause) => failed(ask, cause, deadline),
+        failure: (cause) => failed(ask, cause, deadline, now.handle),
         recover: (error) => {
           const recovered = again(live, ask, now.handle, error)
           return runExit(

@@ -81,11 +81,26 @@ export const effectivePolicy = (spec: McpSpec.McpSpec, policy: Policy.Policy): P
       }
     : policy
 
-/** JSON-RPC codes that describe the connection, not the request: those stay lifecycle errors. */
-const connectionCodes = new Set([-32000, -32001])
+/** The SDK's code for the requests its session's end rejects (JSON-RPC's generic "server error"). */
+const connectionClosed = -32000
 
 /** The SDK's code for a request that ran past its `timeout`. */
 const requestTimeout = -32001
+
+/**
+ * Whether an `McpError` is the SDK's own word on a request rather than the server's answer: a
+ * server may answer with the same codes (-32000 is JSON-RPC's generic "server error"), and taking
+ * its answer for a lost session would hold the call until its deadline. The SDK rejects with
+ * -32000 only once the session is gone (its client has no transport any more) and with -32001 when
+ * the timeout it was given, the deadline's, ran out; a timer may fire a little before `Date.now()`
+ * reaches the deadline, hence the slack (a tenth of the call's time, at most a second).
+ */
+const sdkOwn = (cause: McpError, session: McpConnector.McpSession, deadline: Deadline.Deadline | undefined) =>
+  cause.code === connectionClosed
+    ? session.client.transport === undefined
+    : cause.code === requestTimeout &&
+      deadline !== undefined &&
+      Deadline.remaining(deadline) <= Math.min(1_000, deadline.millis / 10)
 
 /** JSON-RPC's code for arguments that are not acceptable. */
 const invalidParams = -32602
@@ -141,7 +156,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       name,
       logLevel: options.logLevel,
       remote,
-      failure: (subject, cause, deadline) => callFailure(subject, cause, deadline),
+      failure: (subject, cause, deadline, session) => callFailure(subject, cause, deadline, session),
       provides: (next) => {
         client = next
         return provides(next)
@@ -184,12 +199,14 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
      * failure. The SDK's "Not connected" (the transport closed before the request was sent) and a
      * write into a pipe nobody reads any more mean the request provably never reached the server:
      * it is handled as a lost session and may be sent again. An answer too big or too deep to
-     * read fails the call alone, saying that it ran: the session is fine.
+     * read fails the call alone, saying that it ran: the session is fine. An error the server
+     * answered with is the caller's, whatever its code (`sdkOwn`).
      */
     const callFailure = (
       tool: string,
       cause: unknown,
-      deadline: Deadline.Deadline | undefined
+      deadline: Deadline.Deadline | undefined,
+      session: McpConnector.McpSession
     ): Toolset.ToolCallFailed | LifecycleError.LifecycleError => {
       const refused = refusalOf(cause)
       if (refused !== undefined) return refusedAnswer(tool, refused)
@@ -199,9 +216,11 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             message: `${name}: the session closed before "${tool}" was sent`,
             cause
           })
-        : cause instanceof McpError && cause.code === requestTimeout
-          ? Deadline.exceeded(name, deadline ?? { millis: McpConnector.noSdkTimeout })
-          : cause instanceof McpError && !connectionCodes.has(cause.code)
+        : cause instanceof McpError && sdkOwn(cause, session, deadline)
+          ? cause.code === requestTimeout
+            ? Deadline.exceeded(name, deadline ?? { millis: McpConnector.noSdkTimeout })
+            : Classify.classify(name, cause)
+          : cause instanceof McpError
             ? new Toolset.ToolCallFailed({
                 toolset: name,
                 tool,
@@ -213,7 +232,12 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     }
 
     /** A tool call's failure: `callFailure`, or a task the server no longer knows, which may have run. */
-    const toolCallFailure = (tool: string, cause: unknown, deadline: Deadline.Deadline | undefined): AttemptError =>
+    const toolCallFailure = (
+      tool: string,
+      cause: unknown,
+      deadline: Deadline.Deadline | undefined,
+      session: McpConnector.McpSession
+    ): AttemptError =>
       cause instanceof TaskCall.TaskUnknown
         ? new Toolset.CallOutcomeUnknown({
             toolset: name,
@@ -222,7 +246,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             requestId: cause.taskId,
             cause
           })
-        : callFailure(tool, cause, deadline)
+        : callFailure(tool, cause, deadline, session)
 
     const refusedAnswer = (tool: string, refused: RawMessage.Refused) =>
       new Toolset.ToolCallFailed({
@@ -350,7 +374,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
           send(session, call, deadline, signal).then(
             (result) => resume(Effect.succeed(toToolResult(result))),
             // Classified in the fiber, where a defect in classifying cannot leave the call hanging.
-            (cause) => resume(Effect.suspend(() => Effect.fail(toolCallFailure(call.tool, cause, deadline))))
+            (cause) => resume(Effect.suspend(() => Effect.fail(toolCallFailure(call.tool, cause, deadline, session))))
           )
         })
       })
@@ -474,7 +498,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
       return SendNow.settle(now, send(now.handle, call, deadline, signal), {
         signal,
         succeeded: toToolResult,
-        failure: (cause): AttemptError => toolCallFailure(tool, cause, deadline),
+        failure: (cause): AttemptError => toolCallFailure(tool, cause, deadline, now.handle),
         recover: (error) => runExit(recover(call, error))
       })
     }

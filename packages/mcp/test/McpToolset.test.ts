@@ -1,7 +1,8 @@
 import * as NodeFs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { Deadline, ServerProcess } from "@toolvisor/core"
+import { Deadline, ServerProcess, Toolset } from "@toolvisor/core"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -101,6 +102,39 @@ describe("McpToolset over stdio", () => {
       if (Exit.isSuccess(bad)) assert.isTrue(bad.value.isError)
       else assert.strictEqual(Exit.isFailure(bad), true)
       assert.strictEqual((yield* toolset.state).state, "Ready")
+      yield* close
+    })
+  )
+
+  it.live("a JSON-RPC error the server answers with is the call's failure at once, whatever its code", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture(),
+        policy: fastPolicy({ call_timeout: "10s" })
+      })
+      yield* toolset.start
+      const pid = (yield* toolset.state).pid
+      // -32000 and -32001 are also the SDK's own codes for a closed session and a timeout: taken
+      // for those, the call waited out call_timeout for a loss that never came.
+      for (const code of [-32000, -32001, -32603]) {
+        const started = Date.now()
+        const args = { code, message: `the server says no (${code})` }
+        const viaEffect = yield* Effect.flip(toolset.callTool("rpc_error", args))
+        const viaNow = yield* Effect.promise(() => toolset.callToolNow("rpc_error", args) ?? Promise.reject())
+        assert.isTrue(Exit.isFailure(viaNow))
+        for (const error of [viaEffect, Exit.isFailure(viaNow) ? Cause.squash(viaNow.cause) : undefined]) {
+          assert.instanceOf(error, Toolset.ToolCallFailed)
+          if (!(error instanceof Toolset.ToolCallFailed)) continue
+          assert.strictEqual(error.code, code)
+          assert.include(error.message, `the server says no (${code})`)
+        }
+        assert.isBelow(Date.now() - started, 5_000)
+      }
+      const status = yield* toolset.state
+      assert.strictEqual(status.state, "Ready")
+      assert.strictEqual(status.pid, pid)
+      assert.strictEqual(status.restarts, 0)
       yield* close
     })
   )
