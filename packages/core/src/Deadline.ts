@@ -9,6 +9,7 @@
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as WallClock from "./internal/wallClock.ts"
 import * as LifecycleError from "./LifecycleError.ts"
 
 /** When a call must be done, and the budget it began with, so the timeout can say how long it was given. */
@@ -37,8 +38,13 @@ export const within =
           fiber.getRef(Current) === undefined ? Effect.provideService(effect, Current, after(millis)) : effect
         )
 
-/** Milliseconds left before `deadline`, never negative. */
-export const remaining = (deadline: Deadline): number => Math.max(0, deadline.at - Date.now())
+/**
+ * Milliseconds left before `deadline`, never negative, and at most what a timer can wait: Node
+ * fires a timer of more than 2^31 - 1 ms (about 24.8 days) at once, so a `call_timeout` of a month
+ * would have failed every call on the spot.
+ */
+export const remaining = (deadline: Deadline): number =>
+  Math.min(WallClock.maxTimerMillis, Math.max(0, deadline.at - Date.now()))
 
 /** The failure of a call that ran out of time: the one `CallTimeout` every transport reports. */
 export const exceeded = (toolset: string, deadline: Pick<Deadline, "millis">): LifecycleError.CallTimeout =>

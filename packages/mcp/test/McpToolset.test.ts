@@ -139,6 +139,22 @@ describe("McpToolset over stdio", () => {
     })
   )
 
+  it.live("a call_timeout longer than a timer can wait (24.8 days) bounds nothing early", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture(),
+        policy: fastPolicy({ call_timeout: "720h" })
+      })
+      yield* toolset.start
+      // Node fires a longer timer at once: every call failed with CallTimeout on the spot.
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "a month" })), "a month")
+      const now = yield* Effect.promise(() => toolset.callToolNow("echo", { message: "now" }) ?? Promise.reject())
+      assert.strictEqual(Exit.isSuccess(now) ? textOf(now.value) : "", "now")
+      yield* close
+    })
+  )
+
   it.live("a call past call_timeout fails with CallTimeout at that budget; the session stays up and answers", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({

@@ -5,9 +5,12 @@
  */
 import * as Effect from "effect/Effect"
 
-/** Sleeps `millis` of real time; interruption clears the timer. */
+/** The longest a Node timer waits: a longer one fires at once (with a TimeoutOverflowWarning). */
+export const maxTimerMillis = 2 ** 31 - 1
+
+/** Sleeps `millis` of real time (at most `maxTimerMillis`); interruption clears the timer. */
 export const sleep = (millis: number): Effect.Effect<void> =>
   Effect.callback<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), millis)
+    const timer = setTimeout(() => resume(Effect.void), Math.min(millis, maxTimerMillis))
     return Effect.sync(() => clearTimeout(timer))
   })
