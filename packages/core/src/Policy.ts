@@ -16,17 +16,29 @@ const unitMillis: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_00
 
 const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$|^0$/
 
+const millisOf = (text: string): number => {
+  const [, amount = "0", unit = "ms"] = durationPattern.exec(text) ?? []
+  return Number(amount) * (unitMillis[unit] ?? 1)
+}
+
+/** Milliseconds as the pattern reads them: never in exponent notation (`1e-7`, `1e+21`). */
+const millisText = (millis: number): string =>
+  Number.isInteger(millis) ? String(millis) : millis.toFixed(20).replace(/0+$/, "").replace(/\.$/, "")
+
 /** A duration written as `250ms`, `30s`, `1.5s`, `5m`, `1h` (or `0` for none). */
 export const DurationString = Schema.String.pipe(
   Schema.check(Schema.isPattern(durationPattern, { message: "Expected a duration like 250ms, 30s, 5m or 1h" })),
+  // Longer than any wait that means something, and past what a number of milliseconds holds exactly.
+  Schema.check(
+    Schema.makeFilter((text: string) => millisOf(text) <= Number.MAX_SAFE_INTEGER, {
+      message: "Expected a duration of at most 9007199254740991ms (285,616 years); 0 means none"
+    })
+  ),
   Schema.decodeTo(
     Schema.Duration,
     SchemaTransformation.transform({
-      decode: (text) => {
-        const [, amount = "0", unit = "ms"] = durationPattern.exec(text) ?? []
-        return Duration.millis(Number(amount) * (unitMillis[unit] ?? 1))
-      },
-      encode: (duration) => `${Duration.toMillis(duration)}ms`
+      decode: (text) => Duration.millis(millisOf(text)),
+      encode: (duration) => `${millisText(Duration.toMillis(duration))}ms`
     })
   )
 )

@@ -80,6 +80,18 @@ describe("Policy", () => {
       assert.strictEqual(encoded, "30000ms")
       assert.strictEqual(decodeDuration(encoded), 30_000)
     })
+
+    it("rejects a duration past what milliseconds hold exactly, saying so; a tiny one round-trips", () => {
+      // Both used to decode, then fail to encode (`1e+23ms`, `1e-7ms`) with a bare SchemaError.
+      assert.include(
+        failureOf(Policy.DurationString, "99999999999999999999s"),
+        "Expected a duration of at most 9007199254740991ms"
+      )
+      for (const text of ["0.0000001s", "999999999h"]) {
+        const millis = decodeDuration(text)
+        assert.strictEqual(decodeDuration(Schema.encodeSync(Policy.DurationString)(Duration.millis(millis))), millis)
+      }
+    })
   })
 
   describe("Lifecycle schema", () => {
