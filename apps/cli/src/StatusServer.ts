@@ -5,9 +5,10 @@
  * A static token comes from a file or the environment, never from the command line where `ps`
  * would show it; JWTs are checked against an authorization server's keys.
  */
-import * as NodeFs from "node:fs"
+
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { AgentConfig } from "@toolvisor/config"
+import * as BoundedFile from "@toolvisor/core/internal/boundedFile"
 import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import { HttpGate, StatusHttp, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
@@ -31,15 +32,28 @@ export interface Flags {
   readonly jwksUrl: Option.Option<string>
 }
 
+/** A token file is one line; `<(pass show …)` is a pipe, which must end soon. */
+const tokenFile = { maxBytes: 64 * 1024, pipeMillis: 30_000 }
+
 /** The static token from `--http-token-file` or the environment; undefined when neither has one. */
 const staticToken = (file: Option.Option<string>): Effect.Effect<string | undefined, UsageError> =>
   Effect.gen(function* () {
     const read = Option.isSome(file)
-      ? yield* Effect.try({
-          try: () => NodeFs.readFileSync(file.value, "utf8").trim(),
+      ? yield* Effect.tryPromise({
+          try: () => BoundedFile.readText(file.value, tokenFile),
           catch: (cause) =>
-            new UsageError({ message: `--http-token-file: cannot read ${file.value}: ${String(cause)}` })
-        })
+            new UsageError({
+              message: `--http-token-file: cannot read ${file.value}: ${cause instanceof Error ? cause.message : String(cause)}`
+            })
+        }).pipe(
+          Effect.flatMap((text) =>
+            text === undefined
+              ? Effect.fail(
+                  new UsageError({ message: `--http-token-file: ${file.value} is larger than a token file's 64 KiB` })
+                )
+              : Effect.succeed(text.trim())
+          )
+        )
       : process.env[tokenVariable]?.trim()
     return read === undefined || read === "" ? undefined : read
   })

@@ -15,10 +15,11 @@
  *   rebalance_cooldown: 30s
  * ```
  */
-import * as NodeFs from "node:fs"
+
 import { ConfigError } from "@toolvisor/config"
 import * as ConfigText from "@toolvisor/config/internal/configText"
 import { Policy } from "@toolvisor/core"
+import * as BoundedFile from "@toolvisor/core/internal/boundedFile"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -71,10 +72,11 @@ const readText = (path: string): Effect.Effect<string, ConfigError.ConfigError> 
       ConfigError.make(path, [
         { path: "", message: `cannot read it: ${cause instanceof Error ? cause.message : String(cause)}` }
       ])
-    const size = yield* Effect.try({ try: () => NodeFs.statSync(path).size, catch: unreadable })
-    if (size > maxFileBytes)
-      return yield* unreadable(`it is ${size} bytes, more than a settings file's ${maxFileBytes}`)
-    return yield* Effect.try({ try: () => NodeFs.readFileSync(path, "utf8"), catch: unreadable })
+    const text = yield* Effect.tryPromise({
+      try: () => BoundedFile.readText(path, { maxBytes: maxFileBytes, pipeMillis: 30_000 }),
+      catch: unreadable
+    })
+    return text === undefined ? yield* unreadable(`it is more than a settings file's ${maxFileBytes} bytes`) : text
   })
 
 /** The timers a settings file sets (unknown keys are errors, with a "did you mean"). */

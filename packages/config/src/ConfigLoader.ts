@@ -7,9 +7,9 @@
  * skipped toolset's problem) is a warning on the loaded config, and so is what the environment
  * lacks: the toolset that needs an unset variable is loaded `unresolved`, and only it cannot start.
  */
-import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import * as BoundedFile from "@toolvisor/core/internal/boundedFile"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -307,30 +307,15 @@ export const parse = (
 /** A config is a few KiB; a file past this is someone's attempt at something else, refused unread. */
 export const maxBytes = 4 * 1024 * 1024
 
-/** The file's text, read no further than `maxBytes` (a pipe from `<(…)` is read as well as a file). */
-const readBounded = async (path: string): Promise<string | undefined> => {
-  const handle = await NodeFs.open(path, "r")
-  try {
-    const chunks: Array<Buffer> = []
-    let total = 0
-    while (total <= maxBytes) {
-      const chunk = Buffer.alloc(64 * 1024)
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null)
-      if (bytesRead === 0) return Buffer.concat(chunks).toString("utf8")
-      chunks.push(chunk.subarray(0, bytesRead))
-      total += bytesRead
-    }
-    return undefined
-  } finally {
-    await handle.close()
-  }
-}
+/** How long a pipe given as the config (`<(…)`, `/dev/stdin`) may take to end. */
+const pipeMillis = 30_000
 
 const readError = (error: unknown): string => {
   const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined
   if (code === "ENOENT") return "File not found"
   if (code === "EISDIR") return "Is a directory, not a config file"
   if (code === "EACCES") return "Permission denied"
+  if (error instanceof BoundedFile.Unreadable) return `Refused: ${error.message}`
   return `Cannot read the file: ${error instanceof Error ? error.message : String(error)}`
 }
 
@@ -343,7 +328,7 @@ export const load = (path: string, options: Options = {}): Effect.Effect<AgentCo
   Effect.gen(function* () {
     const absolute = NodePath.resolve(path)
     const text = yield* Effect.tryPromise({
-      try: () => readBounded(absolute),
+      try: () => BoundedFile.readText(absolute, { maxBytes, pipeMillis }),
       catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
     })
     if (text === undefined) {

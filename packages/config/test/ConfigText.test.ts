@@ -3,6 +3,7 @@
  * minified lines of hundreds of KB. Each is one `ConfigError` that names the file, says what was
  * refused and where, and shows a bounded excerpt — never a stack overflow, a defect or the whole line.
  */
+import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -97,6 +98,22 @@ describe("ConfigLoader: size", () => {
       const edge = tempFile("agent.yaml", `${comment(ConfigLoader.maxBytes - 40)}agents: { root: { toolsets: [] } }\n`)
       assert.isAtMost(NodeFs.statSync(edge).size, ConfigLoader.maxBytes)
       assert.strictEqual((yield* ConfigLoader.load(edge, { env: {} })).agents.length, 1)
+    })
+  )
+})
+
+describe("ConfigLoader: what the path names", () => {
+  it.effect("a FIFO nobody writes to, a device and a directory are refused at once, never waited on", () =>
+    Effect.gen(function* () {
+      const fifo = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-text-")), "agent.yaml")
+      NodeChildProcess.execFileSync("mkfifo", [fifo])
+      // Opening the FIFO blocked until a writer came, and the first Ctrl-C only began a shutdown
+      // that waited on the open.
+      const empty = yield* Effect.flip(ConfigLoader.load(fifo, { env: {} }))
+      assert.include(empty.message, "got an empty document")
+      assert.strictEqual(yield* refusal("/dev/zero"), "Refused: not a regular file (a character device): /dev/zero")
+      const folder = NodePath.dirname(fifo)
+      assert.strictEqual(yield* refusal(folder), `Refused: not a regular file (a directory): ${folder}`)
     })
   )
 })

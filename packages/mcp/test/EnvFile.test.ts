@@ -87,8 +87,8 @@ describe("envFile", () => {
       NodeChildProcess.execFileSync("mkfifo", [fifo])
       const cases = [
         [NodePath.join(dir, "missing.env"), "no such file"],
-        [dir, "not a regular file"],
-        [fifo, "not a regular file"]
+        [dir, "not a regular file (a directory)"],
+        [fifo, "not a regular file (a FIFO)"]
       ] as const
       for (const [path, reason] of cases) {
         const toolset = yield* open(path)

@@ -3,8 +3,8 @@
  * time the server starts — never when a config is only loaded — and the server's own `env` wins
  * over it. A file that cannot be read is a start failure, like a missing binary.
  */
-import * as NodeFs from "node:fs/promises"
 import { LifecycleError } from "@toolvisor/core"
+import * as BoundedFile from "@toolvisor/core/internal/boundedFile"
 import * as Effect from "effect/Effect"
 
 /** A dotenv file is a few KiB; a bigger one is not an env file. */
@@ -35,21 +35,9 @@ const reasonOf = (cause: unknown): string => {
 
 /** Reads a regular file of at most `maxBytes` (a FIFO or a device would block or never end). */
 const readBounded = async (path: string): Promise<string> => {
-  if (!(await NodeFs.stat(path)).isFile()) throw new Error("not a regular file")
-  const handle = await NodeFs.open(path, "r")
-  try {
-    const buffer = Buffer.alloc(maxBytes + 1)
-    let length = 0
-    while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length)
-      if (bytesRead === 0) break
-      length += bytesRead
-    }
-    if (length > maxBytes) throw new Error(`larger than ${maxBytes / 1024} KiB`)
-    return buffer.subarray(0, length).toString("utf8")
-  } finally {
-    await handle.close()
-  }
+  const text = await BoundedFile.readText(path, { maxBytes })
+  if (text === undefined) throw new Error(`larger than ${maxBytes / 1024} KiB`)
+  return text
 }
 
 /** The file's variables, or the start failure that names the toolset and the file. */

@@ -1,0 +1,73 @@
+/**
+ * Reading a file someone else named: a regular file up to a bound, a pipe only when allowed and
+ * only until its deadline, and never blocking on a FIFO nobody writes to or a device that never ends.
+ */
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as BoundedFile from "../src/internal/boundedFile.ts"
+
+const dir = () => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-bounded-"))
+
+const fifo = () => {
+  const path = NodePath.join(dir(), "fifo")
+  NodeChildProcess.execFileSync("mkfifo", [path])
+  return path
+}
+
+const refusal = (path: string, options: BoundedFile.Options) =>
+  BoundedFile.readText(path, options).then(
+    () => assert.fail("read"),
+    (error: unknown) => (error instanceof BoundedFile.Unreadable ? error.message : String(error))
+  )
+
+describe("BoundedFile", () => {
+  it("reads a regular file whole, and gives undefined for one past the bound", async () => {
+    const path = NodePath.join(dir(), "a.txt")
+    NodeFs.writeFileSync(path, "x".repeat(100))
+    assert.strictEqual(await BoundedFile.readText(path, { maxBytes: 100 }), "x".repeat(100))
+    assert.isUndefined(await BoundedFile.readText(path, { maxBytes: 99 }))
+  })
+
+  it("refuses a FIFO, a device and a directory at once unless pipes are allowed", async () => {
+    // Opened for reading, a FIFO nobody writes to blocked until a writer came: forever.
+    assert.strictEqual(await refusal(fifo(), { maxBytes: 10 }), "not a regular file (a FIFO)")
+    assert.strictEqual(await refusal("/dev/zero", { maxBytes: 10 }), "not a regular file (a character device)")
+    assert.strictEqual(
+      await refusal("/dev/zero", { maxBytes: 10, pipeMillis: 100 }),
+      "not a regular file (a character device)"
+    )
+    assert.strictEqual(await refusal(dir(), { maxBytes: 10 }), "not a regular file (a directory)")
+  })
+
+  it("reads a pipe to its end when pipes are allowed; one that never ends fails at its deadline", async () => {
+    const fed = fifo()
+    const writer = NodeChildProcess.spawn("sh", ["-c", `printf 'agents: {}' > '${fed}'`], { stdio: "ignore" })
+    const closed = new Promise((resolve) => writer.once("close", resolve))
+    // The writer may not have opened the FIFO yet: a FIFO without one reads as empty, so wait for it.
+    let text = ""
+    for (let tries = 0; text === "" && tries < 200; tries++)
+      text = (await BoundedFile.readText(fed, { maxBytes: 100, pipeMillis: 5_000 })) ?? ""
+    assert.strictEqual(text, "agents: {}")
+    await closed
+
+    const held = fifo()
+    const holder = NodeChildProcess.spawn("sh", ["-c", `exec 3>'${held}'; sleep 30`], { stdio: "ignore" })
+    try {
+      // Opened once the holder has it open for writing: then reads wait for data that never comes.
+      const started = Date.now()
+      let message = ""
+      while (message === "" && Date.now() - started < 10_000) {
+        const text = await BoundedFile.readText(held, { maxBytes: 100, pipeMillis: 300 }).catch((error: unknown) =>
+          error instanceof BoundedFile.Unreadable ? error : undefined
+        )
+        if (text instanceof BoundedFile.Unreadable) message = text.message
+      }
+      assert.strictEqual(message, "a FIFO that did not end within 300 ms")
+    } finally {
+      holder.kill("SIGKILL")
+    }
+  })
+})
