@@ -39,6 +39,7 @@ import * as EnvFile from "./internal/envFile.ts"
 import * as HeadersHelper from "./internal/headersHelper.ts"
 import * as OAuthProvider from "./internal/oauthProvider.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
+import * as SendGuard from "./internal/sendGuard.ts"
 import * as TokenStore from "./internal/tokenStore.ts"
 import * as ToolCache from "./internal/toolCache.ts"
 import type * as McpSpec from "./McpSpec.ts"
@@ -159,6 +160,7 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
       Effect.mapError(effect, (error) => Redaction.error(error, (text) => redactor.text(own.values(text))))
 
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close().catch(() => undefined)))
+    SendGuard.install(link.transport)
     yield* masked(
       link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
     )

@@ -28,6 +28,7 @@ import * as ClientFeatures from "./ClientFeatures.ts"
 import * as ClientRequests from "./internal/clientFeatures.ts"
 import * as Origins from "./internal/origins.ts"
 import { NotDelivered } from "./internal/pipeTransport.ts"
+import * as SendGuard from "./internal/sendGuard.ts"
 import * as SendNow from "./internal/sendNow.ts"
 import * as TaskCall from "./internal/taskCall.ts"
 import * as McpConnector from "./McpConnector.ts"
@@ -210,6 +211,10 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     ): Toolset.ToolCallFailed | LifecycleError.LifecycleError => {
       const refused = refusalOf(cause)
       if (refused !== undefined) return refusedAnswer(tool, refused)
+      if (cause instanceof SendGuard.Unsendable) {
+        const message = `${name}/${tool}: ${cause.message}, so it did not run`
+        return new Toolset.ToolCallFailed({ toolset: name, tool, message, code: invalidParams, cause })
+      }
       return cause instanceof NotDelivered || (cause instanceof Error && cause.message === "Not connected")
         ? new LifecycleError.SessionMissing({
             toolset: name,

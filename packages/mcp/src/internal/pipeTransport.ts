@@ -15,6 +15,7 @@ import {
   type JSONRPCResultResponse
 } from "@modelcontextprotocol/sdk/types.js"
 import { RawMessage } from "@toolvisor/core"
+import * as SendGuard from "./sendGuard.ts"
 
 /**
  * Longest line kept, in characters (a line of this many is at least this many bytes); a longer one
@@ -125,7 +126,13 @@ export class PipeTransport implements Transport {
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.output.writable) return Promise.reject(new NotDelivered())
-    const line = `${JSON.stringify(message)}\n`
+    let line: string
+    try {
+      line = `${JSON.stringify(message)}\n`
+    } catch (cause) {
+      // Thrown here, it would escape the SDK's handling of a failed send and fail the request as a lost session.
+      return Promise.reject(new SendGuard.Unsendable(`cannot be written as JSON (${String(cause)})`, cause))
+    }
     if (this.batch === undefined) this.batch = this.startBatch()
     this.batch.lines.push(line)
     return this.batch.written
