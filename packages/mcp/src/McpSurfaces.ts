@@ -232,7 +232,10 @@ export const make = (options: Options): Effect.Effect<Made & Bind, never, Scope.
     ): Effect.Effect<A, SurfaceError | Supervisor.UseError> =>
       isLoss(error, options.remote)
         ? Effect.andThen(
-            supervisor.lost(session, options.remote && error._tag !== "McpRequestFailed" ? error : undefined),
+            // Under the request's deadline, as a tool call's recovery is: one budget for the whole request.
+            Deadline.bound(name)(
+              supervisor.lost(session, options.remote && error._tag !== "McpRequestFailed" ? error : undefined)
+            ),
             attempt(supervisor, ask, false)
           )
         : Effect.fail(error)
