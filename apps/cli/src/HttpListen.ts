@@ -40,6 +40,14 @@ const why = (cause: Error): string => {
   return cause.message
 }
 
+/**
+ * How long a request may take to arrive: its headers, then all of it. A client that trickles its
+ * request in holds a socket no longer than this (Node's defaults are 60 s and 300 s); no MCP
+ * request (at most 4 MiB) or status request needs more. Streams that answer for long are responses.
+ */
+const headersTimeout = 10_000
+const requestTimeout = 30_000
+
 /** `host:port` as a URL writes it: an IPv6 address in brackets. */
 export const hostPort = (host: string, port: number) => `${host.includes(":") ? `[${host}]` : host}:${port}`
 
@@ -61,7 +69,7 @@ export const listen = (
     }
     const server = yield* Effect.acquireRelease(
       Effect.callback<NodeHttp.Server, ListenError>((resume) => {
-        const server = NodeHttp.createServer(secured)
+        const server = NodeHttp.createServer({ headersTimeout, requestTimeout }, secured)
         const onError = (cause: Error) =>
           resume(
             Effect.fail(

@@ -24,6 +24,7 @@ import type * as Scope from "effect/Scope"
 import * as HttpListen from "./HttpListen.ts"
 import * as McpEvents from "./McpEvents.ts"
 import * as McpSessions from "./McpSessions.ts"
+import * as RequestBody from "./RequestBody.ts"
 
 /** The path of the streamable HTTP endpoint, as in the SDK's examples. */
 export const endpoint = "/mcp" as const
@@ -134,6 +135,7 @@ export const listen = (
     const open = (
       req: NodeHttp.IncomingMessage,
       res: NodeHttp.ServerResponse,
+      body: unknown,
       opening: McpSessions.Opening<Session>,
       group: string | undefined
     ) =>
@@ -155,7 +157,7 @@ export const listen = (
         }
         // A server no session took is closed, the request answered or failed, so nothing it enrolled stays.
         yield* Effect.tryPromise(() => server.connect(transport)).pipe(
-          Effect.andThen(Effect.tryPromise(() => transport.handleRequest(req, res))),
+          Effect.andThen(Effect.tryPromise(() => transport.handleRequest(req, res, body))),
           Effect.ensuring(Effect.suspend(() => (transport.sessionId === undefined ? closeServer(server) : Effect.void)))
         )
       }).pipe(Effect.ensuring(Effect.sync(opening.done)))
@@ -195,6 +197,9 @@ export const listen = (
     const mcp = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
       Effect.gen(function* () {
         if (!(yield* admit(req, res, group))) return
+        // Read before a session is looked up or a place taken: a body that never comes holds nothing.
+        const body = req.method === "POST" ? yield* RequestBody.read(req, res) : undefined
+        if (req.method === "POST" && body === undefined) return
         const sessionId = req.headers["mcp-session-id"]
         if (sessionId !== undefined) {
           const session = typeof sessionId === "string" ? use(sessionId, res) : undefined
@@ -207,11 +212,13 @@ export const listen = (
           ) {
             return yield* reject(res, 404, "Session not found: initialize a new session")
           }
-          return yield* Effect.tryPromise(() => transport.handleRequest(req, res))
+          return yield* Effect.tryPromise(() => transport.handleRequest(req, res, body))
         }
-        if (req.method !== "POST") return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
+        if (req.method !== "POST" || !RequestBody.isInitialize(body)) {
+          return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
+        }
         const opening = yield* place(res)
-        if (opening !== undefined) yield* open(req, res, opening, group)
+        if (opening !== undefined) yield* open(req, res, body, opening, group)
       })
 
     /**
@@ -255,13 +262,15 @@ export const listen = (
         if (req.method !== "POST" || !(transport instanceof SSEServerTransport)) {
           return yield* reject(res, 404, `Session not found: open one with GET ${sse.stream}`)
         }
-        yield* Effect.tryPromise(() => transport.handlePostMessage(req, res))
+        const body = yield* RequestBody.read(req, res)
+        if (body !== undefined) yield* Effect.tryPromise(() => transport.handlePostMessage(req, res, body))
       })
 
     const handle = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<void> =>
       Effect.gen(function* () {
         if (closing) return yield* reject(res, 503, "Service Unavailable: the gateway is shutting down")
-        const url = new URL(req.url ?? "/", "http://gateway")
+        const url = URL.parse(req.url ?? "/", "http://gateway")
+        if (url === null) return yield* reject(res, 400, "Bad Request: the request's URL cannot be read")
         const group = groupOf(url.pathname, endpoint)
         if (group !== null) return yield* mcp(req, res, group)
         const sseGroup = groupOf(url.pathname, sse.stream)

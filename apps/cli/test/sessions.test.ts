@@ -3,6 +3,7 @@
  * capped with a clear 503, and a session no client uses expires while one with an open stream
  * stays. (Thousands of abandoned sessions and the gateway's memory: sessions-rss.soak.test.ts.)
  */
+import * as NodeNet from "node:net"
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { until } from "./helpers.ts"
 import { abandon, close, initialize, openSessions, ping, post, serve, stopGateways } from "./serve-http.ts"
@@ -47,5 +48,43 @@ describe("serve --http sessions", () => {
     }
     await until(async () => (await openSessions(base)) === 0, 20_000)
     assert.strictEqual((await ping(port, listening)).status, 404)
+  })
+
+  it("a POST whose body never comes holds no place; refusals of a body are clean and close what they did not read", async () => {
+    const { port } = await serve(["--max-sessions", "2"])
+    /** A raw connection that sends `head` (and `body`, when given), and what came back before it closed. */
+    const raw = (head: string, body?: string) => {
+      const socket = NodeNet.connect(port, "127.0.0.1")
+      let received = ""
+      socket.on("data", (chunk) => (received += chunk.toString("utf8")))
+      const closed = new Promise<string>((resolve) => socket.once("close", () => resolve(received)))
+      socket.on("error", () => undefined)
+      socket.write(head)
+      if (body !== undefined) socket.write(body)
+      return { socket, closed, received: () => received }
+    }
+    const headers = (length: number, path = "/mcp") =>
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: ${length}\r\n\r\n`
+    // Headers that promise a body, and no body: each held a place until Node timed the request out (300 s).
+    const stalled = [raw(headers(500)), raw(headers(500))]
+    try {
+      const opened = await post(port, initialize)
+      assert.strictEqual(opened.status, 200, opened.text)
+      assert.isString(opened.session)
+    } finally {
+      for (const { socket } of stalled) socket.destroy()
+    }
+    // Past 4 MiB: 413, and the connection closes rather than read the rest as the next request.
+    const big = raw(headers(5 * 1024 * 1024), "x".repeat(64 * 1024))
+    const answer = await big.closed
+    assert.match(answer, /^HTTP\/1\.1 413 /)
+    assert.match(answer, /connection: close/i)
+    const empty = await post(port, [])
+    assert.strictEqual(empty.status, 400)
+    assert.include(empty.text, "Invalid Request: an empty batch")
+    const notARequest = await post(port, "{")
+    assert.strictEqual(notARequest.status, 400)
+    const stranger = raw(`GET http://[ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nconnection: close\r\n\r\n`)
+    assert.match(await stranger.closed, /^HTTP\/1\.1 400 /)
   })
 })
