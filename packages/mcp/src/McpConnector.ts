@@ -118,6 +118,24 @@ export const noSdkTimeout = 2_147_483_647
 
 const pageLimit = 1_000
 
+/**
+ * Whether `cause` is the SDK's rejection of a request because its session closed. The server may
+ * answer with the same code (-32000, JSON-RPC's generic "server error"); the SDK's own comes only
+ * once the client has let go of its transport.
+ */
+export const closedUnder = (cause: unknown, client: Client): boolean =>
+  cause instanceof McpError && cause.code === ErrorCode.ConnectionClosed && client.transport === undefined
+
+/**
+ * A health probe: `ping`, which any answer passes, an error too. A server that does not implement
+ * `ping` answers "method not found" at once, alive, and was restarted every few probes for it.
+ */
+const ping = (client: Client, signal: AbortSignal): Promise<void> =>
+  client.ping({ signal, timeout: noSdkTimeout }).then(
+    () => undefined,
+    (cause: unknown) => (cause instanceof McpError && !closedUnder(cause, client) ? undefined : Promise.reject(cause))
+  )
+
 /** A request to the server as an Effect: interruption aborts it, failures are classified. */
 export const request = <A>(name: string, send: (signal: AbortSignal) => Promise<A>) =>
   Effect.tryPromise({ try: send, catch: (cause) => classify(name, cause) })
@@ -204,7 +222,7 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
       // Over stdio the SDK rejects pending requests when the pipe closes; over HTTP it may not.
       selfBounded: spec._tag === "stdio",
       ended: masked(link.ended),
-      probe: masked(request(name, (signal) => client.ping({ signal, timeout: noSdkTimeout }))).pipe(Effect.asVoid),
+      probe: masked(request(name, (signal) => ping(client, signal))),
       toolCount: initialTools.length,
       toolCountChanges: Stream.map(tools.stored, (list) => list.length),
       ...(link.pid === undefined ? {} : { pid: link.pid }),

@@ -98,7 +98,7 @@ const requestTimeout = -32001
  */
 const sdkOwn = (cause: McpError, session: McpConnector.McpSession, deadline: Deadline.Deadline | undefined) =>
   cause.code === connectionClosed
-    ? session.client.transport === undefined
+    ? McpConnector.closedUnder(cause, session.client)
     : cause.code === requestTimeout &&
       deadline !== undefined &&
       Deadline.remaining(deadline) <= Math.min(1_000, deadline.millis / 10)

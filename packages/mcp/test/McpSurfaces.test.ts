@@ -140,6 +140,24 @@ describe("MCP surfaces of server-everything", () => {
     })
   )
 
+  it.live("a server that answers ping with an error is alive: probed, never restarted for it", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture({ FIXTURE_SURFACES: "1", FIXTURE_NO_PING: "1" }),
+        policy: fastPolicy({ health: { interval: "50ms", failures: 1 } })
+      })
+      const pid = (yield* toolset.state).pid
+      // "Method not found" counted as a failed probe: Degraded, then a restart every few probes.
+      yield* Effect.repeat(requestsOf(toolset), { until: (served) => (served.ping ?? 0) >= 10 })
+      const status = yield* toolset.state
+      assert.strictEqual(status.state, "Ready")
+      assert.strictEqual(status.pid, pid)
+      assert.strictEqual(status.restarts, 0)
+      yield* close
+    })
+  )
+
   it.live("a request nested too deep to write fails at once as invalid params, every way it is sent; the session stays", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({ name: "fixture", spec: fixture({ FIXTURE_SURFACES: "1" }) })
