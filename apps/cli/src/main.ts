@@ -83,6 +83,28 @@ const main = (argv: ReadonlyArray<string>) =>
 /** Logs go to stderr: stdout belongs to results, JSON lines and the MCP protocol. */
 const Services = Layer.merge(NodeServices.layer, Log.layer)
 
+/**
+ * Exits once stdout and stderr have handed what they hold to the OS. Written to a pipe, output is
+ * queued past the pipe's 64 KiB, and `process.exit` drops the queue: `tools --json | slow-reader`
+ * got its first 64 KiB and exit code 0. A reader that goes away ends the wait with its error.
+ */
+const exitFlushed = (code: number): void => {
+  const pending = [process.stdout, process.stderr].filter((stream) => stream.writableLength > 0)
+  let left = pending.length
+  const done = () => {
+    left -= 1
+    if (left === 0) process.exit(code)
+  }
+  if (left === 0) process.exit(code)
+  for (const stream of pending) {
+    const settle = () => {
+      stream.off("drain", settle).off("error", settle).off("close", settle)
+      done()
+    }
+    stream.on("drain", settle).on("error", settle).on("close", settle)
+  }
+}
+
 /** Like NodeRuntime.runMain, but a signal-driven shutdown that completed cleanly exits 0. */
 const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
   let signalled = false
@@ -95,9 +117,9 @@ const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
   fiber.addObserver((exit) => {
     process.off("SIGINT", onSignal)
     process.off("SIGTERM", onSignal)
-    if (signalled && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) process.exit(0)
+    if (signalled && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) return exitFlushed(0)
     // Everything is closed by now; leave with the code the command chose (process.exitCode).
-    teardown(exit, (code) => process.exit(code === 0 ? (process.exitCode ?? 0) : code))
+    teardown(exit, (code) => exitFlushed(code === 0 ? Number(process.exitCode ?? 0) : code))
   })
 })
 

@@ -132,6 +132,27 @@ describe("toolvisor one-shot commands", () => {
     assert.include(unknown.stderr, "fx_echo")
   })
 
+  it("output to a pipe read slower than it is written arrives whole before the CLI exits", async () => {
+    const bytes = 2_000_000
+    const child = NodeChildProcess.spawn(
+      process.execPath,
+      cliArgs(["call", good(), "fx_big", JSON.stringify({ bytes }), "--json"]),
+      { stdio: ["ignore", "pipe", "pipe"] }
+    )
+    // A reader that takes its time with each chunk, as a pager or a busy consumer does: the CLI
+    // exited with what the pipe did not hold yet still queued, and the reader got a part of it.
+    const chunks: Array<Buffer> = []
+    child.stdout.on("data", (chunk: Buffer) => {
+      chunks.push(chunk)
+      child.stdout.pause()
+      setTimeout(() => child.stdout.resume(), 20)
+    })
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve))
+    assert.strictEqual(code, 0)
+    const printed = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+    assert.strictEqual(printed.content[0].text.length, bytes)
+  })
+
   it("tools marks what the model is offered only through a search (defer), in text and --json", async () => {
     const config = writeConfig(yaml([mcpEntry("fx", ["        defer: [echo]"])]))
     const text = await runCli(["tools", config])
