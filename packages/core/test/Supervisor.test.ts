@@ -484,6 +484,32 @@ describe("Supervisor", () => {
       })
     )
 
+    it.effect("each failed reconnect is a transition, Restarting → Restarting with its failure, until Failed", () =>
+      Effect.gen(function* () {
+        const { supervisor, script } = yield* make(
+          [ok, fail(refused()), fail(refused()), fail(crash("third"))],
+          policy({ max_restarts: 3 })
+        )
+        yield* supervisor.start
+        const seen = yield* supervisor.events.pipe(
+          Stream.take(4),
+          Stream.map((t) => `${t.from}→${t.snapshot.state} ${t.snapshot.restarts} ${t.snapshot.lastError?.message}`),
+          Stream.runCollect,
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* crashSession(script.last())
+        yield* elapse(60)
+        // Before, `events` said nothing between the first Restarting and Failed.
+        const refusedMessage = refused().message
+        assert.deepStrictEqual(yield* Fiber.join(seen), [
+          `Ready→Restarting 0 ${crash().message}`,
+          `Restarting→Restarting 1 ${refusedMessage}`,
+          `Restarting→Restarting 2 ${refusedMessage}`,
+          "Restarting→Failed 3 third"
+        ])
+      })
+    )
+
     it.effect("a server that crashes right after every start backs off and ends Failed (flap guard)", () =>
       Effect.gen(function* () {
         const { supervisor, script } = yield* make([], policy({ max_restarts: 3 }))

@@ -85,6 +85,8 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Sett
   /** What other fibers read: the snapshot, and the session to run requests on while usable. */
   private status: State.StatusSnapshot
   private usable: Sessions.Live<A> | undefined
+  /** The failure the last published snapshot carried: a new one while Restarting is a transition. */
+  private announced: LifecycleError.LifecycleError | undefined
   /** Each message, and what to do once it is handled and its snapshot published (`stop`'s wait). */
   private readonly inbox: Array<readonly [Phase.Message, (() => void) | undefined]> = []
   private handling = false
@@ -326,8 +328,14 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Sett
       session !== undefined ? session.pid : parked?.done === true ? this.sessions.connected(parked.id)?.pid : undefined
     const error = machine.error
     const toolCount = session === undefined ? undefined : (machine.toolCount ?? session.toolCount)
+    // A reconnect that failed, to be tried again, is a transition too (Restarting → Restarting, the
+    // table's row, with its failure), or a reader of `events` would hear nothing between the first
+    // restart and Failed. Told by the failure itself: two in a row may read the same.
+    const failedAgain =
+      state === "Restarting" && previous.state === "Restarting" && error !== undefined && error !== this.announced
     // Most messages change nothing a reader sees: no snapshot is built for them.
     if (
+      !failedAgain &&
       previous.state === state &&
       previous.restarts === machine.restarts &&
       previous.attempt === machine.attempt &&
@@ -357,9 +365,11 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Sett
       if (session.instructions !== undefined) status.instructions = session.instructions
     }
     this.status = status
+    this.announced = error
+    const moved = previous.state !== state || failedAgain
     PubSub.publishUnsafe(this.hub, {
       status,
-      transition: previous.state === state ? undefined : { from: previous.state, snapshot: status }
+      transition: moved ? { from: previous.state, snapshot: status } : undefined
     })
   }
 
