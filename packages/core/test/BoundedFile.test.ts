@@ -6,6 +6,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import * as NodeTimers from "node:timers/promises"
 import { assert, describe, it } from "@effect/vitest"
 import * as BoundedFile from "../src/internal/boundedFile.ts"
 
@@ -48,8 +49,10 @@ describe("BoundedFile", () => {
     const closed = new Promise((resolve) => writer.once("close", resolve))
     // The writer may not have opened the FIFO yet: a FIFO without one reads as empty, so wait for it.
     let text = ""
-    for (let tries = 0; text === "" && tries < 200; tries++)
+    for (let tries = 0; text === "" && tries < 500; tries++) {
       text = (await BoundedFile.readText(fed, { maxBytes: 100, pipeMillis: 5_000 })) ?? ""
+      if (text === "") await NodeTimers.setTimeout(10)
+    }
     assert.strictEqual(text, "agents: {}")
     await closed
 
@@ -69,5 +72,49 @@ describe("BoundedFile", () => {
     } finally {
       holder.kill("SIGKILL")
     }
+  })
+
+  it("judges a file by what it opened: confine sees through a symlink, sync reads and writes refuse a FIFO", async () => {
+    const base = dir()
+    const inside = NodePath.join(base, "inside")
+    const outside = NodePath.join(base, "outside")
+    NodeFs.mkdirSync(inside)
+    NodeFs.mkdirSync(outside)
+    NodeFs.writeFileSync(NodePath.join(outside, "secret.ts"), "hunter2")
+    // A symlink swapped in after its path was checked: the descriptor says where it really leads.
+    const link = NodePath.join(inside, "a.ts")
+    NodeFs.symlinkSync(NodePath.join(outside, "secret.ts"), link)
+    const confine = (real: string) => real.startsWith(`${inside}/`)
+    const refusedSync = (run: () => unknown) => {
+      try {
+        run()
+        return "read"
+      } catch (error) {
+        return error instanceof BoundedFile.Unreadable ? error.message : String(error)
+      }
+    }
+    const outsideReal = NodeFs.realpathSync(NodePath.join(outside, "secret.ts"))
+    assert.strictEqual(
+      refusedSync(() => BoundedFile.readTextSync(link, { maxBytes: 100, confine })),
+      `it is ${outsideReal}, outside where it may be`
+    )
+    assert.strictEqual(await refusal(link, { maxBytes: 100, confine }), `it is ${outsideReal}, outside where it may be`)
+    const written = await BoundedFile.writeText(link, "overwritten", { confine }).then(
+      () => "written",
+      (error: unknown) => String(error)
+    )
+    assert.include(written, "outside where it may be")
+    assert.strictEqual(NodeFs.readFileSync(NodePath.join(outside, "secret.ts"), "utf8"), "hunter2")
+
+    const pipe = fifo()
+    assert.strictEqual(
+      refusedSync(() => BoundedFile.readTextSync(pipe, { maxBytes: 100 })),
+      "not a regular file (a FIFO)"
+    )
+    const file = NodePath.join(inside, "b.ts")
+    NodeFs.writeFileSync(file, "a longer text than the next")
+    await BoundedFile.writeText(file, "short", { confine })
+    assert.strictEqual(BoundedFile.readTextSync(file, { maxBytes: 100, confine }), "short")
+    assert.isUndefined(BoundedFile.readTextSync(file, { maxBytes: 4 }))
   })
 })

@@ -337,7 +337,8 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       toolset: name,
       notify: requests.notify,
       sync: initialized.capabilities.textDocumentSync,
-      seq: diagnostics.seqUnsafe
+      seq: diagnostics.seqUnsafe,
+      workspace
     })
     yield* requests.notify(Protocol.InitializedNotification.type, {})
     if (spec.settings !== undefined) {

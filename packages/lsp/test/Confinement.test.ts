@@ -5,6 +5,7 @@
  * error that names the path and the root, and no file outside changes; the paths inside still
  * answer, and `allowOutsideWorkspace` lets exactly the folders it names through.
  */
+import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as NodeUrl from "node:url"
@@ -210,6 +211,40 @@ describe("LSP tools stay inside the workspace", () => {
       })
       assert.include(textOf(symbols), "constant note (line 1)")
     })
+  )
+
+  it.live(
+    "a FIFO inside the workspace that the server points at or edits is refused at once, never opened to wait",
+    () =>
+      Effect.gen(function* () {
+        const { root } = escapes()
+        const fifo = NodePath.join(root, "src/pipe.ts")
+        NodeChildProcess.execFileSync("mkfifo", [fifo])
+        const uri = NodeUrl.pathToFileURL(fifo).href
+        const edit = {
+          changes: {
+            [uri]: [{ range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, newText: "x" }]
+          }
+        }
+        const spec = LspSpec.make({
+          command: process.execPath,
+          args: [NodePath.join(fixtures, "fake-server.mjs")],
+          env: { FAKE_LSP_MODE: "edit", FAKE_LSP_EDITS: JSON.stringify([edit]), FAKE_LSP_DEFINITION: uri },
+          cwd: root
+        })
+        const { toolset, close } = yield* open({ name: "fake", spec, policy: fastPolicy({ call_timeout: "20s" }) })
+        yield* toolset.start
+        // Reading the FIFO for the definition's snippet blocked the whole process in open(); editing
+        // it held a thread-pool thread, the call past its timeout, and the process's exit.
+        const definition = yield* toolset.callTool("lsp_definition", { file: "src/main.ts", line: 1, character: 1 })
+        assert.include(textOf(definition), "src/pipe.ts:1")
+        const reply = JSON.parse(
+          textOf(yield* toolset.callTool("lsp_hover", { file: "src/main.ts", line: 1, character: 1 }))
+        )
+        assert.isFalse(reply.applied)
+        assert.include(reply.failureReason, "not a regular file (a FIFO)")
+        yield* close
+      })
   )
 
   it.live("a workspace/applyEdit from the server that touches a file outside is not applied at all", () =>

@@ -6,12 +6,14 @@
  */
 import * as NodeFs from "node:fs"
 import type { LifecycleError } from "@toolvisor/core"
+import * as BoundedFile from "@toolvisor/core/internal/boundedFile"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import * as Protocol from "vscode-languageserver-protocol"
 import * as Paths from "./paths.ts"
 import type * as Requests from "./requests.ts"
+import * as Workspace from "./workspace.ts"
 
 /** A file argument the tool cannot use: missing, a directory, unreadable. A tool error, not a crash. */
 export class FileProblem extends Schema.TaggedError<FileProblem>()("FileProblem", {
@@ -61,6 +63,8 @@ export const make = Effect.fnUntraced(function* (options: {
   readonly sync: Protocol.ServerCapabilities["textDocumentSync"]
   /** The diagnostics sequence number now, recorded with each version sent. */
   readonly seq: () => number
+  /** Where a document may be read from, and how much of it. */
+  readonly workspace: Workspace.Workspace
 }) {
   const { notify } = options
   const documents = new Map<string, Document>()
@@ -93,7 +97,14 @@ export const make = Effect.fnUntraced(function* (options: {
   const current = (document: Document): Synced => ({ document, sent: false })
 
   const read = (path: string, argument: string) =>
-    Effect.try({ try: () => NodeFs.readFileSync(path, "utf8"), catch: problem(path, argument) })
+    Effect.try({
+      try: () => {
+        const text = BoundedFile.readTextSync(path, Workspace.fileOptions(options.workspace))
+        if (text === undefined) throw new Error(`larger than ${Workspace.maxFileBytes / 1024 / 1024} MiB`)
+        return text
+      },
+      catch: problem(path, argument)
+    })
 
   const send = (path: string, text: string, stamp: string, previous?: Document) =>
     Effect.gen(function* () {

@@ -12,6 +12,7 @@
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import * as BoundedFile from "@toolvisor/core/internal/boundedFile"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
@@ -74,10 +75,17 @@ const attempt = <A>(path: string, run: () => Promise<A>) =>
       })
   })
 
-const editFile = (path: string, edits: ReadonlyArray<Protocol.TextEdit>) =>
+/**
+ * A regular file inside the workspace by what was opened, not by its path: a FIFO the server named
+ * held the call (and the process's exit) on a blocked read, and a symlink swapped in after the
+ * check led outside.
+ */
+const editFile = (workspace: Workspace.Workspace, path: string, edits: ReadonlyArray<Protocol.TextEdit>) =>
   attempt(path, async () => {
-    const text = await NodeFs.readFile(path, "utf8")
-    await NodeFs.writeFile(path, applyTextEdits(text, edits))
+    const options = Workspace.fileOptions(workspace)
+    const text = await BoundedFile.readText(path, options)
+    if (text === undefined) throw new Error(`larger than ${Workspace.maxFileBytes / 1024 / 1024} MiB`)
+    await BoundedFile.writeText(path, applyTextEdits(text, edits), options)
   })
 
 // What a server may send, as far as applying it needs: decoded, since its answers are hostile input.
@@ -226,7 +234,7 @@ const run = (workspace: Workspace.Workspace, step: Step): Effect.Effect<Change, 
     yield* recheck(workspace, step.file)
     switch (step.kind) {
       case "edit":
-        yield* editFile(path, step.edits)
+        yield* editFile(workspace, path, step.edits)
         return { path, kind: "edit", edits: step.edits.length }
       case "create":
         yield* attempt(path, async () => {
@@ -270,6 +278,6 @@ export const applyToFile = (
   Effect.gen(function* () {
     const decoded = plainEdits(yield* decodeTextEdits(edits))
     yield* recheck(workspace, { at: argument, uri: path, path })
-    yield* editFile(path, decoded)
+    yield* editFile(workspace, path, decoded)
     return { path, kind: "edit", edits: decoded.length }
   })

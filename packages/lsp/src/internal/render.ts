@@ -2,8 +2,8 @@
  * Turns protocol answers into what an agent reads: compact text with workspace-relative paths
  * and 1-based positions, and the same data as plain structured values.
  */
-import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
+import * as BoundedFile from "@toolvisor/core/internal/boundedFile"
 import * as Protocol from "vscode-languageserver-protocol"
 import * as Paths from "./paths.ts"
 import * as Workspace from "./workspace.ts"
@@ -54,7 +54,11 @@ export const snippets = (workspace: Workspace.Workspace) => {
     if (lines === undefined) {
       const path = NodePath.resolve(workspace.root, p.file)
       try {
-        lines = Workspace.contains(workspace, path) ? NodeFs.readFileSync(path, "utf8").split(/\r?\n/) : []
+        // A regular file only, opened without waiting: a FIFO the server pointed at blocked the process.
+        const text = Workspace.contains(workspace, path)
+          ? BoundedFile.readTextSync(path, Workspace.fileOptions(workspace))
+          : undefined
+        lines = text === undefined ? [] : text.split(/\r?\n/)
       } catch {
         lines = []
       }

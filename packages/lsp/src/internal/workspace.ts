@@ -120,6 +120,18 @@ export const make = (root: string, outside?: Outside): Workspace => {
 const below = (roots: ReadonlyArray<string>, path: string): boolean =>
   roots.some((root) => path.startsWith(root.endsWith(NodePath.sep) ? root : root + NodePath.sep))
 
+/**
+ * The largest file the tools read, send to the server or edit: a source file is far smaller, and
+ * one this size would be read, held and sent whole for every request about it.
+ */
+export const maxFileBytes = 16 * 1024 * 1024
+
+/** How a file is opened once its path was confined: by what its descriptor names, and bounded. */
+export const fileOptions = (workspace: Workspace) => ({
+  maxBytes: maxFileBytes,
+  confine: (real: string) => contains(workspace, real)
+})
+
 /** Whether `path` (absolute) lies inside the workspace, symlinks followed: for reads nobody asked for by name. */
 export const contains = (workspace: Workspace, path: string): boolean => {
   if (workspace.roots === undefined) return true
