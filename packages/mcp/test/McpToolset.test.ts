@@ -378,6 +378,23 @@ describe("McpToolset over stdio", () => {
     })
   )
 
+  it.live("a malformed answer to initialize fails the start at once, not at startup_timeout", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture({ FIXTURE_MODE: "garbage-init" }),
+        policy: fastPolicy({ startup_timeout: "20s", max_restarts: 0, required: true })
+      })
+      const started = Date.now()
+      // Skipped as a line that is not JSON-RPC, it left the start to its timeout (forever with none).
+      const error = yield* Effect.flip(toolset.start)
+      assert.notStrictEqual(error._tag, "InitTimeout")
+      assert.include(error.message, "not a valid JSON-RPC response")
+      assert.isBelow(Date.now() - started, 10_000)
+      yield* close
+    })
+  )
+
   it.live("lines on stdout that are not JSON-RPC are skipped; the session works", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({

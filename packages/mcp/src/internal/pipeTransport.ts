@@ -37,6 +37,17 @@ const firstNonSpace = (line: string): number => {
   return -1
 }
 
+/** The JSON-RPC code of the error that stands for a malformed answer: JSON-RPC's "internal error". */
+const malformedAnswer = -32603
+
+/** The id of what looks like an answer (an id, a result or an error, no method), or `undefined`. */
+const answerId = (message: unknown): string | number | undefined => {
+  if (typeof message !== "object" || message === null || "method" in message || !("id" in message)) return undefined
+  if (!("result" in message || "error" in message)) return undefined
+  const { id } = message
+  return typeof id === "string" || Number.isSafeInteger(id) ? (id as string | number) : undefined
+}
+
 /**
  * A result response in the plain shape a busy session carries most: exactly `jsonrpc`, `id` and an
  * object `result` without `_meta`. The schema accepts every such message as it is, so it is not
@@ -231,8 +242,16 @@ export class PipeTransport implements Transport {
     }
     if (isPlainResult(parsed)) return this.onmessage?.(parsed)
     const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) return this.skip(line)
-    this.onmessage?.(message.data)
+    if (message.success) return this.onmessage?.(message.data)
+    const id = answerId(parsed)
+    if (id === undefined) return this.skip(line)
+    // An answer to one of our requests, malformed (`"result": "garbage"`): it fails that request
+    // now, where skipping it left the request (an initialize, a call) to its deadline.
+    this.onmessage?.({
+      jsonrpc: "2.0",
+      id,
+      error: { code: malformedAnswer, message: `the server's answer is not a valid JSON-RPC response` }
+    })
   }
 
   /** A refused answer fails the request it answers, through the SDK's own path for an error answer. */
