@@ -22,11 +22,12 @@ export class Refused extends Error {
   readonly bytes: number
   readonly tooDeep: boolean
 
-  constructor(bytes: number, tooDeep: boolean) {
+  /** `passing`: refused while it still arrived, `bytes` being what had arrived by then. */
+  constructor(bytes: number, tooDeep: boolean, passing = false) {
     super(
       tooDeep
         ? `nested deeper than ${JsonLimits.maxDepth} levels, the limit`
-        : `${mib(bytes)}, over the limit of ${maxBytes / (1024 * 1024)} MiB`
+        : `${passing ? "more than " : ""}${mib(bytes)}, over the limit of ${maxBytes / (1024 * 1024)} MiB`
     )
     this.name = "Refused"
     this.bytes = bytes
@@ -115,6 +116,8 @@ export class Scan {
   private overflow = false
   private id: string | number | undefined
   private isRequest = false
+  /** A top-level `result` or `error` key was read: the message answers a request. */
+  private isAnswer = false
 
   /** Scans `bytes[start, end)`. */
   feed(bytes: Uint8Array, start = 0, end = bytes.length): void {
@@ -140,6 +143,15 @@ export class Scan {
       }
       this.structural(c)
     }
+  }
+
+  /**
+   * The id of the request the message answers, once the bytes so far prove it is an answer (an
+   * `id`, a `result` or `error` key, no `method`): a message too long to keep can fail its request
+   * while it still passes, rather than when (if ever) it ends.
+   */
+  answers(): string | number | undefined {
+    return this.isAnswer && !this.isRequest && this.capture !== "number" ? this.id : undefined
   }
 
   /** What the bytes fed so far say; a number still being read counts as read. */
@@ -210,6 +222,7 @@ export class Scan {
     else {
       this.idKey = value === "id" ? "key" : "none"
       if (value === "method") this.isRequest = true
+      if (value === "result" || value === "error") this.isAnswer = true
     }
   }
 }

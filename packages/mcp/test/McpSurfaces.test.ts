@@ -158,35 +158,40 @@ describe("MCP surfaces of server-everything", () => {
     })
   )
 
-  it.live("a request nested too deep to write fails at once as invalid params, every way it is sent; the session stays", () =>
-    Effect.gen(function* () {
-      const { toolset, close } = yield* open({ name: "fixture", spec: fixture({ FIXTURE_SURFACES: "1" }) })
-      const pid = (yield* toolset.state).pid
-      let deep: Record<string, unknown> = { leaf: 1 }
-      for (let i = 0; i < 10_000; i++) deep = { a: deep }
-      // Written as it was, JSON.stringify overflowed: the request passed for a lost session and
-      // waited for a new one — a tool call until call_timeout, a read or a prompt for ever.
-      const now = <A, E>(sent: Promise<Exit.Exit<A, E>> | undefined) =>
-        sent === undefined ? Effect.die("the toolset is live") : Effect.flatten(Effect.promise(() => sent))
-      const failures = [
-        yield* Effect.flip(toolset.callToolWith("echo", { message: "x" }, { _meta: deep })),
-        yield* Effect.flip(toolset.readResource("fixture://note", { _meta: deep })),
-        yield* Effect.flip(now(toolset.readResourceNow("fixture://note", { _meta: deep }))),
-        yield* Effect.flip(toolset.getPrompt("greet", { who: "x" }, { _meta: deep })),
-        yield* Effect.flip(now(toolset.getPromptNow("greet", { who: "x" }, { _meta: deep })))
-      ]
-      for (const error of failures) {
-        assert.include(["ToolCallFailed", "McpRequestFailed"], error._tag)
-        assert.strictEqual("code" in error ? error.code : undefined, -32602)
-        assert.include(error.message, "nests deeper than 64 levels in its arguments or _meta, the limit; it was not sent")
-      }
-      const read = yield* toolset.readResource("fixture://note", { _meta: { trace: "shallow" } })
-      assert.strictEqual(read.contents[0]?.uri, "fixture://note")
-      const status = yield* toolset.state
-      assert.strictEqual(status.pid, pid)
-      assert.strictEqual(status.restarts, 0)
-      yield* close
-    })
+  it.live(
+    "a request nested too deep to write fails at once as invalid params, every way it is sent; the session stays",
+    () =>
+      Effect.gen(function* () {
+        const { toolset, close } = yield* open({ name: "fixture", spec: fixture({ FIXTURE_SURFACES: "1" }) })
+        const pid = (yield* toolset.state).pid
+        let deep: Record<string, unknown> = { leaf: 1 }
+        for (let i = 0; i < 10_000; i++) deep = { a: deep }
+        // Written as it was, JSON.stringify overflowed: the request passed for a lost session and
+        // waited for a new one — a tool call until call_timeout, a read or a prompt for ever.
+        const now = <A, E>(sent: Promise<Exit.Exit<A, E>> | undefined) =>
+          sent === undefined ? Effect.die("the toolset is live") : Effect.flatten(Effect.promise(() => sent))
+        const failures = [
+          yield* Effect.flip(toolset.callToolWith("echo", { message: "x" }, { _meta: deep })),
+          yield* Effect.flip(toolset.readResource("fixture://note", { _meta: deep })),
+          yield* Effect.flip(now(toolset.readResourceNow("fixture://note", { _meta: deep }))),
+          yield* Effect.flip(toolset.getPrompt("greet", { who: "x" }, { _meta: deep })),
+          yield* Effect.flip(now(toolset.getPromptNow("greet", { who: "x" }, { _meta: deep })))
+        ]
+        for (const error of failures) {
+          assert.include(["ToolCallFailed", "McpRequestFailed"], error._tag)
+          assert.strictEqual("code" in error ? error.code : undefined, -32602)
+          assert.include(
+            error.message,
+            "nests deeper than 64 levels in its arguments or _meta, the limit; it was not sent"
+          )
+        }
+        const read = yield* toolset.readResource("fixture://note", { _meta: { trace: "shallow" } })
+        assert.strictEqual(read.contents[0]?.uri, "fixture://note")
+        const status = yield* toolset.state
+        assert.strictEqual(status.pid, pid)
+        assert.strictEqual(status.restarts, 0)
+        yield* close
+      })
   )
 
   it.live("sent at once while live: the same answers and typed errors; one sent on a killed session is recovered", () =>

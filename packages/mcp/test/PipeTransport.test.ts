@@ -90,19 +90,31 @@ describe("PipeTransport", () => {
     assert.deepStrictEqual(garbage, [])
   })
 
-  it("JSON that is not JSON-RPC is counted and skipped, including what only looks like a result", async () => {
+  it("JSON that is not JSON-RPC is counted and skipped; a malformed JSON-RPC answer fails its request", async () => {
     const { transport, fromServer, received, garbage, settle } = await open()
     const lines = [
       '{"level":"info","msg":"a log line on stdout"}',
       '{"jsonrpc":"2.0","id":null,"result":{}}',
-      '{"jsonrpc":"2.0","id":1,"result":[]}',
       '{"jsonrpc":"1.0","id":1,"result":{}}',
-      '{"jsonrpc":"2.0","id":1,"result":{},"extra":true}',
       "not json at all"
     ]
-    fromServer.write(`${lines.join("\n")}\n${JSON.stringify({ jsonrpc: "2.0", id: 7, result: {} })}\n`)
+    const malformed = ['{"jsonrpc":"2.0","id":1,"result":[]}', '{"jsonrpc":"2.0","id":2,"result":{},"extra":true}']
+    fromServer.write(
+      `${[...lines, ...malformed].join("\n")}\n${JSON.stringify({ jsonrpc: "2.0", id: 7, result: {} })}\n`
+    )
     await settle()
-    assert.deepStrictEqual(received, [{ jsonrpc: "2.0", id: 7, result: {} }])
+    // Skipped, they left their requests to their deadlines.
+    assert.deepStrictEqual(
+      received.map((message) => [
+        "id" in message ? message.id : undefined,
+        "error" in message ? message.error.code : 0
+      ]),
+      [
+        [1, -32603],
+        [2, -32603],
+        [7, 0]
+      ]
+    )
     // The first at once, the others when the transport closes (or 10 s later): one warning per burst.
     assert.deepStrictEqual(garbage, [{ count: 1, last: lines[0] }])
     await transport.close()
@@ -199,6 +211,22 @@ describe("PipeTransport", () => {
     assert.include(error?.message, "20.0 MiB, over the limit of 16 MiB")
     assert.deepStrictEqual(next, { jsonrpc: "2.0", id: 5, result: {} })
     assert.deepStrictEqual(dropped, [])
+  })
+
+  it("an answer past the limit fails its request while it still arrives, once, when its id came first", async () => {
+    const { fromServer, received, settle } = await open()
+    const text = "z".repeat(1024 * 1024)
+    fromServer.write('{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"')
+    for (let i = 0; i < 20; i++) fromServer.write(text)
+    await settle()
+    // No newline yet, maybe never: the request failed only when the line ended, so it waited.
+    assert.strictEqual(received.length, 1)
+    const error = received[0] !== undefined && "error" in received[0] ? received[0].error : undefined
+    assert.deepInclude(received[0], { id: 7 })
+    assert.match(error?.message ?? "", /more than 1\d\.\d MiB, over the limit of 16 MiB/)
+    fromServer.write(`"}]}}\n${JSON.stringify({ jsonrpc: "2.0", id: 8, result: {} })}\n`)
+    await settle()
+    assert.deepStrictEqual(received.slice(1), [{ jsonrpc: "2.0", id: 8, result: {} }])
   })
 
   it("a line of the limit's length, in small pieces, is joined once, not searched again at every piece", async () => {

@@ -37,13 +37,22 @@ const firstNonSpace = (line: string): number => {
   return -1
 }
 
+/** A line past `maxLine` as it passes: its scan, its size so far, and whether its request was failed. */
+interface Oversized {
+  readonly scan: RawMessage.Scan
+  bytes: number
+  refused: boolean
+}
+
 /** The JSON-RPC code of the error that stands for a malformed answer: JSON-RPC's "internal error". */
 const malformedAnswer = -32603
 
-/** The id of what looks like an answer (an id, a result or an error, no method), or `undefined`. */
+/** The id of what says it is a JSON-RPC 2.0 answer (an id, a result or an error, no method), or `undefined`. */
 const answerId = (message: unknown): string | number | undefined => {
   if (typeof message !== "object" || message === null || "method" in message || !("id" in message)) return undefined
-  if (!("result" in message || "error" in message)) return undefined
+  if (!("jsonrpc" in message && message.jsonrpc === "2.0" && ("result" in message || "error" in message))) {
+    return undefined
+  }
   const { id } = message
   return typeof id === "string" || Number.isSafeInteger(id) ? (id as string | number) : undefined
 }
@@ -101,7 +110,7 @@ export class PipeTransport implements Transport {
   private pending: Array<string> = []
   private pendingLength = 0
   /** Set while a line longer than `maxLine` passes: scanned for its id, and its bytes counted, not kept. */
-  private oversized: { readonly scan: RawMessage.Scan; bytes: number } | undefined
+  private oversized: Oversized | undefined
   /** Lines that are not JSON-RPC since the last report, the last of them, and when that report was. */
   private garbage = { count: 0, last: "", reportedAt: Number.NEGATIVE_INFINITY }
   private closed = false
@@ -193,7 +202,7 @@ export class PipeTransport implements Transport {
 
   private append(piece: string) {
     if (this.oversized === undefined && this.pendingLength + piece.length > maxLine) {
-      this.oversized = { scan: new RawMessage.Scan(), bytes: 0 }
+      this.oversized = { scan: new RawMessage.Scan(), bytes: 0, refused: false }
       for (const part of this.pending) this.pass(this.oversized, part)
       this.pending = []
       this.pendingLength = 0
@@ -206,17 +215,26 @@ export class PipeTransport implements Transport {
     }
   }
 
-  /** A piece of a line too long to keep: scanned for the id, counted, dropped. */
-  private pass(oversized: { readonly scan: RawMessage.Scan; bytes: number }, piece: string) {
+  /**
+   * A piece of a line too long to keep: scanned for the id, counted, dropped. The request it
+   * answers fails as soon as the scan knows which it is: a line that never ends (no newline after
+   * 100 MB) held it until its deadline.
+   */
+  private pass(oversized: Oversized, piece: string) {
     const bytes = Buffer.from(piece, "utf8")
     oversized.scan.feed(bytes)
     oversized.bytes += bytes.length
+    const id = oversized.refused || oversized.bytes <= maxLine ? undefined : oversized.scan.answers()
+    if (id === undefined) return
+    oversized.refused = true
+    this.refuse({ id, isRequest: false }, new RawMessage.Refused(oversized.bytes, false, true))
   }
 
   private endLine() {
     const oversized = this.oversized
     if (oversized !== undefined) {
       this.oversized = undefined
+      if (oversized.refused) return
       return this.refuse(oversized.scan.found(), new RawMessage.Refused(oversized.bytes, false))
     }
     const line = this.pending.join("")
