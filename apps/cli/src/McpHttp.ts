@@ -91,6 +91,21 @@ const groupOf = (pathname: string, base: string): string | undefined | null => {
   return pathname.startsWith(`${base}/`) ? pathname.slice(base.length + 1) : null
 }
 
+/**
+ * Ends the POST stream of a request its client cancelled. Such a request gets no answer (MCP: the
+ * receiver SHOULD NOT send one), and its stream waited for one for ever: the socket stayed open,
+ * and the session, in use while a stream is, never went idle.
+ */
+const closeCancelled = (transport: StreamableHTTPServerTransport) => {
+  const receive = transport.onmessage
+  transport.onmessage = (message, extra) => {
+    receive?.(message, extra)
+    if (!("method" in message) || message.method !== "notifications/cancelled" || "id" in message) return
+    const id: unknown = message.params?.requestId
+    if (typeof id === "string" || typeof id === "number") transport.closeSSEStream(id)
+  }
+}
+
 /** Answers an HTTP request no transport saw, with a JSON-RPC error body as the SDK does. */
 const reject = (
   res: NodeHttp.ServerResponse,
@@ -157,6 +172,7 @@ export const listen = (
         }
         // A server no session took is closed, the request answered or failed, so nothing it enrolled stays.
         yield* Effect.tryPromise(() => server.connect(transport)).pipe(
+          Effect.tap(() => Effect.sync(() => closeCancelled(transport))),
           Effect.andThen(Effect.tryPromise(() => transport.handleRequest(req, res, body))),
           Effect.ensuring(Effect.suspend(() => (transport.sessionId === undefined ? closeServer(server) : Effect.void)))
         )

@@ -87,4 +87,36 @@ describe("serve --http sessions", () => {
     const stranger = raw(`GET http://[ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nconnection: close\r\n\r\n`)
     assert.match(await stranger.closed, /^HTTP\/1\.1 400 /)
   })
+
+  it("a request its client cancels ends its POST's stream, answered or not", async () => {
+    const { base, port } = await serve([])
+    const session = await abandon(port)
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-06-18",
+      "mcp-session-id": session
+    }
+    const call = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 5,
+        method: "tools/call",
+        params: { name: "fx_sleep", arguments: { ms: 120_000 } }
+      })
+    })
+    assert.strictEqual(call.status, 200)
+    const cancelled = await post(
+      port,
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 5, reason: "the user gave up" } },
+      { "mcp-session-id": session }
+    )
+    assert.strictEqual(cancelled.status, 202)
+    // The stream waited for an answer that never comes (the sleep runs 2 minutes, and a cancelled
+    // request is not answered): the socket stayed open and the session never went idle.
+    const rest = await call.text()
+    assert.notInclude(rest, '"id":5')
+  })
 })
