@@ -63,8 +63,12 @@ export const Lifecycle = Policy.Lifecycle.mapFields((fields) => ({
 export const interpolated = (what: string): string =>
   `${what}; may use \${VAR}, \${VAR:-default}, \${env:VAR} (a variable that is not set stops this toolset only)`
 
-/** YAML writes `PORT: 8080`; docker-agent reads any scalar into a string, and so do we. */
-const EnvValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pipe(
+/**
+ * YAML writes `PORT: 8080` and `args: [--port, 8080]`; docker-agent reads any scalar into a string,
+ * and so do we. In YAML `args` and `env` that string is the text written (`3.10`, not `3.1`): the
+ * parser keeps it (`configText`), and this converts what a JSON file or an alias brings.
+ */
+const ScalarText = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pipe(
   Schema.decodeTo(
     Schema.String,
     SchemaTransformation.transform<string, string | number | boolean>({ decode: String, encode: (text) => text })
@@ -72,7 +76,7 @@ const EnvValue = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pi
 )
 
 /** A server's environment: values are strings to the process, whatever scalar the YAML wrote. */
-export const Env = Schema.Record(Schema.String, EnvValue).annotate({
+export const Env = Schema.Record(Schema.String, ScalarText).annotate({
   description: interpolated("Environment variables for the server process")
 })
 
@@ -157,7 +161,7 @@ export const Command = Schema.NonEmptyString.annotate({
 })
 
 /** A server's arguments, passed as written: a relative path among them is the server's to read, in its folder. */
-export const Args = Strings.annotate({
+export const Args = Schema.Array(ScalarText).annotate({
   description: interpolated("Arguments, passed as written (relative paths are read in the folder the server runs in)")
 })
 

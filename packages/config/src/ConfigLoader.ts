@@ -215,7 +215,8 @@ const fromDocument = (
     const located = HostConfig.serversOf(format, document) ?? { path: "", servers: {} }
     const expansion = {
       builtins: hostBuiltins(format, options.baseDir, env),
-      inputs: inputsOf(document, options.inputs ?? {})
+      inputs: inputsOf(document, options.inputs ?? {}),
+      noDefaults: format._tag === "VsCode" || format._tag === "VsCodeSettings"
     }
     const servers = expandEntries(located.servers, located.path, env, expansion, into)
     const value = HostConfig.withServers(format, document, servers)

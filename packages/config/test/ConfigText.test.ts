@@ -178,3 +178,96 @@ describe("ConfigText: excerpts", () => {
     })
   )
 })
+
+describe("ConfigText: keys that JSON readers take differently", () => {
+  it.effect('a JSON "__proto__" key is an own key, as the hosts\' JSON.parse reads it, never the prototype', () =>
+    Effect.gen(function* () {
+      const text = '{"__proto__": {"mcpServers": {"hidden": {"command": "touch"}}}, "a": {"__proto__": []}}'
+      const value = yield* ConfigText.parse(text, "json", "<inline>")
+      assert.deepStrictEqual(value, JSON.parse(text))
+      assert.strictEqual(Object.getPrototypeOf(value), Object.prototype)
+      const error = yield* Effect.flip(ConfigLoader.parse(text, { source: "<inline>", baseDir: "/p", env: {} }))
+      assert.include(error.message, "Not a config format Toolvisor reads (found top-level keys __proto__, a)")
+    })
+  )
+
+  it.effect('a YAML "__proto__" key is an own key too', () =>
+    Effect.gen(function* () {
+      const value = yield* ConfigText.parse("__proto__:\n  mcpServers: { hidden: { command: touch } }\n", "yaml", "y")
+      assert.deepStrictEqual(Object.keys(value ?? {}), ["__proto__"])
+      assert.strictEqual(Object.getPrototypeOf(value), Object.prototype)
+    })
+  )
+
+  it.effect("a key written twice in JSON is refused at the second, with its path, as YAML refuses it", () =>
+    Effect.gen(function* () {
+      const text = [
+        "{",
+        "  // a reviewer reads the first; a host runs the last",
+        '  "mcpServers": {"a": {"command": "echo"}, "a": {"command": "rm"}}',
+        "}"
+      ].join("\n")
+      const path = tempFile(".mcp.json", text)
+      const error = yield* Effect.flip(ConfigLoader.load(path, { env: {} }))
+      assert.strictEqual(error.issues.length, 1)
+      assert.strictEqual(error.issues[0]?.path, "mcpServers.a")
+      assert.match(error.issues[0]?.message ?? "", /^Duplicate key \(.*\) at line 3, column 44:\n/)
+      const yaml = yield* refusal(tempFile("agent.yaml", "mcpServers:\n  a: { command: echo }\n  a: { command: rm }\n"))
+      assert.match(yaml, /^Not valid YAML \(Map keys must be unique\) at line 3, column 3:/)
+    })
+  )
+
+  it.effect("a UTF-8 byte order mark before JSON or JSONC is skipped, as before YAML", () =>
+    Effect.gen(function* () {
+      for (const [name, text] of [
+        [".mcp.json", '\uFEFF{"mcpServers": {"a": {"command": "echo"}}}'],
+        ["settings", '\uFEFF// Cursor\n{"mcpServers": {"a": {"command": "echo"}}}'],
+        ["agent.yaml", "\uFEFFmcpServers:\n  a: { command: echo }\n"]
+      ] as const) {
+        const config = yield* ConfigLoader.load(tempFile(name, text), { env: {} })
+        assert.deepStrictEqual(
+          config.toolsets.map((t) => t.name),
+          ["a"],
+          name
+        )
+      }
+    })
+  )
+})
+
+describe("ConfigText: YAML merge keys", () => {
+  it.effect("<<: *base merges a mapping under the keys written beside it, as docker-agent's Go YAML does", () =>
+    Effect.gen(function* () {
+      const text = [
+        "base: &base { type: mcp, command: srv, args: [--stdio], lifecycle: { restart: never } }",
+        "agents:",
+        "  root:",
+        "    toolsets:",
+        "      - <<: *base",
+        "        name: one",
+        "      - { <<: *base, name: two, args: [--http] }"
+      ].join("\n")
+      const config = yield* ConfigLoader.parse(text, { source: "<inline>", baseDir: "/p", env: {} })
+      assert.deepStrictEqual(
+        config.toolsets.map((t) => [t.name, t.transport._tag === "stdio" && t.transport.args, t.policy.restart]),
+        [
+          ["one", ["--stdio"], "never"],
+          ["two", ["--http"], "never"]
+        ]
+      )
+    })
+  )
+
+  it.effect("merge keys that would expand like an alias bomb are refused as one", () =>
+    Effect.gen(function* () {
+      const rows = ["a: &a { k: v }"]
+      const names = "abcdefgh"
+      for (let level = 1; level < names.length; level += 1) {
+        const previous = Array.from({ length: 9 }, () => `*${names[level - 1]}`).join(", ")
+        rows.push(`${names[level]}: &${names[level]} { <<: [${previous}] }`)
+      }
+      const message = yield* refusal(tempFile("agent.yaml", `${rows.join("\n")}\nagents: { root: *h }\n`))
+      assert.match(message, /^Refused: its YAML aliases expand past 100 nodes, as an alias bomb does;/)
+    })
+  )
+})

@@ -180,6 +180,19 @@ agents:
     })
   )
 
+  it.effect("a number or boolean in args or env is the text written, as docker-agent's Go YAML reads it", () =>
+    Effect.gen(function* () {
+      const config = yield* parse(
+        agentYaml("      - { type: mcp, command: uvx, args: [--port, 8080, true, --python, 3.10], env: { V: 3.10 } }\n")
+      )
+      const transport = toolset(config, "mcp/cmd/uvx").transport
+      assert.deepStrictEqual(transport._tag === "stdio" && [transport.args, transport.env], [
+        ["--port", "8080", "true", "--python", "3.10"],
+        { V: "3.10" }
+      ])
+    })
+  )
+
   it.effect("tools: ['*'] on a toolset means all of its tools", () =>
     Effect.gen(function* () {
       const config = yield* parse(agentYaml('      - { type: mcp, name: fs, command: srv, tools: ["*"] }\n'))

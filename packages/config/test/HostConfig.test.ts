@@ -313,6 +313,21 @@ describe("HostConfig: variables", () => {
     })
   )
 
+  it.effect("an unset ${VAR} in a VS Code file is not given a ${VAR:-default} hint, which VS Code cannot read", () =>
+    Effect.gen(function* () {
+      for (const text of [
+        '{ "servers": { "a": { "command": "x", "args": ["${fileDirname}"] } } }',
+        '{ "mcp": { "servers": { "a": { "command": "x", "args": ["${fileDirname}"] } } } }'
+      ]) {
+        const config = yield* host(text, "/w/proj/.vscode/mcp.json")
+        assert.strictEqual(
+          config.warnings?.[0]?.message,
+          "toolset a will not start: Environment variable fileDirname is not set"
+        )
+      }
+    })
+  )
+
   it.effect("the hint for a secret-looking name is shown as written, never masked", () =>
     Effect.gen(function* () {
       const config = yield* host('{ "mcpServers": { "gh": { "command": "x", "env": { "T": "${GITHUB_TOKEN}" } } } }')

@@ -4,7 +4,9 @@
  * offending line. A config is someone else's file as often as not, so it is bounded before it is
  * built: nesting deeper than `JsonLimits.maxDepth` is refused at the place it goes too deep (a
  * recursive parser or decoder would overflow the stack), and so are YAML aliases that expand like
- * an alias bomb.
+ * an alias bomb. Where readers of the same file could see different configs, the file is read as
+ * its host reads it (`__proto__` is an ordinary key, YAML merge keys apply) or refused (a JSON key
+ * written twice).
  */
 import * as NodePath from "node:path"
 import { JsonLimits } from "@toolvisor/core"
@@ -84,14 +86,64 @@ const jsonTooDeep = (text: string): number | undefined => {
   return undefined
 }
 
+/** An object or array being built, with the keys the object has had so far. */
+interface Open {
+  readonly node: Record<string, unknown> | Array<unknown>
+  readonly keys: Set<string>
+}
+
+/**
+ * Builds the value as the hosts' `JSON.parse` reads it, which jsonc-parser's own `parse` does not:
+ * there `__proto__` is assigned, which sets the object's prototype, so a file could hide a server
+ * map no host sees; here it is an own key. A key written twice is refused, not last-wins: a
+ * reviewer reads the first value and a host runs the last.
+ */
 const parseJson = (text: string, source: string): Effect.Effect<unknown, ConfigError.ConfigError> => {
   const deep = jsonTooDeep(text)
   if (deep !== undefined) return tooDeep(source, text, deep)
-  const errors: Array<Jsonc.ParseError> = []
-  const value: unknown = Jsonc.parse(text, errors, { allowTrailingComma: true, disallowComments: false })
-  const [first] = errors
-  if (first === undefined) return Effect.succeed(value)
-  return fail(source, `Not valid JSON (${Jsonc.printParseErrorCode(first.error)}) at ${locatedAt(text, first.offset)}`)
+  let root: unknown
+  let key = ""
+  const open: Array<Open> = []
+  let problem: ConfigError.Issue | undefined
+  const add = (value: unknown) => {
+    const parent = open.at(-1)
+    if (parent === undefined) root = value
+    else if (Array.isArray(parent.node)) parent.node.push(value)
+    else Object.defineProperty(parent.node, key, { value, writable: true, enumerable: true, configurable: true })
+  }
+  const begin = (node: Open["node"]) => {
+    add(node)
+    open.push({ node, keys: new Set() })
+  }
+  const end = () => {
+    open.pop()
+  }
+  Jsonc.visit(
+    text,
+    {
+      onObjectBegin: () => begin({}),
+      onArrayBegin: () => begin([]),
+      onObjectEnd: end,
+      onArrayEnd: end,
+      onObjectProperty: (name, offset, _length, _line, _column, pathOf) => {
+        const keys = open.at(-1)?.keys
+        if (keys?.has(name)) {
+          const path = [...pathOf(), name].reduce<string>(ConfigError.childPath, "")
+          const message = `Duplicate key (readers differ on which of its values counts) at ${locatedAt(text, offset)}`
+          problem ??= { path, message }
+        }
+        keys?.add(name)
+        key = name
+      },
+      onLiteralValue: add,
+      onError: (error, offset) => {
+        const message = `Not valid JSON (${Jsonc.printParseErrorCode(error)}) at ${locatedAt(text, offset)}`
+        problem ??= { path: "", message }
+      }
+    },
+    { allowTrailingComma: true, disallowComments: false }
+  )
+  return problem === undefined ? Effect.succeed(root) : Effect.fail(ConfigError.make(source, [problem]))
 }
 
 interface YamlShape {
@@ -136,16 +188,44 @@ const yamlShape = (text: string): YamlShape => {
 const yamlMessage = (message: string): string =>
   (message.split("\n")[0] ?? message).replace(/\s*at line \d+, column \d+:?\s*$/, "").slice(0, 200)
 
+const isNumberOrBoolean = (value: unknown): boolean => typeof value === "number" || typeof value === "boolean"
+
+/**
+ * docker-agent's Go YAML decodes a number or boolean into a string field as the text written, so
+ * `args: [--python, 3.10]` passes `3.10` where a JavaScript number would pass `3.1`. Such scalars
+ * of `args` lists and `env` maps become that text.
+ */
+const keepWrittenText = (document: Yaml.Document): void =>
+  Yaml.visit(document, {
+    Pair: (_, pair) => {
+      const field = Yaml.isScalar(pair.key) ? pair.key.value : undefined
+      const values =
+        field === "args" && Yaml.isSeq(pair.value)
+          ? pair.value.items
+          : field === "env" && Yaml.isMap(pair.value)
+            ? pair.value.items.map((entry) => entry.value)
+            : []
+      for (const value of values) {
+        if (Yaml.isScalar(value) && isNumberOrBoolean(value.value) && value.source !== undefined) {
+          value.value = value.source
+        }
+      }
+    }
+  })
+
 const parseYaml = (text: string, source: string): Effect.Effect<unknown, ConfigError.ConfigError> => {
   const shape = yamlShape(text)
   if (shape.tooDeep !== undefined) return tooDeep(source, text, shape.tooDeep)
-  const document = Yaml.parseDocument(text)
+  // Merge keys (`<<: *base`), as docker-agent's Go YAML reads them; what they bring in is an
+  // alias's expansion, counted against `maxAliasCount` like any other.
+  const document = Yaml.parseDocument(text, { merge: true })
   const [error] = document.errors
   if (error !== undefined) {
     const where = error.linePos?.[0]
     const at = where === undefined ? "" : ` at ${located(text, where.line, where.col)}`
     return fail(source, `Not valid YAML (${yamlMessage(error.message)})${at}`)
   }
+  keepWrittenText(document)
   const bomb = (cause: unknown) => cause instanceof ReferenceError && /alias count/i.test(cause.message)
   return Effect.try({
     try: (): unknown => document.toJS({ maxAliasCount }),
@@ -167,5 +247,8 @@ const parseYaml = (text: string, source: string): Effect.Effect<unknown, ConfigE
   )
 }
 
+/** Windows editors may start a UTF-8 file with a byte order mark, which JSON parsers do not skip. */
+const withoutBom = (text: string): string => (text.startsWith("\uFEFF") ? text.slice(1) : text)
+
 export const parse = (text: string, syntax: Syntax, source: string): Effect.Effect<unknown, ConfigError.ConfigError> =>
-  syntax === "json" ? parseJson(text, source) : parseYaml(text, source)
+  syntax === "json" ? parseJson(withoutBom(text), source) : parseYaml(withoutBom(text), source)

@@ -32,6 +32,11 @@ export interface Options {
   readonly inputs?: ReadonlyMap<string, Input> | undefined
   /** Go's `os.Expand` form `$VAR` (docker-agent's `env` values); elsewhere a lone `$` stays as written. */
   readonly bare?: boolean | undefined
+  /**
+   * The file's host has no syntax for a default (VS Code): an unset variable's message suggests
+   * none, since `${VAR:-default}` would break the file in that host.
+   */
+  readonly noDefaults?: boolean | undefined
 }
 
 /** A variable (or VS Code input) the environment does not have, and what to do about it. */
@@ -97,7 +102,8 @@ const lookup = (body: string, env: Env, options: Options): Lookup => {
   const shell = shellForm.exec(body)
   if (shell !== null) {
     const [, variable = "", fallback] = shell
-    return fromEnv(env, variable, fallback, ` (write \${${variable}:-default} for a default)`)
+    const hint = options.noDefaults === true ? "" : ` (write \${${variable}:-default} for a default)`
+    return fromEnv(env, variable, fallback, hint)
   }
   const colon = colonForm.exec(body)
   if (colon !== null) return fromEnv(env, colon[1] ?? "", undefined, "")
