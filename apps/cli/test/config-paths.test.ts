@@ -107,7 +107,7 @@ describe("relative paths resolve against the config's folder", () => {
 })
 
 describe("a server that cannot be found says where it was looked for", () => {
-  it("a missing file names its absolute path; a bare name names PATH; a missing working_dir names that folder", async () => {
+  it("a missing file names its absolute path; a bare name names PATH; a missing or non-folder working_dir names that folder", async () => {
     const root = tempDir()
     const config = NodePath.join(root, "project", "agent.yaml")
     const folder = NodePath.dirname(config)
@@ -131,6 +131,11 @@ describe("a server that cannot be found says where it was looked for", () => {
         "        command: node",
         "        working_dir: not-there",
         never,
+        "      - type: mcp",
+        "        name: file-as-dir",
+        "        command: node",
+        "        working_dir: agent.yaml",
+        never,
         ""
       ].join("\n")
     )
@@ -144,6 +149,8 @@ describe("a server that cannot be found says where it was looked for", () => {
     assert.include(errors.get("file"), `there is no ${NodePath.join(folder, "bin", "missing-server")}`)
     assert.include(errors.get("bare"), '"toolvisor-no-such-program": not found in any folder on PATH (/usr/bin:/bin)')
     assert.include(errors.get("dir"), `its working directory ${NodePath.join(folder, "not-there")} does not exist`)
-    for (const message of errors.values()) assert.notInclude(message, "ENOENT")
+    // Was "unclassified failure: spawn ENOTDIR".
+    assert.include(errors.get("file-as-dir"), `its working directory ${config} is not a directory`)
+    for (const message of errors.values()) assert.notMatch(message, /ENOENT|ENOTDIR/)
   })
 })

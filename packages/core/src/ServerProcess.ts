@@ -235,12 +235,36 @@ const start = (
   tail: Stderr.Tail
 ) =>
   Effect.callback<Child, LifecycleError.ServerUnavailable>((resume) => {
-    const child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
-      cwd: spec.cwd,
-      env: environment(spec, claim),
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe"]
-    })
+    const cannotRun = (cause: unknown) => {
+      const code = codeOf(cause)
+      const why =
+        code === "ENOENT"
+          ? notFound(spec)
+          : code === "ENOTDIR"
+            ? `its working directory ${spec.cwd ?? process.cwd()} is not a directory`
+            : Classify.classify(toolset, cause).message
+      resume(
+        Effect.fail(
+          new LifecycleError.ServerUnavailable({
+            toolset,
+            message: Redaction.redact(`${toolset}: cannot run "${spec.command}": ${why}`),
+            cause
+          })
+        )
+      )
+    }
+    let child: Child
+    try {
+      child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
+        cwd: spec.cwd,
+        env: environment(spec, claim),
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+    } catch (cause) {
+      // Some failures are thrown rather than emitted: a working directory that is a file (ENOTDIR).
+      return cannotRun(cause)
+    }
     tail.read(child.stderr)
     const onOutputClosed = () => Deferred.doneUnsafe(outputClosed, Effect.void)
     child.stdout.once("end", onOutputClosed)
@@ -263,22 +287,12 @@ const start = (
     child.once("spawn", () => resume(Effect.succeed(child)))
     child.once("error", (cause) => {
       // After a successful spawn, errors come from kill/stdio; the exit event reports the outcome.
-      if (child.pid !== undefined) return
-      const why = isNotFound(cause) ? notFound(spec) : Classify.classify(toolset, cause).message
-      resume(
-        Effect.fail(
-          new LifecycleError.ServerUnavailable({
-            toolset,
-            message: Redaction.redact(`${toolset}: cannot run "${spec.command}": ${why}`),
-            cause
-          })
-        )
-      )
+      if (child.pid === undefined) cannotRun(cause)
     })
   })
 
-const isNotFound = (cause: unknown): boolean =>
-  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
+const codeOf = (cause: unknown): unknown =>
+  typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
 
 /**
  * Where a spawn looked and found nothing. Node says only `spawn X ENOENT`, for a missing program,
