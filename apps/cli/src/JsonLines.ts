@@ -22,11 +22,27 @@ import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as Output from "./Output.ts"
 import * as Printable from "./Printable.ts"
 
-const write = (value: unknown) => Effect.sync(() => process.stdout.write(`${Printable.json(value)}\n`))
+/**
+ * Writes one line, and waits while the reader is behind: a reader that stops reading had every
+ * line queued in this process (a restart loop's tools lines grew it past a gigabyte). Waiting
+ * holds the streams that produce the lines, and the catalog is built only when its line can go.
+ */
+const write = (value: unknown) =>
+  Effect.callback<void>((resume) => {
+    if (process.stdout.write(`${Printable.json(value)}\n`)) return resume(Effect.void)
+    const go = () => {
+      stop()
+      resume(Effect.void)
+    }
+    const stop = () => process.stdout.off("drain", go).off("error", go).off("close", go)
+    process.stdout.on("drain", go).on("error", go).on("close", go)
+    return Effect.sync(stop)
+  })
 
 /** What an answer carries of its command: the name, and the `id` when the command had one. */
 interface Header {
@@ -35,6 +51,13 @@ interface Header {
 }
 
 const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
+
+/**
+ * Commands answered at once, at most: past it, stdin is not read on until one ends. With the
+ * writes waiting on a reader that is behind, a client that sends faster than it reads holds no
+ * more than this many answers here.
+ */
+export const maxInFlight = 64
 
 /** The longest command line read; what passes it is skipped to its end and refused (as the MCP transport bounds a message). */
 export const maxLine = 16 * 1024 * 1024
@@ -194,13 +217,17 @@ export const run = (registry: ToolsetRegistry.Registry) =>
       return yield* Effect.never
     }
     const commands = yield* FiberSet.make()
+    const inFlight = yield* Semaphore.make(maxInFlight)
     const read = yield* stdinLines.pipe(
       Stream.runForEach((input) =>
         input._tag === "TooLarge"
           ? error({ cmd: null }, "TooLarge", `the command is ${input.length} characters long; the limit is ${maxLine}`)
           : input.text.trim() === ""
             ? Effect.void
-            : Effect.asVoid(FiberSet.run(commands, command(registry, input.text)))
+            : Effect.andThen(
+                Semaphore.take(inFlight, 1),
+                FiberSet.run(commands, Effect.ensuring(command(registry, input.text), Semaphore.release(inFlight, 1)))
+              )
       ),
       Effect.result
     )

@@ -6,6 +6,9 @@
  * end — the run serves its status until SIGTERM.
  */
 import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Predicate from "effect/Predicate"
 import { cliArgs, freePort, isAlive, mcpEntry, root, Session, until, writeConfig, yaml } from "./helpers.ts"
@@ -63,6 +66,44 @@ describe("toolvisor run --json", () => {
       assert.include(session.stderr, "stdin closed: the run ends")
     } finally {
       session.child.kill("SIGKILL")
+    }
+  })
+
+  it("a reader that is behind holds the commands back: no more than 64 answered at once, none lost", async () => {
+    const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
+    const config = writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_CALLS_FILE: "${calls}" }`])]))
+    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["run", config, "--json"]), {
+      stdio: ["pipe", "pipe", "ignore"]
+    })
+    try {
+      const count = 200
+      for (let id = 0; id < count; id++) {
+        child.stdin.write(`${JSON.stringify({ cmd: "call", tool: "fx_big", args: { bytes: 1_000_000 }, id })}\n`)
+      }
+      child.stdin.end()
+      // Nothing reads stdout yet. Before, every command ran and its 1 MB answer queued in the CLI.
+      const served = () => (NodeFs.existsSync(calls) ? NodeFs.readFileSync(calls, "utf8").split("\n").length - 1 : 0)
+      await until(() => served() >= 64)
+      const settled = Date.now() + 500
+      while (Date.now() < settled) {
+        assert.strictEqual(served(), 64)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      let text = ""
+      child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")))
+      const code = await new Promise<number | null>((resolve) => child.on("close", resolve))
+      assert.strictEqual(code, 0)
+      const answered = text
+        .split("\n")
+        .filter((line) => line.startsWith('{"type":"result"'))
+        .map((line) => JSON.parse(line).id)
+      assert.sameMembers(
+        answered,
+        Array.from({ length: count }, (_, id) => id)
+      )
+      assert.strictEqual(served(), count)
+    } finally {
+      child.kill("SIGKILL")
     }
   })
 
