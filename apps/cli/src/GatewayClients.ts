@@ -23,6 +23,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import { type ClientCapabilities, ElicitRequestParamsSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js"
 import type { CallOrigin } from "@toolvisor/core"
+import * as LogThrottle from "@toolvisor/core/internal/logThrottle"
 import { Elicitation, Roots, Sampling } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -67,6 +68,7 @@ interface Refusal {
 
 export const make = (): Clients => {
   const sessions = new Map<string, Entry>()
+  const declines = LogThrottle.make()
 
   const endWaits = (entry: Entry, reason: string) => {
     for (const wait of entry.waits) wait.abort(reason)
@@ -101,7 +103,7 @@ export const make = (): Clients => {
     (method: string, toolset: string) =>
     <A>(effect: Effect.Effect<A, Refusal>): Effect.Effect<A, Refusal> =>
       Effect.tapError(effect, (refusal) =>
-        Effect.logWarning(`${toolset}: declined the server's ${method}: ${refusal.message}`)
+        declines.warn(`${toolset} ${method}`, `${toolset}: declined the server's ${method}: ${refusal.message}`)
       )
 
   /**

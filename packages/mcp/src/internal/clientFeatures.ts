@@ -16,6 +16,7 @@ import {
   type Root
 } from "@modelcontextprotocol/sdk/types.js"
 import { type CallOrigin, JsonLimits, Redaction } from "@toolvisor/core"
+import * as LogThrottle from "@toolvisor/core/internal/logThrottle"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -75,6 +76,7 @@ export const provides =
   (options: Options, run: <A, E>(effect: Effect.Effect<A, E>, signal: AbortSignal) => Promise<Exit.Exit<A, E>>) =>
   (client: Client): ClientCapabilities => {
     const { name, features } = options
+    const declines = LogThrottle.make()
     const capabilities: { -readonly [K in keyof ClientCapabilities]: ClientCapabilities[K] } = {}
 
     /** The origin to hand on, or `undefined` with the request logged as declined. */
@@ -83,7 +85,7 @@ export const provides =
       if (origin !== undefined || withoutOrigin === "handle") return { declined: false as const, origin }
       return {
         declined: true as const,
-        log: Effect.logWarning(`${name}: declined the server's ${method}: ${unknown ?? "its call is unknown"}`)
+        log: declines.warn(method, `${name}: declined the server's ${method}: ${unknown ?? "its call is unknown"}`)
       }
     }
 

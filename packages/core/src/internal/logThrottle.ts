@@ -1,0 +1,29 @@
+/**
+ * Warnings a peer can cause at will — a server's requests declined, say — logged at most once per
+ * window and kind, with how many were held back: a server that sends 30,000 of them writes a few
+ * lines, not 30,000. A burst's count is told with the next warning of its kind after the window.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+
+export interface LogThrottle {
+  /** Logs `message` as a warning, unless one of `kind` was logged less than the window ago. */
+  readonly warn: (kind: string, message: string) => Effect.Effect<void>
+}
+
+export const make = (windowMillis = 10_000): LogThrottle => {
+  const kinds = new Map<string, { at: number; held: number }>()
+  return {
+    warn: (kind, message) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const last = kinds.get(kind)
+        if (last !== undefined && now - last.at < windowMillis) {
+          last.held += 1
+          return Effect.void
+        }
+        const held = last?.held ?? 0
+        kinds.set(kind, { at: now, held: 0 })
+        return Effect.logWarning(held === 0 ? message : `${message} (and ${held} more like it before)`)
+      })
+  }
+}
