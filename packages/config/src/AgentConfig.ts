@@ -183,9 +183,7 @@ const processFields = {
  * judged from the file: its toolset is unresolved (see `ToolsetConfig.unresolved`), not invalid.
  */
 export const HttpUrl = Schema.NonEmptyString.check(
-  Schema.makeFilter((url: string) => Url.is(url) || Interpolation.hasReference(url), {
-    message: "Expected an absolute http:// or https:// URL"
-  })
+  Schema.makeFilter((url: string) => (Interpolation.hasReference(url) ? undefined : Url.serverProblem(url)))
 ).annotate({ description: interpolated("URL") })
 
 /** `scopes` as a list (docker-agent) or one space-separated string (`.mcp.json` hosts). */

@@ -343,12 +343,21 @@ agents:
     })
   )
 
-  it.effect("a remote URL must be absolute http(s)", () =>
+  it.effect("a remote URL must be absolute http(s), without a user name or password", () =>
     Effect.gen(function* () {
       const issues = yield* issuesOf(agentYaml(`      - { type: mcp, remote: { url: "ftp://x" } }\n`))
       assert.deepStrictEqual(issues, [
         { path: "agents.root.toolsets[0].remote.url", message: "Expected an absolute http:// or https:// URL" }
       ])
+      // Accepted, it failed every connect ("a URL that includes credentials") and was retried for ever.
+      for (const file of [
+        agentYaml(`      - { type: mcp, remote: { url: "https://me:secret@x.example/mcp" } }\n`),
+        JSON.stringify({ mcpServers: { x: { url: "https://me@x.example/mcp" } } })
+      ]) {
+        const [issue] = yield* issuesOf(file)
+        assert.include(issue?.message, "A URL cannot carry a user name or password")
+        assert.notInclude(issue?.message, "secret")
+      }
     })
   )
 })

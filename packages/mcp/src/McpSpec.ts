@@ -23,10 +23,8 @@ export class Stdio extends Schema.TaggedClass<Stdio>()("stdio", {
   envFile: Schema.optionalKey(Schema.String)
 }) {}
 
-/** An absolute http:// or https:// URL. */
-export const Url = Schema.String.pipe(
-  Schema.check(Schema.makeFilter(HttpUrl.is, { message: "Expected an absolute http:// or https:// URL" }))
-)
+/** An absolute http:// or https:// URL, without credentials (`HttpUrl.serverProblem`). */
+export const Url = Schema.String.pipe(Schema.check(Schema.makeFilter(HttpUrl.serverProblem)))
 
 /**
  * OAuth for a remote server, as docker-agent spells it. Without a client id the client registers

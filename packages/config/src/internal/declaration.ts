@@ -94,7 +94,8 @@ const transportOf = (
   }
   const url = source.url ?? ""
   // A URL that holds a variable the environment lacks cannot be judged; its toolset will not start.
-  if (resolved && !HttpUrl.is(url)) return [{ path: urlPath, message: "Expected an absolute http:// or https:// URL" }]
+  const problem = resolved ? HttpUrl.serverProblem(url) : undefined
+  if (problem !== undefined) return [{ path: urlPath, message: problem }]
   const { authServerMetadataUrl: _, xaa: __, ...oauth } = source.oauth ?? {}
   return {
     _tag: source.sse ? "sse" : "http",
