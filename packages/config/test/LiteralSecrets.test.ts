@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import { agentYaml, parse, toolset } from "./helpers.ts"
 
 describe("secrets written into the file", () => {
-  it.effect("args after secret flags, --flag=value, env and header values, URL parts and a client secret", () =>
+  it.effect("args after secret flags, --flag=value, env and header values, URL path and query parts and a client secret", () =>
     Effect.gen(function* () {
       const config = yield* parse(
         agentYaml(`      - type: mcp
@@ -18,7 +18,7 @@ describe("secrets written into the file", () => {
       - type: mcp
         name: remote
         remote:
-          url: https://bob:lit-pass-4@mcp.example.com/v1/LitPathToken5abcdefGHIJ/sse?api_key=lit-query-6&page=2
+          url: https://mcp.example.com/v1/LitPathToken5abcdefGHIJ/sse?api_key=lit-query-6&page=2
           headers: { X-Api-Key: lit-header-7, Accept: application/json }
           oauth: { clientId: app, clientSecret: lit-client-8 }
 `)
@@ -29,9 +29,9 @@ describe("secrets written into the file", () => {
       const remote = toolset(config, "mcp/remote")
       assert.includeMembers(
         [...remote.secrets],
-        ["lit-pass-4", "LitPathToken5abcdefGHIJ", "lit-query-6", "lit-header-7", "lit-client-8"]
+        ["LitPathToken5abcdefGHIJ", "lit-query-6", "lit-header-7", "lit-client-8"]
       )
-      for (const plain of ["bob", "application/json", "2", "sse"]) assert.notInclude(remote.secrets, plain)
+      for (const plain of ["application/json", "2", "sse"]) assert.notInclude(remote.secrets, plain)
     })
   )
 })
