@@ -183,30 +183,43 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
       link.guard(request(name, (signal) => client.connect(link.transport, { signal, timeout: noSdkTimeout })))
     )
     const capabilities = client.getServerCapabilities() ?? {}
-    const cache = <A>(offered: unknown, page: Page<A>) =>
-      ToolCache.make(offered === undefined ? Effect.succeed<ReadonlyArray<A>>([]) : listAll(name, page))
+    const cache = <A>(offered: unknown, page: Page<A>, key: (item: A) => string) =>
+      ToolCache.make(offered === undefined ? Effect.succeed<ReadonlyArray<A>>([]) : listAll(name, page, key))
+    const named = <A extends { readonly name: string }>(item: A) => item.name
     const at = (cursor: string | undefined) => (cursor === undefined ? undefined : { cursor })
     const opts = (signal: AbortSignal) => ({ signal, timeout: noSdkTimeout })
-    const tools = yield* cache(capabilities.tools, (cursor, signal) =>
-      client.listTools(at(cursor), opts(signal)).then((page) => ({ items: page.tools, nextCursor: page.nextCursor }))
+    const tools = yield* cache(
+      capabilities.tools,
+      (cursor, signal) =>
+        client.listTools(at(cursor), opts(signal)).then((page) => ({ items: page.tools, nextCursor: page.nextCursor })),
+      named
     )
-    const prompts = yield* cache(capabilities.prompts, (cursor, signal) =>
-      client
-        .listPrompts(at(cursor), opts(signal))
-        .then((page) => ({ items: page.prompts, nextCursor: page.nextCursor }))
+    const prompts = yield* cache(
+      capabilities.prompts,
+      (cursor, signal) =>
+        client
+          .listPrompts(at(cursor), opts(signal))
+          .then((page) => ({ items: page.prompts, nextCursor: page.nextCursor })),
+      named
     )
-    const resources = yield* cache(capabilities.resources, (cursor, signal) =>
-      client
-        .listResources(at(cursor), opts(signal))
-        .then((page) => ({ items: page.resources, nextCursor: page.nextCursor }))
+    const resources = yield* cache(
+      capabilities.resources,
+      (cursor, signal) =>
+        client
+          .listResources(at(cursor), opts(signal))
+          .then((page) => ({ items: page.resources, nextCursor: page.nextCursor })),
+      (resource) => resource.uri
     )
-    const resourceTemplates = yield* cache(capabilities.resources, (cursor, signal) =>
-      client
-        .listResourceTemplates(at(cursor), opts(signal))
-        .then(
-          (page) => ({ items: page.resourceTemplates, nextCursor: page.nextCursor }),
-          cursor === undefined ? noTemplates : undefined
-        )
+    const resourceTemplates = yield* cache(
+      capabilities.resources,
+      (cursor, signal) =>
+        client
+          .listResourceTemplates(at(cursor), opts(signal))
+          .then(
+            (page) => ({ items: page.resourceTemplates, nextCursor: page.nextCursor }),
+            cursor === undefined ? noTemplates : undefined
+          ),
+      (template) => template.uriTemplate
     )
     const progress = routeProgress(link.transport)
     const session: McpSession = { client, tools, prompts, resources, resourceTemplates, capabilities, progress }
@@ -387,22 +400,66 @@ const noTemplates = (cause: unknown): Promise<{ readonly items: ReadonlyArray<Re
     ? Promise.resolve({ items: [] })
     : Promise.reject(cause)
 
-/** Reads every page; a server whose cursors never end is cut off rather than followed forever. */
-const listAll = <A>(name: string, page: Page<A>) =>
+/** The most items a listing keeps: far more than any agent can use, far less than what strains this process. */
+export const maxListing = 10_000
+
+/**
+ * Reads every page; a server whose cursors never end is cut off rather than followed forever.
+ * Each name (or URI) is kept once, the first listed, and none empty: a server that lists a tool
+ * twice offered two tools to count and one to call. Past `maxListing` the rest is left out. What
+ * was left out is logged with the listing, once per read.
+ */
+const listAll = <A>(name: string, page: Page<A>, key: (item: A) => string) =>
   Effect.gen(function* () {
     const items: Array<A> = []
+    const seen = new Set<string>()
+    const dropped = { twice: new Set<string>(), unnamed: 0, past: 0 }
+    const keep = (item: A) => {
+      const k = key(item)
+      if (k === "") dropped.unnamed += 1
+      else if (seen.has(k)) dropped.twice.add(k)
+      else if (items.length >= maxListing) dropped.past += 1
+      else {
+        seen.add(k)
+        items.push(item)
+      }
+    }
     let cursor: string | undefined
     for (let pages = 0; pages < pageLimit; pages++) {
       const next = yield* request(name, (signal) => page(cursor, signal))
-      items.push(...next.items)
+      for (const item of next.items) keep(item)
       cursor = next.nextCursor
-      if (cursor === undefined) return items
+      if (cursor === undefined) {
+        yield* leftOut(name, dropped)
+        return items
+      }
     }
     return yield* new LifecycleError.TransportError({
       toolset: name,
       message: `${name}: the server's listing did not end after ${pageLimit} pages`
     })
   })
+
+/** A few names, quoted as JSON (a server's names may hold anything). */
+const quoted = (names: ReadonlyArray<string>) =>
+  `${names
+    .slice(0, 10)
+    .map((n) => JSON.stringify(n.length > 100 ? `${n.slice(0, 100)}…` : n))
+    .join(", ")}${names.length > 10 ? ", …" : ""}`
+
+/** Says what a listing left out, if anything. */
+const leftOut = (
+  name: string,
+  dropped: { readonly twice: ReadonlySet<string>; readonly unnamed: number; readonly past: number }
+) => {
+  const twice = [...dropped.twice]
+  const parts = [
+    twice.length === 0 ? "" : `listed ${twice.length} name(s) more than once, the first of each kept: ${quoted(twice)}`,
+    dropped.unnamed === 0 ? "" : `${dropped.unnamed} item(s) without a name left out`,
+    dropped.past === 0 ? "" : `${dropped.past} item(s) past the ${maxListing} a listing keeps left out`
+  ].filter((part) => part !== "")
+  return parts.length === 0 ? Effect.void : Effect.logWarning(`${name}: the server ${parts.join("; ")}`)
+}
 
 /**
  * Progress of our calls, routed as each message arrives. The SDK hands notifications to their

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import * as Scope from "effect/Scope"
+import * as McpConnector from "../src/McpConnector.ts"
 import * as McpSpec from "../src/McpSpec.ts"
 import * as McpToolset from "../src/McpToolset.ts"
 import { awaitListening, everythingStdio, fastPolicy, freePort, textOf, until } from "./helpers.ts"
@@ -136,6 +137,30 @@ describe("a hostile MCP server", () => {
       yield* close
     })
   )
+
+  it.live("a listing keeps each name once, none empty, at most 10,000; the count is what can be called", () => {
+    const warnings: Array<string> = []
+    const capture = Logger.make(({ message, logLevel }) => {
+      if (logLevel === "Warn") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+    })
+    return Effect.gen(function* () {
+      const { toolset, close } = yield* started("odd", hostile("odd-listing.mjs", { HOSTILE_EXTRA: "10005" }))
+      const listing = yield* toolset.tools
+      const names = listing.items.map((tool) => tool.name)
+      // Before: 10,008 tools counted, `echo` twice (one uncallable), a tool named "" offered as `odd_`.
+      assert.strictEqual(names.length, McpConnector.maxListing)
+      assert.strictEqual(new Set(names).size, names.length)
+      assert.notInclude(names, "")
+      assert.strictEqual(listing.items[0]?.description, "Echoes its message")
+      assert.strictEqual((yield* toolset.state).toolCount, McpConnector.maxListing)
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "still here" })), "still here")
+      yield* close
+      const [warning] = warnings.filter((w) => w.includes("the first of each kept"))
+      assert.include(warning, 'odd: the server listed 1 name(s) more than once, the first of each kept: "echo"')
+      assert.include(warning, "1 item(s) without a name left out")
+      assert.include(warning, "6 item(s) past the 10000 a listing keeps left out")
+    }).pipe(Effect.provide(Logger.layer([capture], { mergeWithExisting: true })))
+  })
 
   it.live("a flood of lines that are not JSON-RPC is counted in one warning; the answer after it arrives", () => {
     const warnings: Array<string> = []
