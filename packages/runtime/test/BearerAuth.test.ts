@@ -4,6 +4,7 @@
  * check that must refuse one — audience, issuer, expiry (on the TestClock, to the second of the
  * clock tolerance), signature — refusing it. The static token is compared as a whole.
  */
+import * as NodeHttp from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { TestClock } from "effect/testing"
@@ -74,6 +75,31 @@ describe("BearerAuth with JWTs", () => {
       })
       yield* TestClock.setTime(Date.now())
       assert.strictEqual(yield* unreachable.verify(bearer(token)), "unverifiable")
+    })
+  )
+
+  it.effect("keys that could not be fetched are not asked for again for every token", () =>
+    Effect.gen(function* () {
+      const { server, token } = yield* setup
+      // A key set that is down, counting the requests it gets.
+      let fetches = 0
+      const down = NodeHttp.createServer((_req, res) => {
+        fetches += 1
+        res.writeHead(503).end()
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => down.listen(0, "127.0.0.1", resolve))),
+        () => Effect.promise(() => new Promise((resolve) => down.close(resolve)))
+      )
+      const address = down.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      const auth = yield* BearerAuth.make({
+        jwt: { issuer: server.issuer, audience, jwksUrl: `http://127.0.0.1:${port}/jwks` }
+      })
+      yield* TestClock.setTime(Date.now())
+      for (let i = 0; i < 20; i++) assert.strictEqual(yield* auth.verify(bearer(token)), "unverifiable")
+      // Each of the 20 fetched the key set again (and logged it): anyone's request, token or not.
+      assert.strictEqual(fetches, 1)
     })
   )
 

@@ -7,6 +7,7 @@
  */
 import * as NodeCrypto from "node:crypto"
 import { discoverAuthorizationServerMetadata } from "@modelcontextprotocol/sdk/client/auth.js"
+import * as LogThrottle from "@toolvisor/core/internal/logThrottle"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -100,6 +101,48 @@ const discoverJwks = (issuer: string): Effect.Effect<string, JwksError> =>
     })
   )
 
+/** How long keys that could not be fetched are not asked for again. */
+const refetchAfterFailure = 30_000
+
+/** Thrown for a token whose key is not known while the issuer's keys are out of reach. */
+class KeysOutOfReach extends Error {}
+
+/**
+ * The issuer's key set as `jose` fetches, caches and refreshes it, asked for again at most every
+ * `refetchAfterFailure` once a fetch failed: `jose` fetches again for every token with a key it
+ * does not know, so while the issuer was down each such request — anyone's, token or not — made
+ * this process fetch. Meanwhile the keys already fetched still verify.
+ */
+const keySet = (url: URL): Jose.JWTVerifyGetKey => {
+  const remote = Jose.createRemoteJWKSet(url, { timeoutDuration: fetchTimeout })
+  let failedAt = Number.NEGATIVE_INFINITY
+  return async (header, token) => {
+    if (Date.now() - failedAt < refetchAfterFailure) {
+      const known = remote.jwks()
+      if (known === undefined) throw new KeysOutOfReach()
+      return Jose.createLocalJWKSet(known)(header, token).catch((cause: unknown) => {
+        throw cause instanceof Jose.errors.JWKSNoMatchingKey ? new KeysOutOfReach() : cause
+      })
+    }
+    return remote(header, token).catch((cause: unknown) => {
+      if (outOfReachError(cause)) failedAt = Date.now()
+      throw cause
+    })
+  }
+}
+
+/**
+ * Whether a failure says the keys could not be had (no answer, a timeout, an answer that is not
+ * a key set: `jose`'s generic error), which says nothing about the token.
+ */
+const outOfReachError = (cause: unknown): boolean =>
+  !(cause instanceof Jose.errors.JOSEError) ||
+  cause instanceof Jose.errors.JWKSTimeout ||
+  cause.code === Jose.errors.JOSEError.code
+
+/** Keys out of reach are said once per 10 s, not for every request that met them. */
+const outOfReach = LogThrottle.make()
+
 /** A verifier of JWT access tokens against the issuer's key set, which `jose` fetches, caches and refreshes. */
 const jwtVerifier = (jwt: Jwt) =>
   Effect.gen(function* () {
@@ -107,7 +150,7 @@ const jwtVerifier = (jwt: Jwt) =>
     if (!URL.canParse(jwksUrl)) {
       return yield* new JwksError({ issuer: jwt.issuer, message: `the JWKS address is not a URL: ${jwksUrl}` })
     }
-    const keys = Jose.createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: fetchTimeout })
+    const keys = keySet(new URL(jwksUrl))
     return (token: string): Effect.Effect<Verdict> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.tryPromise({
@@ -124,10 +167,10 @@ const jwtVerifier = (jwt: Jwt) =>
           Effect.as<Verdict>("accepted"),
           Effect.catch((cause) =>
             // A token that fails a check is invalid; keys out of reach say nothing about the token.
-            cause instanceof Jose.errors.JOSEError && !(cause instanceof Jose.errors.JWKSTimeout)
+            cause instanceof Jose.errors.JOSEError && !outOfReachError(cause)
               ? Effect.as(Effect.logDebug(`a bearer token was refused: ${cause.code}`), "invalid" as const)
               : Effect.as(
-                  Effect.logWarning(`cannot check a bearer token: the keys at ${jwksUrl} are out of reach`, cause),
+                  outOfReach.warn(jwksUrl, `cannot check a bearer token: the keys at ${jwksUrl} are out of reach`),
                   "unverifiable" as const
                 )
           )
