@@ -176,21 +176,36 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
       cwd: spec.cwd,
       ...(spec.env === undefined ? {} : { env: spec.env })
     })
+    const awaiting = new Set<StdoutReader.RequestId>()
+    const reader = StdoutReader.make(proc.stdout, awaiting)
     const connection = yield* Effect.acquireRelease(
-      Effect.sync(() => Rpc.createMessageConnection(StdoutReader.make(proc.stdout), StdinWriter.make(proc.stdin))),
+      Effect.sync(() => Rpc.createMessageConnection(reader, StdinWriter.make(proc.stdin, awaiting))),
       (connection) => Effect.sync(() => connection.dispose())
     )
     const requests = Requests.make(name, connection)
     const closed = Deferred.makeUnsafe<void>()
-    /** Why the connection closed: the process exit (with its code and stderr) if it comes soon. */
-    const exitReport = Effect.raceFirst(
-      proc.exited,
-      WallClock.sleep(exitReportGrace).pipe(
-        Effect.andThen(Effect.fail(Classify.classify(name, new Error("connection closed by the server"))))
-      )
+    /**
+     * Why the connection closed. When the reader gave up on the stream, that says why, at once:
+     * the process lives on, so waiting for its exit would only delay the restart. Otherwise the
+     * process exit (with its code and stderr), if it comes soon.
+     */
+    const whyClosed = Effect.suspend(() =>
+      reader.broken === undefined
+        ? Effect.raceFirst(
+            proc.exited,
+            WallClock.sleep(exitReportGrace).pipe(
+              Effect.andThen(Effect.fail(Classify.classify(name, new Error("connection closed by the server"))))
+            )
+          )
+        : Effect.fail(
+            new LifecycleError.TransportError({
+              toolset: name,
+              message: `${name}: ${reader.broken}; the stream can no longer be followed`
+            })
+          )
     )
-    /** What a request in flight fails with when the server goes away: its exit, if it comes soon. */
-    const serverGone = exitReport.pipe(
+    /** What a request in flight fails with when the server goes away: why, if that is known soon. */
+    const serverGone = whyClosed.pipe(
       Effect.andThen(
         Effect.fail(
           new LifecycleError.ServerCrashed({
@@ -225,13 +240,13 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     })
 
     // Registered before `listen`, so nothing the server sends early goes unanswered.
-    const diagnostics = Diagnostics.make()
+    const workspace = yield* Effect.sync(() => Workspace.make(spec.cwd, spec.allowOutsideWorkspace))
+    const diagnostics = Diagnostics.make(workspace)
     const work = WorkProgress.make(connection)
     const toolCounts = yield* Queue.unbounded<number>()
     let capabilities = Capabilities.make({})
     let documents: Documents.Documents | undefined
     const rootUri = Paths.toUri(spec.cwd)
-    const workspace = yield* Effect.sync(() => Workspace.make(spec.cwd, spec.allowOutsideWorkspace))
     const folders = [{ uri: rootUri, name: NodePath.basename(spec.cwd) }]
 
     const applyEdit = (edit: Protocol.WorkspaceEdit) =>
@@ -385,7 +400,7 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     return {
       handle: session,
       selfBounded: true,
-      ended: Effect.raceFirst(proc.exited, Effect.andThen(Deferred.await(closed), exitReport)),
+      ended: Effect.raceFirst(proc.exited, Effect.andThen(Deferred.await(closed), whyClosed)),
       probe: requests.request(ping, {}).pipe(Effect.catchTag("ResponseFailed", () => Effect.void)),
       pid: proc.pid,
       toolCount: LspTools.available(capabilities).length,

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import * as Diagnostics from "../src/internal/diagnostics.ts"
 import * as LspSpec from "../src/LspSpec.ts"
 import type * as LspToolset from "../src/LspToolset.ts"
 import { fake, fastPolicy, fixtures, open, processesWith, textOf, toolNames, until } from "./helpers.ts"
@@ -228,6 +229,28 @@ describe("LspToolset lifecycle", () => {
       const status = yield* toolset.state
       assert.strictEqual(status.state, "Ready")
       assert.strictEqual(status.pid, pid)
+      yield* close
+    })
+  )
+
+  it.live("pulled diagnostics past limits.perDocument: the first are listed, the rest counted", () =>
+    Effect.gen(function* () {
+      const dir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-lsp-pull-"))
+      const file = NodePath.join(dir, "notes.txt")
+      const count = Diagnostics.limits.perDocument + 100
+      NodeFs.writeFileSync(file, "TODO\n".repeat(count))
+      const { toolset, close } = yield* open({ name: "pull", spec: fake("pull", undefined, dir), policy: fastPolicy() })
+      yield* toolset.start
+      const result = yield* toolset.callTool("lsp_diagnostics", { file })
+      assert.strictEqual(result.structuredContent?.mode, "pull")
+      assert.strictEqual(result.structuredContent?.count, count)
+      const lines = textOf(result).split("\n")
+      assert.strictEqual(lines[0], `${count} diagnostics in notes.txt:`)
+      assert.strictEqual(
+        lines[Diagnostics.limits.perDocument],
+        `notes.txt:${Diagnostics.limits.perDocument}:1: warning [fake]: todo on line ${Diagnostics.limits.perDocument}`
+      )
+      assert.deepStrictEqual(lines.slice(Diagnostics.limits.perDocument + 1), ["… 100 more"])
       yield* close
     })
   )

@@ -44,7 +44,7 @@ export const clangd = (cwd: string) => LspSpec.make({ command: "clangd", cwd, fi
  * workspace root, which the files the test asks about must lie in.
  */
 export const fake = (
-  mode: "silent" | "wedge" | "dynamic" | "hang" | "pull" | "busy" | "busy-on-open",
+  mode: "silent" | "wedge" | "dynamic" | "hang" | "pull" | "busy" | "busy-on-open" | "flood" | "raw",
   marker = `toolvisor-test-${process.pid}-${Date.now()}`,
   cwd = fixtures,
   env: { readonly [name: string]: string } = {}

@@ -13,6 +13,7 @@ import * as WallClock from "@toolvisor/core/internal/wallClock"
 import * as Effect from "effect/Effect"
 import * as Protocol from "vscode-languageserver-protocol"
 import type * as LspConnector from "../LspConnector.ts"
+import * as Diagnostics from "./diagnostics.ts"
 import type * as Documents from "./documents.ts"
 import type * as Requests from "./requests.ts"
 
@@ -23,7 +24,10 @@ import type * as Requests from "./requests.ts"
 export const waits = { opened: 10_000, changed: 3_000, settle: 500, working: 60_000 } as const
 
 export interface Current {
+  /** The first `Diagnostics.limits.perDocument` of them, as the store keeps them. */
   readonly items: ReadonlyArray<Protocol.Diagnostic>
+  /** How many the server has for the document. */
+  readonly count: number
   /** False when a push was waited for and none came for this version. */
   readonly fresh: boolean
   readonly mode: "pull" | "push"
@@ -79,8 +83,12 @@ export const current = (
 ): Effect.Effect<Current, Requests.RequestError> =>
   Effect.gen(function* () {
     const pushed = pulls(session) ? false : yield* awaitPushed(session, document)
-    if (pulls(session)) return { items: yield* pull(session, document), fresh: true, mode: "pull" }
-    return { items: session.diagnostics.get(document.path)?.items ?? [], fresh: pushed, mode: "push" }
+    if (pulls(session)) {
+      const items = yield* pull(session, document)
+      return { items: items.slice(0, Diagnostics.limits.perDocument), count: items.length, fresh: true, mode: "pull" }
+    }
+    const entry = session.diagnostics.get(document.path)
+    return { items: entry?.items ?? [], count: entry?.count ?? 0, fresh: pushed, mode: "push" }
   })
 
 /** What the server has for `document` now, without waiting: pulled when it can be, else the last push. */

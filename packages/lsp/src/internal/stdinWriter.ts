@@ -5,17 +5,21 @@
  * request reached the server only after the caller had finished everything else in that turn of
  * the event loop, and cost two system calls. Here the server starts on it while the caller
  * finishes. Node keeps the order of `write` calls, so messages still go out in send order.
+ * Each request's id is noted as awaiting an answer, for `StdoutReader` to pass only the first.
  */
 import type * as NodeStream from "node:stream"
 import * as Rpc from "vscode-jsonrpc/node"
+import type * as StdoutReader from "./stdoutReader.ts"
 
 export class StdinWriter extends Rpc.AbstractMessageWriter implements Rpc.MessageWriter {
   readonly #stream: NodeStream.Writable
+  readonly #awaiting: Set<StdoutReader.RequestId>
   #errors = 0
 
-  constructor(stream: NodeStream.Writable) {
+  constructor(stream: NodeStream.Writable, awaiting: Set<StdoutReader.RequestId>) {
     super()
     this.#stream = stream
+    this.#awaiting = awaiting
     // A listener for 'error' also keeps a broken pipe (EPIPE) from being an uncaught exception.
     stream.on("error", (error) => this.fireError(error))
     stream.on("close", () => this.fireClose())
@@ -25,6 +29,7 @@ export class StdinWriter extends Rpc.AbstractMessageWriter implements Rpc.Messag
   write(message: Rpc.Message): Promise<void> {
     const body = JSON.stringify(message)
     const frame = `Content-Length: ${Buffer.byteLength(body, "utf8")}\r\n\r\n${body}`
+    if (Rpc.Message.isRequest(message)) this.#awaiting.add(message.id)
     return new Promise((resolve, reject) => {
       this.#stream.write(frame, "utf8", (error) => {
         if (error === undefined || error === null) return resolve()
@@ -40,5 +45,6 @@ export class StdinWriter extends Rpc.AbstractMessageWriter implements Rpc.Messag
   }
 }
 
-/** A writer for `stream`, to pass to `createMessageConnection`. */
-export const make = (stream: NodeStream.Writable): Rpc.MessageWriter => new StdinWriter(stream)
+/** A writer for `stream`, to pass to `createMessageConnection`; the ids of its requests go to `awaiting`. */
+export const make = (stream: NodeStream.Writable, awaiting: Set<StdoutReader.RequestId>): Rpc.MessageWriter =>
+  new StdinWriter(stream, awaiting)

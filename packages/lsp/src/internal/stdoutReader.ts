@@ -6,6 +6,10 @@
  * stream can no longer be followed); a body longer than `RawMessage.maxBytes` is scanned for its
  * id as it passes and never kept, and the request it answers fails at once, as does one whose body
  * nests deeper than `JsonLimits.maxDepth`. The body's own framing keeps the stream in step.
+ *
+ * An answer passes only to a request still awaiting one, the first time: vscode-jsonrpc queues
+ * what it reads by id before it handles it, so of two answers to one request read together it
+ * would keep the second.
  */
 import type * as NodeStream from "node:stream"
 import { RawMessage } from "@toolvisor/core"
@@ -14,6 +18,14 @@ import * as Rpc from "vscode-jsonrpc/node"
 
 /** Longest header block: a real one is a line or two. */
 const maxHeaderBytes = 8 * 1024
+
+/**
+ * Longest body skipped, sixteen times the longest kept: an answer past the limit (a big
+ * workspace's symbols) is skipped and fails only its call, but a length past this is no answer,
+ * it is a broken stream. Skipped, `Content-Length: 99999999999` swallowed everything the server
+ * said after it, and every call timed out until the health checks gave up on the session.
+ */
+export const maxSkipBytes = 16 * RawMessage.maxBytes
 
 const headerEnd = Buffer.from("\r\n\r\n")
 
@@ -39,19 +51,29 @@ const contentLength = (block: string): number | undefined => {
 const isMessage = (value: unknown): value is Rpc.Message =>
   Predicate.hasProperty(value, "jsonrpc") && value.jsonrpc === "2.0"
 
+/** The id of a request of ours, as the writer sent it. */
+export type RequestId = Rpc.RequestMessage["id"]
+
 export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.MessageReader {
   readonly #stream: NodeStream.Readable
+  /** The requests awaiting an answer: the writer adds each it sends, the reader takes each answered. */
+  readonly #awaiting: Set<RequestId>
   #phase: Phase = headers
   /** The header bytes, or the body bytes, read so far of the current message. */
   #pending: Array<Buffer> = []
   #pendingBytes = 0
   #callback: Rpc.DataCallback | undefined
-  /** Set once the stream cannot be followed: nothing more is read. */
-  #lost = false
+  #broken: string | undefined
 
-  constructor(stream: NodeStream.Readable) {
+  constructor(stream: NodeStream.Readable, awaiting: Set<RequestId>) {
     super()
     this.#stream = stream
+    this.#awaiting = awaiting
+  }
+
+  /** Why the stream cannot be followed any more, once it cannot: nothing more is read. */
+  get broken(): string | undefined {
+    return this.#broken
   }
 
   listen(callback: Rpc.DataCallback): Rpc.Disposable {
@@ -80,7 +102,7 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
 
   readonly #onData = (chunk: Buffer) => {
     let offset = 0
-    while (offset < chunk.length && !this.#lost) {
+    while (offset < chunk.length && this.#broken === undefined) {
       const phase = this.#phase
       offset =
         phase._tag === "Headers"
@@ -115,6 +137,12 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
     const length = contentLength(block.toString("ascii", 0, end))
     if (length === undefined) {
       this.#lose("the server sent headers without a valid Content-Length")
+      return chunk.length
+    }
+    if (length > maxSkipBytes) {
+      this.#lose(
+        `the server sent a Content-Length of ${length} bytes, past the ${maxSkipBytes / 2 ** 20} MiB it would skip`
+      )
       return chunk.length
     }
     this.#phase =
@@ -163,19 +191,31 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
     }
     if (!isMessage(message))
       return this.fireError(new Error(`the server sent JSON that is not JSON-RPC: ${text.slice(0, 100)}`))
-    this.#callback?.(message)
+    this.#deliver(message)
   }
 
   /** A refused answer fails the request it answers; any other refused message is reported. */
   #refuse(found: RawMessage.Found, refused: RawMessage.Refused) {
     const answer = RawMessage.errorAnswer(found, refused)
     if (answer === undefined) this.fireError(new Error(`dropped a message from the server: it is ${refused.message}`))
-    else this.#callback?.(answer)
+    else this.#deliver(answer)
+  }
+
+  /** Passes `message` on, unless it answers a request that awaits no answer (any more). */
+  #deliver(message: Rpc.Message) {
+    if (Rpc.Message.isResponse(message) && message.id !== null && !this.#awaiting.delete(message.id)) {
+      return this.fireError(
+        new Error(
+          `dropped an answer to request ${message.id}: no request of ours awaits one (answered already, or never sent)`
+        )
+      )
+    }
+    this.#callback?.(message)
   }
 
   /** The stream cannot be followed any more: reported, and the connection ends as if it had closed. */
   #lose(why: string) {
-    this.#lost = true
+    this.#broken = why
     this.#stop()
     this.#pending = []
     this.#pendingBytes = 0
@@ -184,5 +224,9 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
   }
 }
 
-/** A reader over `stream` (a language server's stdout). */
-export const make = (stream: NodeStream.Readable): StdoutReader => new StdoutReader(stream)
+/**
+ * A reader over `stream` (a language server's stdout), passing answers only to the requests in
+ * `awaiting` (which `StdinWriter` fills).
+ */
+export const make = (stream: NodeStream.Readable, awaiting: Set<RequestId>): StdoutReader =>
+  new StdoutReader(stream, awaiting)

@@ -1,3 +1,28 @@
+/**
+ * What each tool does on a live session: validate the arguments, confine the file to the
+ * workspace, open or re-sync it, send the request with 0-based positions, and render the answer.
+ * Argument and file problems become results with `isError: true` that name the argument; a
+ * server's error answer stays a typed failure for the toolset to map.
+ */
+import type { Toolset } from "@toolvisor/core"
+import * as Effect from "effect/Effect"
+import * as Record from "effect/Record"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
+import * as Protocol from "vscode-languageserver-protocol"
+import type * as LspConnector from "../LspConnector.ts"
+import * as LspTools from "../LspTools.ts"
+import * as Capabilities from "./capabilities.ts"
+import * as DocumentDiagnostics from "./documentDiagnostics.ts"
+import type * as Documents from "./documents.ts"
+import * as Edits from "./edits.ts"
+import * as FileArgument from "./fileArgument.ts"
+import * as Paths from "./paths.ts"
+import * as Render from "./render.ts"
+import type * as Requests from "./requests.ts"
+import * as ToolResults from "./toolResults.ts"
+import * as TypeHierarchy from "./typeHierarchy.ts"
+
 /** A symbol as call and type hierarchies both give it. */
 type HierarchySymbol = Pick<Protocol.CallHierarchyItem, "name" | "kind" | "uri" | "selectionRange">
 
@@ -25,31 +50,6 @@ const hierarchyResult = (
     structured
   )
 }
-
-/**
- * What each tool does on a live session: validate the arguments, confine the file to the
- * workspace, open or re-sync it, send the request with 0-based positions, and render the answer.
- * Argument and file problems become results with `isError: true` that name the argument; a
- * server's error answer stays a typed failure for the toolset to map.
- */
-import type { Toolset } from "@toolvisor/core"
-import * as Effect from "effect/Effect"
-import * as Record from "effect/Record"
-import * as Result from "effect/Result"
-import type * as Schema from "effect/Schema"
-import * as Protocol from "vscode-languageserver-protocol"
-import type * as LspConnector from "../LspConnector.ts"
-import * as LspTools from "../LspTools.ts"
-import * as Capabilities from "./capabilities.ts"
-import * as DocumentDiagnostics from "./documentDiagnostics.ts"
-import type * as Documents from "./documents.ts"
-import * as Edits from "./edits.ts"
-import * as FileArgument from "./fileArgument.ts"
-import * as Paths from "./paths.ts"
-import * as Render from "./render.ts"
-import type * as Requests from "./requests.ts"
-import * as ToolResults from "./toolResults.ts"
-import * as TypeHierarchy from "./typeHierarchy.ts"
 
 export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed | Edits.Refused
 
@@ -103,6 +103,12 @@ const placesResult = (session: LspConnector.LspSession, what: string, places: Re
         [what]: places
       })
 
+/** Documents named in `lsp_workspace`'s answer; the rest are counted. */
+export const listedDocuments = 50
+
+/** The note that ends a listing cut at `shown` of `count` items, if it was cut. */
+const more = (count: number, shown: number): ReadonlyArray<string> => (count > shown ? [`… ${count - shown} more`] : [])
+
 const changesText = (session: LspConnector.LspSession, changes: ReadonlyArray<Edits.Change>) =>
   changes
     .map((c) => `  ${Paths.display(session.spec.cwd, c.path)} (${c.kind === "edit" ? `${c.edits} edits` : c.kind})`)
@@ -127,9 +133,14 @@ const runs: { readonly [K in keyof Definitions]: Run<Definitions[K]["args"]> } =
       }))
       const providers = Capabilities.enabledProviders(session.capabilities)
       const registered = session.capabilities.registered()
-      const diagnostics = session.diagnostics
-        .summary()
+      const withDiagnostics = session.diagnostics.summary()
+      const diagnostics = withDiagnostics
+        .slice(0, listedDocuments)
         .map((d) => ({ file: Paths.display(root, d.path), count: d.count }))
+      const listed = [
+        ...diagnostics.map((d) => `${d.file} (${d.count})`),
+        ...more(withDiagnostics.length, listedDocuments)
+      ]
       const tools = LspTools.available(session.capabilities).map((d) => d.name)
       const server = `${session.server.name} ${session.server.version}`.trim()
       const text = [
@@ -140,7 +151,7 @@ const runs: { readonly [K in keyof Definitions]: Run<Definitions[K]["args"]> } =
         ...(registered.length === 0 ? [] : [`Registered: ${[...new Set(registered.map((r) => r.method))].join(", ")}`]),
         `Tools: ${tools.join(", ")}`,
         `Open documents: ${open.length === 0 ? "none" : open.map((d) => `${d.file} (v${d.version})`).join(", ")}`,
-        `Documents with diagnostics: ${diagnostics.length === 0 ? "none" : diagnostics.map((d) => `${d.file} (${d.count})`).join(", ")}`
+        `Documents with diagnostics: ${listed.length === 0 ? "none" : listed.join(", ")}`
       ].join("\n")
       return ToolResults.result(text, {
         server: session.server,
@@ -150,22 +161,24 @@ const runs: { readonly [K in keyof Definitions]: Run<Definitions[K]["args"]> } =
         registered,
         tools,
         openDocuments: open,
-        diagnostics
+        diagnostics,
+        documentsWithDiagnostics: withDiagnostics.length
       })
     }),
 
   diagnostics: (session, args) =>
     Effect.gen(function* () {
       const { document } = yield* FileArgument.open(session, args.file)
-      const { items, fresh, mode } = yield* DocumentDiagnostics.current(session, document)
+      const { items, count, fresh, mode } = yield* DocumentDiagnostics.current(session, document)
       const list = items.map((item) => Render.diagnostic(session.spec.cwd, document.uri, item))
       const file = Paths.display(session.spec.cwd, document.path)
       const note = fresh ? "" : " (the server sent none for this version yet)"
+      const lines = [...list.map(Render.diagnosticText), ...more(count, list.length)]
       const text =
-        list.length === 0
+        count === 0
           ? `No diagnostics in ${file}${note}.`
-          : `${list.length} diagnostics in ${file}${note}:\n${list.map(Render.diagnosticText).join("\n")}`
-      return ToolResults.result(text, { file, version: document.version, fresh, mode, diagnostics: list })
+          : `${count} diagnostics in ${file}${note}:\n${lines.join("\n")}`
+      return ToolResults.result(text, { file, version: document.version, fresh, mode, count, diagnostics: list })
     }),
 
   hover: (session, args) =>
