@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import { agentYaml, parse, toolset } from "./helpers.ts"
 
 describe("secrets written into the file", () => {
-  it.effect("args after secret flags, --flag=value, env and header values, URL path and query parts and a client secret", () =>
+  it.effect("args after secret flags, --flag=value, env and header values, URL path and query, a client secret", () =>
     Effect.gen(function* () {
       const config = yield* parse(
         agentYaml(`      - type: mcp
