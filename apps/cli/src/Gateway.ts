@@ -20,7 +20,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { ServerCapabilities } from "@modelcontextprotocol/sdk/types.js"
 import { ToolGroups } from "@toolvisor/config"
-import { type Catalog, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
+import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -28,6 +28,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as GatewayClients from "./GatewayClients.ts"
+import * as GatewayInstructions from "./GatewayInstructions.ts"
 import * as GatewayNotices from "./GatewayNotices.ts"
 import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewaySurfaces from "./GatewaySurfaces.ts"
@@ -144,6 +145,9 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
     capabilities: shared.capabilities,
     ...(tasks === undefined ? {} : { taskStore: tasks.store })
   })
+  GatewayInstructions.attach(server, () =>
+    Effect.runPromise(Effect.map(shared.registry.catalog(shared.agent), Deferral.instructions))
+  )
   const client = shared.options.clients?.add(server)
   GatewayTools.register(server, shared, SessionOffer.make(group), client, tasks)
   const subscriptions = shared.capabilities.prompts === undefined ? undefined : GatewaySurfaces.register(server, shared)

@@ -119,4 +119,15 @@ describe("serve --http sessions", () => {
     const rest = await call.text()
     assert.notInclude(rest, '"id":5')
   })
+
+  it("initialize answers with the toolsets' instructions, read when the session opens", async () => {
+    const { base, port } = await serve([])
+    const ready = async () => (await (await fetch(`${base}/status`)).json())[0]?.state === "Ready"
+    await until(ready)
+    const opened = await post(port, initialize)
+    assert.strictEqual(opened.status, 200)
+    const data = /^data: (.*)$/m.exec(opened.text)?.[1] ?? opened.text
+    // The SDK fixes a server's instructions when it is made, before any toolset is up: there were none.
+    assert.strictEqual(JSON.parse(data).result.instructions, "## fx\nFixture tools for tests.")
+  })
 })

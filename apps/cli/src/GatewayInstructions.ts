@@ -1,0 +1,44 @@
+/**
+ * The gateway's `instructions`, in its answer to each `initialize`: what each toolset's server
+ * says about its tools, with the toolset's configured `instruction`, and how to find deferred
+ * tools — what the agent adapters put in the system prompt, and what a host such as Claude Code
+ * puts in the model's context. The SDK fixes a server's instructions when it is made, before any
+ * toolset has connected, so they are read when the answer leaves instead: a session opened once
+ * the toolsets are up hears all of them, one opened at start-up what is known by then.
+ */
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { isInitializeRequest, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js"
+
+/** Makes `server` answer every `initialize` with `instructions()` (nothing when it is empty). */
+export const attach = (server: Server, instructions: () => Promise<string>): void => {
+  const connect = server.connect.bind(server)
+  server.connect = async (transport: Transport) => {
+    await connect(transport)
+    const initializing = new Set<RequestId>()
+    const receive = transport.onmessage
+    transport.onmessage = (message, extra) => {
+      // Checked by method first: every message passes here, and most are calls.
+      if ("method" in message && message.method === "initialize" && "id" in message && isInitializeRequest(message)) {
+        initializing.add(message.id)
+      }
+      receive?.(message, extra)
+    }
+    const send = transport.send.bind(transport)
+    transport.send = async (message, options) =>
+      send(
+        "result" in message && initializing.delete(message.id)
+          ? await withInstructions(message, instructions)
+          : message,
+        options
+      )
+  }
+}
+
+const withInstructions = async (
+  answer: JSONRPCMessage & { readonly result: { readonly [key: string]: unknown } },
+  instructions: () => Promise<string>
+): Promise<JSONRPCMessage> => {
+  const text = await instructions().catch(() => "")
+  return text === "" ? answer : { ...answer, result: { ...answer.result, instructions: text } }
+}
