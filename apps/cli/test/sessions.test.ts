@@ -122,7 +122,10 @@ describe("serve --http sessions", () => {
 
   it("initialize answers with the toolsets' instructions, read when the session opens", async () => {
     const { base, port } = await serve([])
-    const ready = async () => (await (await fetch(`${base}/status`)).json())[0]?.state === "Ready"
+    const ready = async () => {
+      const board = (await (await fetch(`${base}/status`)).json()) as ReadonlyArray<{ readonly state: string }>
+      return board[0]?.state === "Ready"
+    }
     await until(ready)
     const opened = await post(port, initialize)
     assert.strictEqual(opened.status, 200)
