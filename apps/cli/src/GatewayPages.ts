@@ -24,11 +24,15 @@ const maxCursor = 64
 
 const encode = (list: string, offset: number) => Buffer.from(`${list}:${offset}`, "utf8").toString("base64url")
 
-/** The offset a cursor of `list` stands for; undefined when it is not one the gateway gave. */
-const decode = (list: string, cursor: string): number | undefined => {
+/**
+ * The offset a cursor of `list` stands for; undefined when it is not one the gateway gave: of
+ * another list, not canonical (`03`), or not at a page boundary (`size` is fixed for the process).
+ */
+const decode = (list: string, cursor: string, size: number): number | undefined => {
   if (cursor.length > maxCursor || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
-  const match = /^([a-z/]+):(\d{1,9})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"))
-  return match === null || match[1] !== list ? undefined : Number(match[2])
+  const match = /^([a-z/]+):([1-9]\d{0,8})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"))
+  const offset = Number(match?.[2])
+  return match === null || match[1] !== list || offset % size !== 0 ? undefined : offset
 }
 
 /** The page of `items` that `cursor` names (the first without one), `size` items at most. */
@@ -38,7 +42,7 @@ export const page = <A>(
   cursor: string | undefined,
   size: number
 ): Effect.Effect<Page<A>, McpError> => {
-  const offset = cursor === undefined ? 0 : decode(list, cursor)
+  const offset = cursor === undefined ? 0 : decode(list, cursor, size)
   if (offset === undefined) {
     return Effect.fail(new McpError(ErrorCode.InvalidParams, `invalid cursor for ${list}: list again without one`))
   }

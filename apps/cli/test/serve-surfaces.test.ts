@@ -159,7 +159,16 @@ describe("serve: prompts, resources, completions, progress and logs", () => {
 
     const promptCursor = (await client.listPrompts()).nextCursor
     assert.isString(promptCursor)
-    for (const cursor of ["bogus", promptCursor ?? "", "eA"]) {
+    const forged = (text: string) => Buffer.from(text, "utf8").toString("base64url")
+    // Cursors it never gave: not at a page boundary, not canonical, the first page's offset.
+    for (const cursor of [
+      "bogus",
+      promptCursor ?? "",
+      "eA",
+      forged("tools:4"),
+      forged("tools:0100"),
+      forged("tools:0")
+    ]) {
       assert.strictEqual(await errorCode(client.listTools({ cursor })), invalidParams, cursor)
     }
     assert.strictEqual(await errorCode(client.listResources({ cursor: "bogus" })), invalidParams)
