@@ -21,7 +21,13 @@
 import * as NodeCrypto from "node:crypto"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js"
-import { type ClientCapabilities, ElicitRequestParamsSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js"
+import {
+  type ClientCapabilities,
+  ElicitRequestParamsSchema,
+  ErrorCode,
+  McpError,
+  type RequestId
+} from "@modelcontextprotocol/sdk/types.js"
 import type { CallOrigin } from "@toolvisor/core"
 import * as LogThrottle from "@toolvisor/core/internal/logThrottle"
 import { Elicitation, Roots, Sampling } from "@toolvisor/mcp"
@@ -103,7 +109,10 @@ export const make = (): Clients => {
     (method: string, toolset: string) =>
     <A>(effect: Effect.Effect<A, Refusal>): Effect.Effect<A, Refusal> =>
       Effect.tapError(effect, (refusal) =>
-        declines.warn(`${toolset} ${method}`, `${toolset}: declined the server's ${method}: ${refusal.message}`)
+        declines.warn(
+          `${toolset} ${method} ${refusal.message}`,
+          `${toolset}: declined the server's ${method}: ${refusal.message}`
+        )
       )
 
   /**
@@ -139,7 +148,14 @@ export const make = (): Clients => {
             timeout: maxWait
           }),
         catch: (cause) => ({
-          message: `the calling session did not answer: ${wait.signal.aborted ? String(wait.signal.reason) : String(cause)}`,
+          // An error it answered with is its refusal; anything else means no answer came.
+          message: wait.signal.aborted
+            ? `the calling session did not answer: ${String(wait.signal.reason)}`
+            : cause instanceof McpError &&
+                cause.code !== ErrorCode.RequestTimeout &&
+                cause.code !== ErrorCode.ConnectionClosed
+              ? `the calling session refused: ${cause.message}`
+              : `the calling session did not answer: ${String(cause)}`,
           cause
         })
       }).pipe(Effect.ensuring(Effect.sync(() => entry.waits.delete(wait))))

@@ -17,7 +17,8 @@ import {
   type ClientCapabilities,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
-  ListRootsRequestSchema
+  ListRootsRequestSchema,
+  McpError
 } from "@modelcontextprotocol/sdk/types.js"
 import * as Procfs from "@toolvisor/core/internal/procfs"
 import {
@@ -137,6 +138,19 @@ describe("serve: sampling, elicitation and roots go to the session whose call ca
     assert.include(text(fromCarol), "did not declare sampling")
     assert.strictEqual(alice.asked.sampled.length, 1)
     assert.strictEqual(bob.asked.sampled.length, 1)
+  })
+
+  it("HTTP: a session that refuses a sampling request is said to have refused, with its reason", async () => {
+    const { base } = await serveHttp()
+    const dave = await http(base, "dave", every, async () => {
+      throw new McpError(-1, "User rejected sampling request")
+    })
+    const refused = await call(dave.client, sampling, { prompt: "dave asks" })
+    assert.isTrue(refused.isError, text(refused))
+    // It answered: "did not answer" sent the backend's user looking for a timeout.
+    assert.include(text(refused), "the calling session refused: ")
+    assert.include(text(refused), "User rejected sampling request")
+    assert.notInclude(text(refused), "did not answer")
   })
 
   it("HTTP: while two sessions' calls overlap on one backend, a request is declined, never guessed", async () => {

@@ -2,6 +2,7 @@
  * Warnings a peer can cause at will — a server's requests declined, say — logged at most once per
  * window and kind, with how many were held back: a server that sends 30,000 of them writes a few
  * lines, not 30,000. A burst's count is told with the next warning of its kind after the window.
+ * A kind is what makes two warnings worth reading both: callers put the reason in it.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"

@@ -85,7 +85,10 @@ export const provides =
       if (origin !== undefined || withoutOrigin === "handle") return { declined: false as const, origin }
       return {
         declined: true as const,
-        log: declines.warn(method, `${name}: declined the server's ${method}: ${unknown ?? "its call is unknown"}`)
+        log: declines.warn(
+          `${method} ${unknown}`,
+          `${name}: declined the server's ${method}: ${unknown ?? "its call is unknown"}`
+        )
       }
     }
 
