@@ -86,24 +86,29 @@ const Services = Layer.merge(NodeServices.layer, Log.layer)
 /**
  * Exits once stdout and stderr have handed what they hold to the OS. Written to a pipe, output is
  * queued past the pipe's 64 KiB, and `process.exit` drops the queue: `tools --json | slow-reader`
- * got its first 64 KiB and exit code 0. A reader that goes away ends the wait with its error.
+ * got its first 64 KiB and exit code 0. A reader that goes away ends the wait with its error. The
+ * wait is a reader's, never a signal's: a SIGINT or SIGTERM meanwhile exits at once, and a
+ * shutdown a signal asked for waits at most `signalledFlushMillis` for a reader that is behind.
  */
-const exitFlushed = (code: number): void => {
+const exitFlushed = (code: number, signalled: boolean): void => {
   const pending = [process.stdout, process.stderr].filter((stream) => stream.writableLength > 0)
+  const leave = () => process.exit(code)
+  if (pending.length === 0) leave()
+  process.once("SIGINT", leave).once("SIGTERM", leave)
+  if (signalled) setTimeout(leave, signalledFlushMillis)
   let left = pending.length
-  const done = () => {
-    left -= 1
-    if (left === 0) process.exit(code)
-  }
-  if (left === 0) process.exit(code)
   for (const stream of pending) {
     const settle = () => {
       stream.off("drain", settle).off("error", settle).off("close", settle)
-      done()
+      left -= 1
+      if (left === 0) leave()
     }
     stream.on("drain", settle).on("error", settle).on("close", settle)
   }
 }
+
+/** How long a shutdown a signal asked for waits for a reader to take what is left of the output. */
+const signalledFlushMillis = 1_000
 
 /** Like NodeRuntime.runMain, but a signal-driven shutdown that completed cleanly exits 0. */
 const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
@@ -117,9 +122,9 @@ const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
   fiber.addObserver((exit) => {
     process.off("SIGINT", onSignal)
     process.off("SIGTERM", onSignal)
-    if (signalled && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) return exitFlushed(0)
+    if (signalled && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) return exitFlushed(0, true)
     // Everything is closed by now; leave with the code the command chose (process.exitCode).
-    teardown(exit, (code) => exitFlushed(code === 0 ? Number(process.exitCode ?? 0) : code))
+    teardown(exit, (code) => exitFlushed(code === 0 ? Number(process.exitCode ?? 0) : code, signalled))
   })
 })
 
