@@ -35,14 +35,22 @@ import * as Printable from "./Printable.ts"
 const write = (value: unknown) =>
   Effect.callback<void>((resume) => {
     if (process.stdout.write(`${Printable.json(value)}\n`)) return resume(Effect.void)
-    const go = () => {
-      stop()
-      resume(Effect.void)
-    }
-    const stop = () => process.stdout.off("drain", go).off("error", go).off("close", go)
-    process.stdout.on("drain", go).on("error", go).on("close", go)
-    return Effect.sync(stop)
+    void drained().then(() => resume(Effect.void))
   })
+
+/** Settles once stdout has drained (or failed): one wait, shared by every line behind it. */
+let draining: Promise<void> | undefined
+const drained = () => {
+  draining ??= new Promise<void>((resolve) => {
+    const go = () => {
+      process.stdout.off("drain", go).off("error", go).off("close", go)
+      draining = undefined
+      resolve()
+    }
+    process.stdout.on("drain", go).on("error", go).on("close", go)
+  })
+  return draining
+}
 
 /** What an answer carries of its command: the name, and the `id` when the command had one. */
 interface Header {
@@ -53,9 +61,10 @@ interface Header {
 const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
 
 /**
- * Commands answered at once, at most: past it, stdin is not read on until one ends. With the
- * writes waiting on a reader that is behind, a client that sends faster than it reads holds no
- * more than this many answers here.
+ * Calls run at once, at most: past it, stdin is not read on until one ends. With the writes
+ * waiting on a reader that is behind, a client that sends calls faster than it reads holds no
+ * more than this many answers here. Other commands take no place, so a `status` or a `restart`
+ * sent before the call that finds the places taken is answered whatever the calls do.
  */
 export const maxInFlight = 64
 
@@ -78,21 +87,36 @@ const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect
     )
   )
 
-/** Handles one command line from stdin and writes its answer. */
-const command = (registry: ToolsetRegistry.Registry, line: string): Effect.Effect<void> => {
+/** A command line from stdin, parsed: a command, or the answer that refuses it. */
+type Parsed =
+  | { readonly _tag: "Command"; readonly cmd: string; readonly fields: { readonly [key: string]: unknown } }
+  | { readonly _tag: "Refused"; readonly answer: Effect.Effect<void> }
+
+const refused = (tag: string, message: string): Parsed => ({
+  _tag: "Refused",
+  answer: error({ cmd: null }, tag, message)
+})
+
+const parse = (line: string): Parsed => {
   if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
-    return error({ cmd: null }, "TooDeep", `the command nests deeper than ${JsonLimits.maxDepth} levels`)
+    return refused("TooDeep", `the command nests deeper than ${JsonLimits.maxDepth} levels`)
   }
   let parsed: unknown
   try {
     parsed = JSON.parse(line)
   } catch {
-    return error({ cmd: null }, "BadCommand", `not JSON: ${Output.truncate(line, 80)}`)
+    return refused("BadCommand", `not JSON: ${Output.truncate(line, 80)}`)
   }
-  if (!Predicate.isObject(parsed) || typeof parsed.cmd !== "string") {
-    return error({ cmd: null }, "BadCommand", 'expected an object with a "cmd" field')
-  }
-  const cmd = parsed.cmd
+  return Predicate.isObject(parsed) && typeof parsed.cmd === "string"
+    ? { _tag: "Command", cmd: parsed.cmd, fields: parsed }
+    : refused("BadCommand", 'expected an object with a "cmd" field')
+}
+
+/** Handles one command and writes its answer. */
+const command = (
+  registry: ToolsetRegistry.Registry,
+  { cmd, fields: parsed }: Extract<Parsed, { readonly _tag: "Command" }>
+): Effect.Effect<void> => {
   const header: Header = parsed.id === undefined ? { cmd } : { cmd, id: parsed.id }
   const fail = (e: { readonly _tag: string; readonly message: string }) => error(header, e._tag, e.message)
   switch (cmd) {
@@ -224,10 +248,15 @@ export const run = (registry: ToolsetRegistry.Registry) =>
           ? error({ cmd: null }, "TooLarge", `the command is ${input.length} characters long; the limit is ${maxLine}`)
           : input.text.trim() === ""
             ? Effect.void
-            : Effect.andThen(
-                Semaphore.take(inFlight, 1),
-                FiberSet.run(commands, Effect.ensuring(command(registry, input.text), Semaphore.release(inFlight, 1)))
-              )
+            : Effect.suspend(() => {
+                const parsed = parse(input.text)
+                if (parsed._tag === "Refused") return FiberSet.run(commands, parsed.answer)
+                if (parsed.cmd !== "call") return FiberSet.run(commands, command(registry, parsed))
+                return Effect.andThen(
+                  Semaphore.take(inFlight, 1),
+                  FiberSet.run(commands, Effect.ensuring(command(registry, parsed), Semaphore.release(inFlight, 1)))
+                )
+              })
       ),
       Effect.result
     )

@@ -107,6 +107,43 @@ describe("toolvisor run --json", () => {
     }
   })
 
+  it("a status sent behind 64 calls that hold every place is answered at once", async () => {
+    const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
+    try {
+      await session.waitFor(ready("fx"))
+      for (let id = 0; id < 64; id++) session.send({ cmd: "call", tool: "fx_sleep", args: { ms: 60_000 }, id })
+      session.send({ cmd: "status", id: "behind" })
+      // Every command took a place: the status waited for a 60 s call to end.
+      const answer = await session.waitFor((l) => l.type === "result" && l.id === "behind", 0, 15_000)
+      assert.isArray(answer.toolsets)
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  })
+
+  it("SIGTERM ends the run promptly while its output waits for a reader that is not reading", async () => {
+    const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
+    const config = writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_CALLS_FILE: "${calls}" }`])]))
+    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["run", config, "--json"]), {
+      stdio: ["pipe", "pipe", "ignore"]
+    })
+    try {
+      for (let id = 0; id < 100; id++) {
+        child.stdin.write(`${JSON.stringify({ cmd: "call", tool: "fx_big", args: { bytes: 1_000_000 }, id })}\n`)
+      }
+      const served = () => (NodeFs.existsSync(calls) ? NodeFs.readFileSync(calls, "utf8").split("\n").length - 1 : 0)
+      await until(() => served() >= 64)
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      const signalled = Date.now()
+      child.kill("SIGTERM")
+      // The exit waited for stdout to drain, with nobody reading: for ever, until a second signal.
+      assert.strictEqual(await exited, 0)
+      assert.isBelow(Date.now() - signalled, 15_000)
+    } finally {
+      child.kill("SIGKILL")
+    }
+  })
+
   it("refuses a command nested too deep or too long with a typed error line, and keeps answering", async () => {
     const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
     try {
