@@ -493,7 +493,10 @@ describe("Supervisor", () => {
         yield* supervisor.start
         const seen = yield* supervisor.events.pipe(
           Stream.take(4),
-          Stream.map((t) => `${t.from}→${t.snapshot.state} ${t.snapshot.restarts} ${t.snapshot.lastError?.message}`),
+          Stream.map((t) => ({
+            line: `${t.from}→${t.snapshot.state} ${t.snapshot.restarts} ${t.snapshot.lastError?.message}`,
+            since: t.snapshot.since
+          })),
           Stream.runCollect,
           Effect.forkChild({ startImmediately: true })
         )
@@ -501,12 +504,22 @@ describe("Supervisor", () => {
         yield* elapse(60)
         // Before, `events` said nothing between the first Restarting and Failed.
         const refusedMessage = refused().message
-        assert.deepStrictEqual(yield* Fiber.join(seen), [
-          `Ready→Restarting 0 ${crash().message}`,
-          `Restarting→Restarting 1 ${refusedMessage}`,
-          `Restarting→Restarting 2 ${refusedMessage}`,
-          "Restarting→Failed 3 third"
-        ])
+        const transitions = yield* Fiber.join(seen)
+        // Each stamped with its own time, as the backoff spaced them (a repeat reused the first's).
+        const times = transitions.map((t) => t.since)
+        assert.isTrue(
+          times.every((at, i) => i === 0 || at > (times[i - 1] ?? at)),
+          String(times)
+        )
+        assert.deepStrictEqual(
+          transitions.map((t) => t.line),
+          [
+            `Ready→Restarting 0 ${crash().message}`,
+            `Restarting→Restarting 1 ${refusedMessage}`,
+            `Restarting→Restarting 2 ${refusedMessage}`,
+            "Restarting→Failed 3 third"
+          ]
+        )
       })
     )
 

@@ -352,7 +352,8 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Sett
       name: this.name,
       kind: this.kind,
       state,
-      since: state === previous.state ? previous.since : this.clock.currentTimeMillisUnsafe(),
+      // A failed reconnect re-enters Restarting: its transition is stamped with its own time.
+      since: state === previous.state && !failedAgain ? previous.since : this.clock.currentTimeMillisUnsafe(),
       restarts: machine.restarts,
       attempt: machine.attempt,
       toolsVersion: machine.toolsVersion
