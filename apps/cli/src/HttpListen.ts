@@ -44,6 +44,7 @@ const why = (cause: Error): string => {
  * How long a request may take to arrive: its headers, then all of it. A client that trickles its
  * request in holds a socket no longer than this (Node's defaults are 60 s and 300 s); no MCP
  * request (at most 4 MiB) or status request needs more. Streams that answer for long are responses.
+ * Node checks them every `connectionsCheckingInterval` (30 s by default, which made 30 s into 60).
  */
 const headersTimeout = 10_000
 const requestTimeout = 30_000
@@ -69,7 +70,10 @@ export const listen = (
     }
     const server = yield* Effect.acquireRelease(
       Effect.callback<NodeHttp.Server, ListenError>((resume) => {
-        const server = NodeHttp.createServer({ headersTimeout, requestTimeout }, secured)
+        const server = NodeHttp.createServer(
+          { headersTimeout, requestTimeout, connectionsCheckingInterval: headersTimeout / 2 },
+          secured
+        )
         const onError = (cause: Error) =>
           resume(
             Effect.fail(
