@@ -92,9 +92,11 @@ const groupOf = (pathname: string, base: string): string | undefined | null => {
 }
 
 /**
- * Ends the POST stream of a request its client cancelled. Such a request gets no answer (MCP: the
- * receiver SHOULD NOT send one), and its stream waited for one for ever: the socket stayed open,
- * and the session, in use while a stream is, never went idle.
+ * Answers a request its client cancelled, so that its POST stream ends. MCP says the receiver
+ * SHOULD NOT answer one (the sender ignores an answer), but unanswered its stream waited for ever:
+ * the socket stayed open, the session never went idle, and a client that resumed the stream
+ * (`Last-Event-ID`) got one that never ended either. The answer is kept for a resume like any other.
+ * A request already answered is left alone.
  */
 const closeCancelled = (transport: StreamableHTTPServerTransport) => {
   const receive = transport.onmessage
@@ -102,9 +104,18 @@ const closeCancelled = (transport: StreamableHTTPServerTransport) => {
     receive?.(message, extra)
     if (!("method" in message) || message.method !== "notifications/cancelled" || "id" in message) return
     const id: unknown = message.params?.requestId
-    if (typeof id === "string" || typeof id === "number") transport.closeSSEStream(id)
+    if (typeof id !== "string" && typeof id !== "number") return
+    const answer = {
+      jsonrpc: "2.0" as const,
+      id,
+      error: { code: requestCancelled, message: "the request was cancelled" }
+    }
+    transport.send(answer).catch(() => undefined)
   }
 }
+
+/** The code LSP gives a cancelled request's answer; JSON-RPC and MCP name none. */
+const requestCancelled = -32800
 
 /** Answers an HTTP request no transport saw, with a JSON-RPC error body as the SDK does. */
 const reject = (
