@@ -16,6 +16,23 @@ import { cliArgs, freePort, isAlive, mcpEntry, root, Session, until, writeConfig
 const ready = (toolset: string) => (line: { readonly [key: string]: unknown }) =>
   line.type === "status" && line.toolset === toolset && line.state === "Ready"
 
+/**
+ * `run --json` sent `count` calls with 1 MB answers, its stdout not read; `served` counts the
+ * calls the server has received.
+ */
+const unread = (count: number) => {
+  const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
+  const config = writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_CALLS_FILE: "${calls}" }`])]))
+  const child = NodeChildProcess.spawn(process.execPath, cliArgs(["run", config, "--json"]), {
+    stdio: ["pipe", "pipe", "ignore"]
+  })
+  for (let id = 0; id < count; id++) {
+    child.stdin.write(`${JSON.stringify({ cmd: "call", tool: "fx_big", args: { bytes: 1_000_000 }, id })}\n`)
+  }
+  const served = () => (NodeFs.existsSync(calls) ? NodeFs.readFileSync(calls, "utf8").split("\n").length - 1 : 0)
+  return { child, served }
+}
+
 describe("toolvisor run --json", () => {
   it("answers a status while a slow call is in flight, each answer with its command's id", async () => {
     const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
@@ -70,19 +87,11 @@ describe("toolvisor run --json", () => {
   })
 
   it("a reader that is behind holds the commands back: no more than 64 answered at once, none lost", async () => {
-    const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
-    const config = writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_CALLS_FILE: "${calls}" }`])]))
-    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["run", config, "--json"]), {
-      stdio: ["pipe", "pipe", "ignore"]
-    })
+    const count = 200
+    const { child, served } = unread(count)
     try {
-      const count = 200
-      for (let id = 0; id < count; id++) {
-        child.stdin.write(`${JSON.stringify({ cmd: "call", tool: "fx_big", args: { bytes: 1_000_000 }, id })}\n`)
-      }
       child.stdin.end()
       // Nothing reads stdout yet. Before, every command ran and its 1 MB answer queued in the CLI.
-      const served = () => (NodeFs.existsSync(calls) ? NodeFs.readFileSync(calls, "utf8").split("\n").length - 1 : 0)
       await until(() => served() >= 64)
       const settled = Date.now() + 500
       while (Date.now() < settled) {
@@ -122,16 +131,8 @@ describe("toolvisor run --json", () => {
   })
 
   it("SIGTERM ends the run promptly while its output waits for a reader that is not reading", async () => {
-    const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
-    const config = writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_CALLS_FILE: "${calls}" }`])]))
-    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["run", config, "--json"]), {
-      stdio: ["pipe", "pipe", "ignore"]
-    })
+    const { child, served } = unread(100)
     try {
-      for (let id = 0; id < 100; id++) {
-        child.stdin.write(`${JSON.stringify({ cmd: "call", tool: "fx_big", args: { bytes: 1_000_000 }, id })}\n`)
-      }
-      const served = () => (NodeFs.existsSync(calls) ? NodeFs.readFileSync(calls, "utf8").split("\n").length - 1 : 0)
       await until(() => served() >= 64)
       const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
       const signalled = Date.now()

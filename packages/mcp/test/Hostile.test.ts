@@ -50,6 +50,15 @@ const nested = (levels: number): unknown => {
   return value
 }
 
+/** A logger that keeps the warnings logged, to add beside the test's own. */
+const warningLog = () => {
+  const warnings: Array<string> = []
+  const logger = Logger.make(({ message, logLevel }) => {
+    if (logLevel === "Warn") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+  })
+  return { warnings, capture: Logger.layer([logger], { mergeWithExisting: true }) }
+}
+
 describe("a hostile MCP server", () => {
   it.live("an answer over the line limit fails its call at once, naming its size; the session stays in step", () =>
     Effect.gen(function* () {
@@ -139,10 +148,7 @@ describe("a hostile MCP server", () => {
   )
 
   it.live("a listing keeps each name once, none empty, at most 10,000; the count is what can be called", () => {
-    const warnings: Array<string> = []
-    const capture = Logger.make(({ message, logLevel }) => {
-      if (logLevel === "Warn") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
-    })
+    const { warnings, capture } = warningLog()
     return Effect.gen(function* () {
       const { toolset, close } = yield* started("odd", hostile("odd-listing.mjs", { HOSTILE_EXTRA: "10005" }))
       const listing = yield* toolset.tools
@@ -159,14 +165,11 @@ describe("a hostile MCP server", () => {
       assert.include(warning, 'odd: the server listed 1 name(s) more than once, the first of each kept: "echo"')
       assert.include(warning, "1 item(s) without a name left out")
       assert.include(warning, "6 item(s) past the 10000 a listing keeps left out")
-    }).pipe(Effect.provide(Logger.layer([capture], { mergeWithExisting: true })))
+    }).pipe(Effect.provide(capture))
   })
 
   it.live("a flood of lines that are not JSON-RPC is counted in one warning; the answer after it arrives", () => {
-    const warnings: Array<string> = []
-    const capture = Logger.make(({ message, logLevel }) => {
-      if (logLevel === "Warn") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
-    })
+    const { warnings, capture } = warningLog()
     return Effect.gen(function* () {
       const { toolset, close } = yield* started("flood", hostile("invalid-flood.mjs", { HOSTILE_LINES: "100000" }))
       assert.strictEqual(textOf(yield* toolset.callTool("flood", {})), "flooded 100000")
@@ -176,7 +179,7 @@ describe("a hostile MCP server", () => {
       assert.isAtMost(about.length, 3)
       const counted = about.reduce((sum, w) => sum + Number(/(\d+) lines?/.exec(w)?.[1] ?? 0), 0)
       assert.strictEqual(counted, 100_000)
-    }).pipe(Effect.provide(Logger.layer([capture], { mergeWithExisting: true })))
+    }).pipe(Effect.provide(capture))
   })
 })
 
