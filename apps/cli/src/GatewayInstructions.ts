@@ -25,13 +25,11 @@ export const attach = (server: Server, instructions: () => Promise<string>): voi
       receive?.(message, extra)
     }
     const send = transport.send.bind(transport)
-    transport.send = async (message, options) =>
-      send(
-        "result" in message && initializing.delete(message.id)
-          ? await withInstructions(message, instructions)
-          : message,
-        options
-      )
+    // Every message of the session leaves here: only the answer to an initialize waits for anything.
+    transport.send = (message, options) =>
+      "result" in message && initializing.delete(message.id)
+        ? withInstructions(message, instructions).then((answer) => send(answer, options))
+        : send(message, options)
   }
 }
 
