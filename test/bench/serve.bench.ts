@@ -5,9 +5,9 @@
  *      `StdioClientTransport` on the fixture (tool `echo`); (b) through a bare SDK pass-through proxy
  *      process (this file run with `--proxy`: an SDK `Server` forwarding to an SDK `Client`, no
  *      Toolvisor code: the floor for any gateway in a second process); (c) through the real CLI
- *      process (`toolvisor serve config.yaml`, tool `fx_echo`). 2,000 warm-up calls each, then 2,000
- *      per series in 5 rounds, the series taking turns call by call (the ratio is the median of
- *      the rounds'). Two diagnostic series take their turns too, to tell where the time goes: the same config's registry in this process (`registry.callTool`), and
+ *      process (`toolvisor serve config.yaml`, tool `fx_echo`). 8 rounds, each on processes of its
+ *      own: 2,000 warm-up calls per series, then 400, the series taking turns call by call (the
+ *      ratio is the median of the rounds'). Two diagnostic series take their turns too, to tell where the time goes: the same config's registry in this process (`registry.callTool`), and
  *      `Gateway.connect` on that registry over an in-memory transport (the gateway without a second
  *      process);
  *   2. the same three with the backend reached over streamable HTTP on a loopback port (this file
@@ -76,7 +76,8 @@ import {
 } from "./stats.ts"
 
 /**
- * Calls per series before any is timed, so the series compare steady states. After 100, the
+ * Calls per series in each round before any is timed (its processes are new), so the series
+ * compare steady states. After 100, the
  * gateway processes were still being compiled: serve has more code on its path than the bare
  * proxy for V8 to tier up, so its p50 over the next thousand calls measured the JIT, not the
  * path (stdio, back-to-back A/B runs: 1.13× the proxy after 300 calls, 1.05× after 5,000, the
@@ -85,8 +86,8 @@ import {
  */
 const WARMUP = Number(process.env.WARMUP ?? 2_000)
 /** Timed calls per series, in `ROUNDS` rounds; the series take turns call by call. */
-const CALLS = 2_000
-const ROUNDS = 5
+const ROUNDS = Number(process.env.ROUNDS ?? 8)
+const CALLS = ROUNDS * 400
 /** The issue's target: serve's p50 over a bare SDK pass-through's (serve / proxy), on both backends. */
 const TARGET = 1.1
 const COLD_RUNS = 5
@@ -502,9 +503,44 @@ const timed = (path: Path) =>
 
 /**
  * Direct, proxy and serve on one backend, taking turns call by call; for the stdio backend also
- * the registry and the gateway in this process.
+ * the registry and the gateway in this process. Each round opens every process anew (`round`).
  */
 const overhead = async (backend: Backend, configPath: string, method: Method): Promise<Overhead> => {
+  const all = new Map<string, Series>()
+  const seriesOf = (label: string) => {
+    const known = all.get(label)
+    if (known !== undefined) return known
+    const made = makeSeries()
+    all.set(label, made)
+    return made
+  }
+  let elapsed = 0
+  for (let i = 0; i < ROUNDS; i++) elapsed += await round(backend, configPath, method, seriesOf)
+  const of = (label: string) => stats(seriesOf(label))
+  return {
+    method: method.name,
+    direct: of("direct"),
+    proxy: of("proxy"),
+    serve: of("serve"),
+    ...(all.has("registry") ? { registry: of("registry") } : {}),
+    ...(all.has("in-memory") ? { memory: of("in-memory") } : {}),
+    elapsed
+  }
+}
+
+/**
+ * One round on processes of its own: they are started, every series warmed up on them (apart
+ * from what it records), timed for `CALLS / ROUNDS` calls, and closed; returns the time the timed
+ * calls took. Where the kernel places a process (its CPU, what shares it) weighs on every call
+ * of its series: kept for a whole run, the same processes put serve / proxy over stdio anywhere
+ * from 1.04 to 1.12 from run to run of one build. New processes each round let that even out.
+ */
+const round = async (
+  backend: Backend,
+  configPath: string,
+  method: Method,
+  seriesOf: (label: string) => Series
+): Promise<number> => {
   const opened = new Map<string, Connected>()
   const open = async (label: string, connect: () => Promise<Connected>) => {
     const connected = await connect()
@@ -530,17 +566,15 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
         label: "serve",
         call: { promise: () => method.gateway(gateway.client) },
         ...(gateway.pid === undefined ? {} : { pid: gateway.pid }),
-        series: makeSeries()
+        series: seriesOf("serve")
       },
       {
         label: "proxy",
         call: { promise: () => method.gateway(sdkProxy.client) },
         ...(sdkProxy.pid === undefined ? {} : { pid: sdkProxy.pid }),
-        series: makeSeries()
+        series: seriesOf("proxy")
       }
     ]
-    let registrySeries: Series | undefined
-    let memorySeries: Series | undefined
     if (backend._tag === "stdio") {
       const config = await Effect.runPromise(ConfigLoader.load(configPath))
       const registry: ToolsetRegistry.Registry = await Effect.runPromise(
@@ -553,18 +587,16 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
       await memory.connect(clientSide)
       opened.set("in-memory", { client: memory, close: () => memory.close(), stderr: () => "" })
       await memory.listTools()
-      registrySeries = makeSeries()
-      memorySeries = makeSeries()
       paths.push(
-        { label: "registry", call: { effect: method.registry(registry) }, series: registrySeries },
-        { label: "in-memory", call: { promise: () => method.gateway(memory) }, series: memorySeries }
+        { label: "registry", call: { effect: method.registry(registry) }, series: seriesOf("registry") },
+        { label: "in-memory", call: { promise: () => method.gateway(memory) }, series: seriesOf("in-memory") }
       )
     }
     const directPath: Path = {
       label: "direct",
       call: { promise: () => method.direct(direct.client) },
       ...(direct.pid === undefined ? {} : { pid: direct.pid }),
-      series: makeSeries()
+      series: seriesOf("direct")
     }
     paths.push(directPath)
 
@@ -576,34 +608,27 @@ const overhead = async (backend: Backend, configPath: string, method: Method): P
       throw new Error(`unexpected ${method.name} answers: ${JSON.stringify(answers).slice(0, 2_000)}`)
     }
 
-    await Effect.runPromise(takeTurns(paths, WARMUP, timed))
-    for (const path of paths) path.series.samples.length = 0
+    // The warm-up records into series of its own, which are dropped.
+    await Effect.runPromise(
+      takeTurns(
+        paths.map((path) => ({ ...path, series: makeSeries() })),
+        WARMUP,
+        timed
+      )
+    )
     const peersBefore = paths.map((path) => (path.pid === undefined ? 0 : processCpuMs(path.pid)))
+    const from = paths.map((path) => path.series.samples.length)
     const started = performance.now()
     // Each process a series talks to is idle while the others take their turns, alike. (Blocks of
     // 250 calls per series, in ABBA order, put serve / proxy over stdio anywhere from 1.01 to 1.44
     // on one build.)
-    for (let round = 0; round < ROUNDS; round++) {
-      const from = paths.map((path) => path.series.samples.length)
-      await Effect.runPromise(takeTurns(paths, CALLS / ROUNDS, timed))
-      paths.forEach((path, j) => {
-        path.series.rounds.push(percentile(ascending(path.series.samples.slice(from[j])), 0.5))
-      })
-    }
-    paths.forEach((path, j) => {
-      if (path.pid !== undefined) path.series.otherCpuMs = processCpuMs(path.pid) - (peersBefore[j] ?? 0)
-    })
+    await Effect.runPromise(takeTurns(paths, CALLS / ROUNDS, timed))
     const elapsed = performance.now() - started
-    const of = (label: string) => stats(paths.find((p) => p.label === label)?.series ?? makeSeries())
-    return {
-      method: method.name,
-      direct: of("direct"),
-      proxy: of("proxy"),
-      serve: of("serve"),
-      ...(registrySeries === undefined ? {} : { registry: stats(registrySeries) }),
-      ...(memorySeries === undefined ? {} : { memory: stats(memorySeries) }),
-      elapsed
-    }
+    paths.forEach((path, j) => {
+      path.series.rounds.push(percentile(ascending(path.series.samples.slice(from[j])), 0.5))
+      if (path.pid !== undefined) path.series.otherCpuMs += processCpuMs(path.pid) - (peersBefore[j] ?? 0)
+    })
+    return elapsed
   } finally {
     const memory = opened.get("in-memory")
     opened.delete("in-memory")
@@ -643,7 +668,7 @@ const report = (title: string, o: Overhead) => {
     return diagnostics ? [...cells.slice(0, -2), "", ""] : cells
   }
   console.log(
-    `\n${title}: sequential ${o.method} requests, ${ROUNDS} rounds × ${CALLS / ROUNDS} per series after ${WARMUP} warm-up, taking turns call by call (${fmt(o.elapsed / 1000, 1)} s)`
+    `\n${title}: sequential ${o.method} requests, ${ROUNDS} rounds on new processes × ${CALLS / ROUNDS} per series after ${WARMUP} warm-up, taking turns call by call (${fmt(o.elapsed / 1000, 1)} s)`
   )
   console.log(
     renderTable(
