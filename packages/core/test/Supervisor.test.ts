@@ -570,7 +570,7 @@ describe("Supervisor", () => {
       })
     )
 
-    it.effect("on_failure + clean close → Failed, no reconnect", () =>
+    it.effect("on_failure + clean close → Failed, no reconnect, the clean close its lastError", () =>
       Effect.gen(function* () {
         const { supervisor, script } = yield* make([])
         yield* supervisor.start
@@ -578,7 +578,8 @@ describe("Supervisor", () => {
         const failed = yield* inState(supervisor, "Failed")
         yield* elapse(60)
         assert.strictEqual(script.connects(), 1)
-        assert.isUndefined(failed.lastError)
+        assert.strictEqual(failed.lastError?.tag, "ServerCrashed")
+        assert.include(failed.lastError?.message, "a clean close")
       })
     )
 

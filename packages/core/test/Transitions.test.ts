@@ -128,12 +128,16 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
     check: (m) => assert.strictEqual(m.error?.message, "killed")
   },
   {
-    row: "Live + Ended cleanly, on_failure → Failed",
+    row: "Live + Ended cleanly, on_failure → Failed, the clean close recorded as its error",
     rule: "endedCleanly",
     from: at(live),
     message: { _tag: "Ended", id: 3, error: undefined },
     to: "Failed",
-    commands: ["EndLive", "Warn"]
+    commands: ["EndLive", "Warn"],
+    check: (m) => {
+      assert.strictEqual(m.error?._tag, "ServerCrashed")
+      assert.match(m.error?.message ?? "", /ended its session by itself \(a clean close\); restart: on_failure/)
+    }
   },
   {
     row: "Live + Ended cleanly, always → Restarting",

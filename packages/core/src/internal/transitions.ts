@@ -359,15 +359,12 @@ const ended = (
     { _tag: "EndLive", error: LifecycleError.crashedInFlight(settings.name, error) }
   ]
   if (error === undefined && settings.policy.restart !== "always") {
-    return terminal(
-      settings,
-      machine,
-      { _tag: "Failed" },
-      undefined,
-      `session closed cleanly (restart: ${settings.policy.restart})`,
-      "endedCleanly",
-      before
-    )
+    // Recorded as the toolset's error, so its status says why it is Failed and calls say why they fail.
+    const closed = new LifecycleError.ServerCrashed({
+      toolset: settings.name,
+      message: `${settings.name}: the server ended its session by itself (a clean close); restart: ${settings.policy.restart} restarts only after a failure`
+    })
+    return terminal(settings, machine, { _tag: "Failed" }, closed, "not restarted", "endedCleanly", before)
   }
   return scheduleReconnect(settings, machine, error, before)
 }
