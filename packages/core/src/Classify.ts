@@ -77,6 +77,9 @@ const byRpcCode: Readonly<Record<number, Make>> = {
 
 /** Message fragments, lower-cased, in the order they are tried. */
 const byMessage: ReadonlyArray<readonly [ReadonlyArray<string>, Make]> = [
+  // The SDK refuses a server that answers `initialize` with a version it does not speak: the same
+  // server answers the same after a restart.
+  [["protocol version is not supported"], capabilityMissing],
   [["failed to send initialized notification"], initNotification],
   [["session not found", "session missing", "no valid session"], sessionMissing],
   // The SDK's HTTP transports give up reconnecting their event stream: the server is gone.

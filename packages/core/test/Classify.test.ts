@@ -219,6 +219,12 @@ describe("Classify", () => {
   })
 
   describe("message text", () => {
+    it("the SDK's refusal of a server's protocol version is CapabilityMissing, and permanent", () => {
+      const classified = classify(new Error("Server's protocol version is not supported: 1999-01-01"))
+      assert.instanceOf(classified, LifecycleError.CapabilityMissing)
+      assert.isTrue(LifecycleError.isPermanent(classified))
+    })
+
     it("failed to send initialized notification is InitNotification", () => {
       const classified = classify(new Error("failed to send initialized notification: bad"))
       assert.instanceOf(classified, LifecycleError.InitNotification)

@@ -395,6 +395,41 @@ describe("McpToolset over stdio", () => {
     })
   )
 
+  it.live("a server that speaks only a protocol version we do not fails its start at once, permanently", () =>
+    Effect.gen(function* () {
+      const starts = tempFile("starts")
+      const { toolset, close } = yield* open({
+        name: "old",
+        spec: fixture({ FIXTURE_MODE: "old-protocol", FIXTURE_STARTS_FILE: starts }),
+        policy: fastPolicy({ max_restarts: 5 })
+      })
+      // Retried as transient, it spent the whole budget reconnecting to the same answer.
+      const error = yield* Effect.flip(toolset.start)
+      assert.strictEqual(error._tag, "CapabilityMissing")
+      assert.include(error.message, "protocol version is not supported: 1999-01-01")
+      const status = yield* toolset.state
+      assert.notStrictEqual(status.state, "Restarting")
+      assert.strictEqual(status.restarts, 0)
+      assert.lengthOf(NodeFs.readFileSync(starts, "utf8").trim().split("\n"), 1)
+      yield* close
+    })
+  )
+
+  it.live("a server that exits cleanly (code 0) under restart: on_failure is Failed, and says why", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({ name: "quitter", spec: fixture(), policy: fastPolicy() })
+      yield* toolset.start
+      yield* Effect.ignore(toolset.callTool("quit", {}))
+      const failed = yield* inState(toolset, "Failed")
+      // Failed with no lastError, the snapshot gave no reason, and calls failed as "not running (Failed)".
+      assert.strictEqual(failed.lastError?.tag, "ServerCrashed")
+      assert.include(failed.lastError?.message, "ended its session by itself (a clean close)")
+      const call = yield* Effect.flip(toolset.callTool("echo", { message: "x" }))
+      assert.include(call.message, "clean close")
+      yield* close
+    })
+  )
+
   it.live("lines on stdout that are not JSON-RPC are skipped; the session works", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* open({
