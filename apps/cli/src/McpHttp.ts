@@ -279,7 +279,10 @@ export const listen = (
         )
       })
 
-    /** `POST /messages?sessionId=…`: a message of a legacy SSE session, to its transport. */
+    /**
+     * `POST /messages?sessionId=…`: a message of a legacy SSE session, to its transport once it
+     * is known to be one (`RequestBody.readMessage`): what is not is refused as `/mcp` refuses it.
+     */
     const sseMessage = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, url: URL) =>
       Effect.gen(function* () {
         if (!(yield* admit(req, res, undefined))) return
@@ -289,7 +292,7 @@ export const listen = (
         if (req.method !== "POST" || !(transport instanceof SSEServerTransport)) {
           return yield* reject(res, 404, `Session not found: open one with GET ${sse.stream}`)
         }
-        const body = yield* RequestBody.read(req, res)
+        const body = yield* RequestBody.readMessage(req, res)
         if (body !== undefined) yield* Effect.tryPromise(() => transport.handlePostMessage(req, res, body))
       })
 

@@ -4,10 +4,11 @@
  * and never its body holds no place in the session table (only a parsed `initialize` asks for
  * one), and the limits are the gateway's own: at most `maxBytes`, and no empty batch. A body
  * refused before it was read whole is answered with `Connection: close`: what is left of it would
- * otherwise be read as the next request on the connection.
+ * otherwise be read as the next request on the connection. `/messages` takes one JSON-RPC message
+ * and no batch, so its body is checked as one here, as `/mcp`'s transport checks its own.
  */
 import type * as NodeHttp from "node:http"
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import { isInitializeRequest, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
 
 /** The SDK's own bound on a request body. */
@@ -30,6 +31,33 @@ export const read = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse
       ? refuse(res, 400, -32600, "Invalid Request: an empty batch")
       : Effect.succeed(body)
   })
+
+/**
+ * A parsed body that is one JSON-RPC message, or `undefined` once the request has been answered
+ * with why not, in the words and code `/mcp`'s transport uses. The legacy SSE transport answers a
+ * body it cannot take by quoting it (`Invalid message: ${body}`), and quoting an array nested
+ * 100 000 deep overflows the stack: checked here first, it never sees one. A message nested deep
+ * inside is still one (its arguments meet the gateway's own depth limit, as on `/mcp`).
+ */
+export const readMessage = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse): Effect.Effect<unknown> =>
+  Effect.flatMap(read(req, res), (body) =>
+    body === undefined || isMessage(body)
+      ? Effect.succeed(body)
+      : refuse(res, 400, -32700, "Parse error: Invalid JSON-RPC message")
+  )
+
+/**
+ * Checked with the schema the SDK's transports use, inside a `try` as theirs is: a value that
+ * overflows the validator throws a `RangeError` rather than failing as a Zod issue would.
+ */
+const isMessage = (body: unknown): boolean => {
+  try {
+    JSONRPCMessageSchema.parse(body)
+    return true
+  } catch {
+    return false
+  }
+}
 
 /** Whether the body opens a session: an `initialize`, alone or in a batch. */
 export const isInitialize = (body: unknown): boolean =>

@@ -4,7 +4,8 @@
  * POST stream was cut while its call ran comes back with `Last-Event-ID` and gets the rest of the
  * call (progress and answer) from the session's event store. The legacy SSE transport (`GET /sse`
  * then `POST /messages?sessionId=…`) lists and calls tools, behind the same gate, groups and
- * session cap as `/mcp`, its sessions apart from `/mcp`'s; a client that stops reading its stream
+ * session cap as `/mcp`, its sessions apart from `/mcp`'s; a body that is not one JSON-RPC message
+ * (one nested 100 000 deep) is refused as `/mcp` refuses it; a client that stops reading its stream
  * loses its session instead of growing the gateway's memory.
  */
 import * as NodeHttp from "node:http"
@@ -261,6 +262,75 @@ describe("serve: resumability and the legacy SSE transport", () => {
       (await reopened.client.listTools()).tools.map((t) => t.name),
       "fx_echo"
     )
+  }, 120_000)
+
+  it("SSE: a message nested 100 000 deep is refused with /mcp's parse error, logs nothing, and the session goes on", async () => {
+    const { base } = await serveHttp()
+    const gateway = gateways[0]
+    const opened = new AbortController()
+    const stream = await fetch(`${base}/sse`, { signal: opened.signal })
+    try {
+      const received = events(stream.body ?? new ReadableStream())
+      const endpoint = (await received.next()).value?.data ?? ""
+      assert.match(endpoint, /^\/messages\?sessionId=/)
+      const send = async (body: string) => {
+        const response = await fetch(`${base}${endpoint}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body
+        })
+        return { status: response.status, type: response.headers.get("content-type"), text: await response.text() }
+      }
+      /** The answer to request `id`, from the session's stream. */
+      const answerTo = async (id: number) => {
+        for (;;) {
+          const next = await received.next()
+          if (next.done === true) throw new Error(`the stream ended before the answer to ${id}`)
+          const message = messageOf(next.value)
+          if (message?.id === id) return message
+        }
+      }
+      const call = (id: number, message: string) =>
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"fx_echo","arguments":{"message":${message}}}}`
+      const initialize = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "deep", version: "1" } }
+      }
+      assert.strictEqual((await send(JSON.stringify(initialize))).status, 202)
+      await answerTo(1)
+      assert.strictEqual(
+        (await send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))).status,
+        202
+      )
+      const logged = gateway?.stderr.length ?? 0
+
+      const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`
+      // Not one JSON-RPC message: refused before the session sees it, as /mcp refuses it.
+      for (const body of [deep, `[{"jsonrpc":"2.0","id":2,"method":"ping"},${deep}]`]) {
+        const refused = await send(body)
+        assert.deepStrictEqual(JSON.parse(refused.text), {
+          jsonrpc: "2.0",
+          error: { code: -32700, message: "Parse error: Invalid JSON-RPC message" },
+          id: null
+        })
+        assert.strictEqual(refused.status, 400)
+        assert.strictEqual(refused.type, "application/json")
+      }
+      // A request whose arguments nest that deep is one: it is answered, as on /mcp, by a call that did not run.
+      assert.strictEqual((await send(call(3, deep))).status, 202)
+      assert.include(JSON.stringify((await answerTo(3)).result), "nested deeper than 64 levels")
+
+      assert.strictEqual((await send(call(4, JSON.stringify("after the deep ones")))).status, 202)
+      assert.deepStrictEqual((await answerTo(4)).result, {
+        content: [{ type: "text", text: "after the deep ones" }]
+      })
+      const since = gateway?.stderr.slice(logged) ?? ""
+      assert.notMatch(since, /\b(WARN|ERROR)\b/, since)
+    } finally {
+      opened.abort()
+    }
   }, 120_000)
 
   it("SSE: a client that stops reading its stream loses its session once its unread backlog passes the bound", async () => {
