@@ -22,6 +22,7 @@ import type { ServerCapabilities } from "@modelcontextprotocol/sdk/types.js"
 import { ToolGroups } from "@toolvisor/config"
 import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
@@ -137,6 +138,10 @@ const groupOf = (options: Options, name: string | undefined): SessionOffer.Group
   return name === undefined || patterns === undefined ? undefined : SessionOffer.group(name, patterns)
 }
 
+/** Waits until the eager toolsets have settled, for at most `wait`. */
+const settledWithin = (ready: Deferred.Deferred<void> | undefined, wait: Duration.Duration) =>
+  ready === undefined ? Effect.void : Effect.asVoid(Effect.timeoutOption(Deferred.await(ready), wait))
+
 /** One MCP server (one client session) answering from the registry. */
 const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Server => {
   // The session's own tasks: no other session can see them, and none outlives the session.
@@ -146,7 +151,12 @@ const makeServer = (shared: Shared, group: SessionOffer.Group | undefined): Serv
     ...(tasks === undefined ? {} : { taskStore: tasks.store })
   })
   GatewayInstructions.attach(server, () =>
-    Effect.runPromise(Effect.map(shared.registry.catalog(shared.agent), Deferral.instructions))
+    Effect.runPromise(
+      Effect.andThen(
+        settledWithin(shared.ready, GatewayInstructions.settleWait),
+        Effect.map(shared.registry.catalog(shared.agent), Deferral.instructions)
+      )
+    )
   )
   const client = shared.options.clients?.add(server)
   GatewayTools.register(server, shared, SessionOffer.make(group), client, tasks)

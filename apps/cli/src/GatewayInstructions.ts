@@ -3,12 +3,22 @@
  * says about its tools, with the toolset's configured `instruction`, and how to find deferred
  * tools — what the agent adapters put in the system prompt, and what a host such as Claude Code
  * puts in the model's context. The SDK fixes a server's instructions when it is made, before any
- * toolset has connected, so they are read when the answer leaves instead: a session opened once
- * the toolsets are up hears all of them, one opened at start-up what is known by then.
+ * toolset has connected, so they are read when the answer leaves instead, and MCP has no way to
+ * tell a client of instructions that came later: a session opened at start-up (a host spawning
+ * `serve` over stdio initializes at once) waits for the toolsets to settle, up to `settleWait`, and
+ * hears what is known by then.
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { isInitializeRequest, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js"
+import * as Duration from "effect/Duration"
+
+/**
+ * How long an `initialize` answer waits for toolsets still starting. Most servers are up within a
+ * second or two; a slow one (an `npx` install) is not worth a host's initialize timeout, and its
+ * tools still reach the client (`tools/list` waits, and `list_changed` follows).
+ */
+export const settleWait = Duration.seconds(5)
 
 /** Makes `server` answer every `initialize` with `instructions()` (nothing when it is empty). */
 export const attach = (server: Server, instructions: () => Promise<string>): void => {

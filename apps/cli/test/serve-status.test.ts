@@ -4,7 +4,8 @@
  * called — the runtime's reprobe, run before the call — while one that crash-looped is not
  * restarted by calls (the restart budget holds); `toolvisor_status` tells the host why tools are
  * missing, with the last error masked and what brings the toolset back; `--no-status-tool`
- * leaves it out.
+ * leaves it out. A host initializing the moment it spawns `serve` hears the instructions of a
+ * toolset that is up a few seconds later.
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
@@ -189,4 +190,19 @@ describe("toolvisor serve: toolsets that fail, and why", () => {
       await close(without)
     }
   }, 120_000)
+})
+
+describe("toolvisor serve: initialize at start-up", () => {
+  it("an initialize sent as serve starts waits for the toolsets to settle, and carries their instructions", async () => {
+    // The fixture lists its tools 1.5 s late: its toolset is up well after the host's initialize.
+    const config = writeConfig(yaml([mcpEntry("fx", ["        env:", '          FIXTURE_LIST_DELAY_MS: "1500"'])]))
+    const served = await serve(config)
+    try {
+      // Answered before the toolset was up, the initialize carried no instructions, and MCP has no way to send them later.
+      assert.strictEqual(served.client.getInstructions(), "## fx\nFixture tools for tests.")
+      assert.include(await served.names(), "fx_echo")
+    } finally {
+      await close(served)
+    }
+  })
 })
