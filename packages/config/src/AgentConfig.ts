@@ -64,21 +64,46 @@ export const interpolated = (what: string): string =>
   `${what}; may use \${VAR}, \${VAR:-default}, \${env:VAR} (a variable that is not set stops this toolset only)`
 
 /**
+ * Refuses a string that holds a NUL byte. The kernel ends every argument, environment variable and
+ * path at the first NUL, so a process cannot be started with one: refused here, it is an error that
+ * names the field when the config loads, not a start failure later. The message says where the NUL
+ * is, never the value, which may be long or a secret.
+ */
+const noNul = (carrier: string) =>
+  Schema.makeFilter(
+    (text: string) => {
+      const at = text.indexOf("\u0000")
+      return at === -1
+        ? undefined
+        : `contains a NUL byte (character ${Array.from(text.slice(0, at)).length + 1}), which no ${carrier} can carry`
+    },
+    { toJsonSchema: () => ({ pattern: "^[^\\u0000]*$" }) }
+  )
+
+/** What a server's program and arguments may be: text without a NUL byte. */
+export const noNulArgument = noNul("process argument")
+const noNulEnvironment = noNul("environment variable")
+
+/**
  * YAML writes `PORT: 8080` and `args: [--port, 8080]`; docker-agent reads any scalar into a string,
  * and so do we. In YAML `args` and `env` that string is the text written (`3.10`, not `3.1`): the
- * parser keeps it (`configText`), and this converts what a JSON file or an alias brings.
+ * parser keeps it (`configText`), and this converts what a JSON file or an alias brings. A number
+ * or a boolean never holds a NUL byte, so only a string is checked for one.
  */
-const ScalarText = Schema.Union([Schema.String, Schema.Finite, Schema.Boolean]).pipe(
-  Schema.decodeTo(
-    Schema.String,
-    SchemaTransformation.transform<string, string | number | boolean>({ decode: String, encode: (text) => text })
+const scalarText = (nul: ReturnType<typeof noNul>) =>
+  Schema.Union([Schema.String.check(nul), Schema.Finite, Schema.Boolean]).pipe(
+    Schema.decodeTo(
+      Schema.String,
+      SchemaTransformation.transform<string, string | number | boolean>({ decode: String, encode: (text) => text })
+    )
   )
-)
 
 /** A server's environment: values are strings to the process, whatever scalar the YAML wrote. */
-export const Env = Schema.Record(Schema.String, ScalarText).annotate({
-  description: interpolated("Environment variables for the server process")
-})
+export const Env = Schema.Record(Schema.String, scalarText(noNulEnvironment))
+  .check(Schema.isPropertyNames(Schema.String.check(noNulEnvironment)))
+  .annotate({
+    description: interpolated("Environment variables for the server process")
+  })
 
 /** HTTP headers for a remote server; they often carry credentials, hence never shown. */
 export const Headers = Schema.Record(Schema.String, Schema.String).annotate({
@@ -154,19 +179,19 @@ const common = {
 }
 
 /** A server's command: a program on PATH (`npx`), or a path (`./bin/server`) found in the folder the server runs in. */
-export const Command = Schema.NonEmptyString.annotate({
+export const Command = Schema.NonEmptyString.check(noNulArgument).annotate({
   description: interpolated(
     "The server's program: a name looked up on PATH, or a path (with a /) relative to the folder the server runs in"
   )
 })
 
 /** A server's arguments, passed as written: a relative path among them is the server's to read, in its folder. */
-export const Args = Schema.Array(ScalarText).annotate({
+export const Args = Schema.Array(scalarText(noNulArgument)).annotate({
   description: interpolated("Arguments, passed as written (relative paths are read in the folder the server runs in)")
 })
 
 /** Where a server runs: relative to the config's folder, which is also where it runs when this is not set. */
-export const WorkingDir = Schema.String.annotate({
+export const WorkingDir = Schema.String.check(noNul("directory path")).annotate({
   description: interpolated("Working directory, relative to the config file's folder (the default)")
 })
 
@@ -293,7 +318,7 @@ export const LspEntry = Schema.Struct({
   type: Schema.Literal("lsp"),
   ...common,
   ...processFields,
-  command: Schema.NonEmptyString,
+  command: Schema.NonEmptyString.check(noNulArgument),
   file_types: Schema.optionalKey(
     Strings.annotate({ description: "File extensions this server handles, e.g. .go; empty means all" })
   ),

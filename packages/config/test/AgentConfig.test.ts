@@ -202,3 +202,49 @@ describe("log_level", () => {
     })
   )
 })
+
+describe("AgentConfig: a NUL byte in what a server process is given", () => {
+  it.effect("is refused at load in command, args, env names and values and working_dir, naming the field", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(`agents:
+  root:
+    toolsets:
+      - { type: mcp, command: "srv\\0", args: [--port, "80\\0", 3], env: { "KEY\\0": v }, working_dir: "\\0code" }
+      - { type: lsp, command: "gopls\\0", args: ["\\0"], working_dir: "src\\0" }
+      - { type: mcp, ref: files }
+mcps:
+  files: { command: files, args: [--root, "/data\\0"], env: { B: "w\\0" } }
+`)
+      const argument = "which no process argument can carry"
+      const environment = "which no environment variable can carry"
+      const folder = "which no directory path can carry"
+      assert.deepStrictEqual(issues, [
+        { path: "agents.root.toolsets[0].command", message: `contains a NUL byte (character 4), ${argument}` },
+        { path: "agents.root.toolsets[0].args[1]", message: `contains a NUL byte (character 3), ${argument}` },
+        {
+          path: 'agents.root.toolsets[0].env["KEY\\u0000"]',
+          message: `contains a NUL byte (character 4), ${environment}`
+        },
+        { path: "agents.root.toolsets[0].working_dir", message: `contains a NUL byte (character 1), ${folder}` },
+        { path: "agents.root.toolsets[1].command", message: `contains a NUL byte (character 6), ${argument}` },
+        { path: "agents.root.toolsets[1].args[0]", message: `contains a NUL byte (character 1), ${argument}` },
+        { path: "agents.root.toolsets[1].working_dir", message: `contains a NUL byte (character 4), ${folder}` },
+        { path: "mcps.files.args[1]", message: `contains a NUL byte (character 6), ${argument}` },
+        { path: "mcps.files.env.B", message: `contains a NUL byte (character 2), ${environment}` }
+      ])
+    })
+  )
+
+  it.effect("the message says where the NUL is, never the value however long it is", () =>
+    Effect.gen(function* () {
+      const long = `${"é".repeat(5_000)}\\0`
+      const issues = yield* issuesOf(agentYaml(`      - { type: mcp, command: srv, args: ["${long}"] }\n`))
+      assert.deepStrictEqual(issues, [
+        {
+          path: "agents.root.toolsets[0].args[0]",
+          message: "contains a NUL byte (character 5001), which no process argument can carry"
+        }
+      ])
+    })
+  )
+})

@@ -392,3 +392,31 @@ describe("HostConfig: loading runs nothing", () => {
     })
   )
 })
+
+describe("HostConfig: a NUL byte in what a server process is given", () => {
+  it.effect("is refused at load in command, args, env, cwd, Zed's command object and a headersHelper", () =>
+    Effect.gen(function* () {
+      const error = yield* issues(
+        JSON.stringify({
+          mcpServers: {
+            a: { command: "srv\u0000", args: ["--x", "\u0000"], env: { "K\u0000": "v" }, cwd: "d\u0000" },
+            zed: { command: { path: "pg\u0000", args: ["db\u0000"], env: { C: "\u0000" } } },
+            api: { type: "http", url: "https://api.example/mcp", headersHelper: "get-token\u0000" }
+          }
+        })
+      )
+      const argument = "which no process argument can carry"
+      const environment = "which no environment variable can carry"
+      assert.deepStrictEqual(error.issues, [
+        { path: "mcpServers.a.command", message: `contains a NUL byte (character 4), ${argument}` },
+        { path: "mcpServers.a.args[1]", message: `contains a NUL byte (character 1), ${argument}` },
+        { path: 'mcpServers.a.env["K\\u0000"]', message: `contains a NUL byte (character 2), ${environment}` },
+        { path: "mcpServers.a.cwd", message: "contains a NUL byte (character 2), which no directory path can carry" },
+        { path: "mcpServers.zed.command.path", message: `contains a NUL byte (character 3), ${argument}` },
+        { path: "mcpServers.zed.command.args[0]", message: `contains a NUL byte (character 3), ${argument}` },
+        { path: "mcpServers.zed.command.env.C", message: `contains a NUL byte (character 1), ${environment}` },
+        { path: "mcpServers.api.headersHelper", message: `contains a NUL byte (character 10), ${argument}` }
+      ])
+    })
+  )
+})

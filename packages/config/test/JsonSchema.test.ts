@@ -63,7 +63,13 @@ describe("JsonSchema agrees with the loader on the edge cases", () => {
     ["a server with no source", { mcpServers: { a: { args: ["x"] } } }, "mcp-servers"],
     ["command and url", { mcpServers: { a: { command: "x", url: "https://x.example" } } }, "mcp-servers"],
     ["a Zed extension server", { mcpServers: { a: { source: "extension", settings: {} } } }, "mcp-servers"],
-    ["another host's field", { mcpServers: { a: { command: "x", autoApprove: [] } } }, "mcp-servers"]
+    ["another host's field", { mcpServers: { a: { command: "x", autoApprove: [] } } }, "mcp-servers"],
+    [
+      "a NUL byte in args",
+      { agents: { root: { toolsets: [{ type: "mcp", command: "x", args: ["a\u0000"] }] } } },
+      "docker-agent"
+    ],
+    ["a NUL byte in an env name", { mcpServers: { a: { command: "x", env: { "K\u0000": "v" } } } }, "mcp-servers"]
   ]
   for (const [name, document, format] of cases) {
     it.effect(name, () =>

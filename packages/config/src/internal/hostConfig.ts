@@ -197,7 +197,7 @@ export const McpServer = Schema.StructWithRest(
     headers: Schema.optionalKey(AgentConfig.Headers),
     oauth: Schema.optionalKey(AgentConfig.OAuth),
     headersHelper: Schema.optionalKey(
-      Schema.NonEmptyString.annotate({
+      Schema.NonEmptyString.check(AgentConfig.noNulArgument).annotate({
         description:
           "A shell command whose JSON output gives extra headers, run in the config's folder at each connect (never at load); its shell expands $VAR itself"
       })
