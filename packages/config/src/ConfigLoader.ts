@@ -320,6 +320,10 @@ const readError = (error: unknown): string => {
   return `Cannot read the file: ${error instanceof Error ? error.message : String(error)}`
 }
 
+/** Not "an empty document": nothing was written to the pipe, so there was no document at all. */
+const readMessage = (error: unknown, absolute: string): string =>
+  error instanceof BoundedFile.NoWriter ? `${absolute} is ${error.message}` : `${readError(error)}: ${absolute}`
+
 /**
  * Reads and parses a config file; relative paths in it resolve against the file's folder. Reading
  * a config runs nothing and reads no other file: a `headersHelper` runs, and an `envFile` is read,
@@ -330,7 +334,7 @@ export const load = (path: string, options: Options = {}): Effect.Effect<AgentCo
     const absolute = NodePath.resolve(path)
     const text = yield* Effect.tryPromise({
       try: () => BoundedFile.readText(absolute, { maxBytes, pipeMillis }),
-      catch: (error) => ConfigError.make(path, [{ path: "", message: `${readError(error)}: ${absolute}` }])
+      catch: (error) => ConfigError.make(path, [{ path: "", message: readMessage(error, absolute) }])
     })
     if (text === undefined) {
       return yield* fail(path, "", `Refused: larger than ${maxBytes / 1024 / 1024} MiB, which no config is`)

@@ -7,6 +7,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import * as NodeTimers from "node:timers/promises"
 import { assert, describe, it } from "@effect/vitest"
 import { JsonLimits } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
@@ -109,11 +110,39 @@ describe("ConfigLoader: what the path names", () => {
       NodeChildProcess.execFileSync("mkfifo", [fifo])
       // Opening the FIFO blocked until a writer came, and the first Ctrl-C only began a shutdown
       // that waited on the open.
-      const empty = yield* Effect.flip(ConfigLoader.load(fifo, { env: {} }))
-      assert.include(empty.message, "got an empty document")
+      assert.strictEqual(yield* refusal(fifo), `${fifo} is a named pipe (FIFO) with no writer: nothing was read`)
       assert.strictEqual(yield* refusal("/dev/zero"), "Refused: not a regular file (a character device): /dev/zero")
       const folder = NodePath.dirname(fifo)
       assert.strictEqual(yield* refusal(folder), `Refused: not a regular file (a directory): ${folder}`)
+    })
+  )
+})
+
+describe("ConfigLoader: a named pipe", () => {
+  it.effect("with no writer says so, not that the document is empty; with one it loads what was written", () =>
+    Effect.gen(function* () {
+      const fifo = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-text-")), "agent.yaml")
+      NodeChildProcess.execFileSync("mkfifo", [fifo])
+      const refused = yield* Effect.flip(ConfigLoader.load(fifo, { env: {} }))
+      assert.deepStrictEqual(refused.issues, [
+        { path: "", message: `${fifo} is a named pipe (FIFO) with no writer: nothing was read` }
+      ])
+      assert.notInclude(refused.message, "empty document")
+
+      // The writer holds the FIFO open until the read has begun; it only writes once it has a reader.
+      const writer = NodeChildProcess.spawn("sh", ["-c", `exec 3>'${fifo}'; sleep 0.5; printf 'agents: {}' >&3`], {
+        stdio: "ignore"
+      })
+      // Until the writer has the FIFO open, a load finds none and is refused: try again.
+      const loaded = yield* Effect.gen(function* () {
+        for (let tries = 0; tries < 500; tries++) {
+          const result = yield* Effect.result(ConfigLoader.load(fifo, { env: {} }))
+          if (result._tag === "Success") return result.success.agents
+          yield* Effect.promise(() => NodeTimers.setTimeout(10))
+        }
+        return undefined
+      }).pipe(Effect.ensuring(Effect.sync(() => writer.kill("SIGKILL"))))
+      assert.deepStrictEqual(loaded, [])
     })
   )
 })

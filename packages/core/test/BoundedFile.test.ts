@@ -24,6 +24,12 @@ const refusal = (path: string, options: BoundedFile.Options) =>
     (error: unknown) => (error instanceof BoundedFile.Unreadable ? error.message : String(error))
   )
 
+/** A FIFO read before its writer opened it: nothing yet, try again. */
+const noWriter = (error: unknown): string => {
+  if (error instanceof BoundedFile.NoWriter) return ""
+  throw error
+}
+
 describe("BoundedFile", () => {
   it("reads a regular file whole, and gives undefined for one past the bound", async () => {
     const path = NodePath.join(dir(), "a.txt")
@@ -45,12 +51,16 @@ describe("BoundedFile", () => {
 
   it("reads a pipe to its end when pipes are allowed; one that never ends fails at its deadline", async () => {
     const fed = fifo()
-    const writer = NodeChildProcess.spawn("sh", ["-c", `printf 'agents: {}' > '${fed}'`], { stdio: "ignore" })
+    // The writer opens the FIFO, then writes: a read that comes before its open does not leave it
+    // writing to no reader (killed by SIGPIPE), since the next read is there when it writes.
+    const writer = NodeChildProcess.spawn("sh", ["-c", `exec 3>'${fed}'; sleep 0.2; printf 'agents: {}' >&3`], {
+      stdio: "ignore"
+    })
     const closed = new Promise((resolve) => writer.once("close", resolve))
-    // The writer may not have opened the FIFO yet: a FIFO without one reads as empty, so wait for it.
+    // The writer may not have opened the FIFO yet: a FIFO without one is refused, so wait for it.
     let text = ""
     for (let tries = 0; text === "" && tries < 500; tries++) {
-      text = (await BoundedFile.readText(fed, { maxBytes: 100, pipeMillis: 5_000 })) ?? ""
+      text = (await BoundedFile.readText(fed, { maxBytes: 100, pipeMillis: 5_000 }).catch(noWriter)) ?? ""
       if (text === "") await NodeTimers.setTimeout(10)
     }
     assert.strictEqual(text, "agents: {}")
@@ -60,15 +70,41 @@ describe("BoundedFile", () => {
     const holder = NodeChildProcess.spawn("sh", ["-c", `exec 3>'${held}'; sleep 30`], { stdio: "ignore" })
     try {
       // Opened once the holder has it open for writing: then reads wait for data that never comes.
+      // Before, a read finds no writer and is refused as such: try again.
       const started = Date.now()
       let message = ""
       while (message === "" && Date.now() - started < 10_000) {
-        const text = await BoundedFile.readText(held, { maxBytes: 100, pipeMillis: 300 }).catch((error: unknown) =>
-          error instanceof BoundedFile.Unreadable ? error : undefined
-        )
+        const text = await BoundedFile.readText(held, { maxBytes: 100, pipeMillis: 300 })
+          .catch(noWriter)
+          .catch((error: unknown) => (error instanceof BoundedFile.Unreadable ? error : undefined))
         if (text instanceof BoundedFile.Unreadable) message = text.message
       }
       assert.strictEqual(message, "a FIFO that did not end within 300 ms")
+    } finally {
+      holder.kill("SIGKILL")
+    }
+  })
+
+  it("a named pipe with no writer is refused as such, at once; an anonymous pipe that ends empty reads as empty", async () => {
+    // A FIFO nobody has open for writing reads as ended: it used to come back as an empty text.
+    const started = Date.now()
+    const refused = await BoundedFile.readText(fifo(), { maxBytes: 100, pipeMillis: 5_000 }).then(
+      (text) => `read ${JSON.stringify(text)}`,
+      (error: unknown) => error
+    )
+    assert.instanceOf(refused, BoundedFile.NoWriter, String(refused))
+    assert.strictEqual(refused.message, "a named pipe (FIFO) with no writer: nothing was read")
+    assert.isBelow(Date.now() - started, 5_000)
+
+    // `<(true)`: a pipe whose writer ended without writing. Empty is what it holds, so empty is the answer.
+    const holder = NodeChildProcess.spawn("bash", ["-c", "exec 3< <(true); echo ready; sleep 30"], {
+      stdio: ["ignore", "pipe", "ignore"]
+    })
+    try {
+      await new Promise((resolve) => holder.stdout.once("data", resolve))
+      const anonymous = `/proc/${holder.pid}/fd/3`
+      assert.match(NodeFs.readlinkSync(anonymous), /^pipe:/)
+      assert.strictEqual(await BoundedFile.readText(anonymous, { maxBytes: 100, pipeMillis: 5_000 }), "")
     } finally {
       holder.kill("SIGKILL")
     }

@@ -5,8 +5,9 @@
  * and a device may never end; so the file is opened non-blocking and judged by its descriptor,
  * which leaves no window to swap it after a check. A regular file is read up to `maxBytes`. A pipe
  * (`<(…)`, `/dev/stdin` fed by a pipe) is read only when the caller allows it, and must end within
- * `pipeMillis`. `confine` judges where the opened file really is (on Linux, what its descriptor
- * names), so a symlink swapped in after a path was checked leads nowhere.
+ * `pipeMillis`; a named one that nothing writes to is refused as such, not read as empty.
+ * `confine` judges where the opened file really is (on Linux, what its descriptor names), so a
+ * symlink swapped in after a path was checked leads nowhere.
  */
 import * as NodeFs from "node:fs"
 import * as NodeFsPromises from "node:fs/promises"
@@ -29,6 +30,13 @@ export class Unreadable extends Error {
   override readonly name = "Unreadable"
 }
 
+/**
+ * A named pipe that nothing had open for writing: read, it ends at once, before anything was
+ * written (a writer that left without writing looks the same). Told apart so that no caller
+ * mistakes it for an empty file.
+ */
+export class NoWriter extends Unreadable {}
+
 /** The file's text, or `undefined` when it holds more than `maxBytes`. */
 export const readText = async (path: string, options: Options): Promise<string | undefined> => {
   const handle = await NodeFsPromises.open(path, readFlags)
@@ -45,7 +53,12 @@ export const readText = async (path: string, options: Options): Promise<string |
     while (total <= options.maxBytes) {
       const chunk = Buffer.alloc(64 * 1024)
       const bytesRead = await readSome(handle, chunk)
-      if (bytesRead === 0) return Buffer.concat(chunks).toString("utf8")
+      if (bytesRead === 0) {
+        if (total === 0 && isNamedPipe(handle.fd, stat)) {
+          throw new NoWriter("a named pipe (FIFO) with no writer: nothing was read")
+        }
+        return Buffer.concat(chunks).toString("utf8")
+      }
       if (bytesRead === undefined) {
         if (Date.now() > until) throw new Unreadable(`${kindOf(stat)} that did not end within ${options.pipeMillis} ms`)
         await NodeTimers.setTimeout(pollMillis)
@@ -115,6 +128,14 @@ const realPathOf = (fd: number): string | undefined => {
     return undefined
   }
 }
+
+/**
+ * A FIFO with a name in the file system. An anonymous pipe (`<(…)`, a shell's `|`) is one too,
+ * but its writer was there from the start: when it ends empty, empty is what it held. On Linux its
+ * descriptor names `pipe:[inode]`; elsewhere every FIFO counts as named.
+ */
+const isNamedPipe = (fd: number, stat: NodeFs.Stats): boolean =>
+  stat.isFIFO() && realPathOf(fd)?.startsWith("pipe:") !== true
 
 /** How often an empty pipe is read again: a config read this way is a one-off, not a stream. */
 const pollMillis = 10
