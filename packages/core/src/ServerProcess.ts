@@ -88,6 +88,15 @@ export const StderrWatch = Context.Reference<((stderrTail: () => ReadonlyArray<s
   { defaultValue: () => undefined }
 )
 
+/**
+ * Told of a server's pid as soon as it is spawned, before its handshake: the Supervisor provides
+ * one around each connect, so a toolset shows the process it is starting (one that hangs in
+ * `initialize` can be found and inspected). Outside one, nobody is told.
+ */
+export const Spawned = Context.Reference<((pid: number) => void) | undefined>("@toolvisor/core/ServerProcess/Spawned", {
+  defaultValue: () => undefined
+})
+
 /** Lines a runtime prints after the error itself: a stack frame, a version banner, a blank. */
 const noise = [/^\s*$/, /^\s+at\s/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^Traceback \(most recent call last\)/]
 
@@ -168,6 +177,8 @@ export const spawn = (
     )
     const pid = child.pid
     if (pid === undefined) return yield* Effect.die(new Error("spawned process has no pid"))
+    const spawned = yield* Spawned
+    spawned?.(pid)
     return {
       pid,
       stdin: child.stdin,

@@ -434,6 +434,30 @@ const rows = (reply: Phase.Reply): ReadonlyArray<Row> => [
     check: (m) => assert.deepStrictEqual([m.toolCount, m.toolsVersion], [11, 3])
   },
   {
+    row: "Restarting (reconnecting) + Spawned for its connect → unchanged (the snapshot shows the pid)",
+    rule: "spawned",
+    from: at({ _tag: "Reconnecting", connect: 8 }),
+    message: { _tag: "Spawned", id: 8 },
+    to: "Restarting",
+    commands: []
+  },
+  {
+    row: "Stopped (parked) + Spawned for the parked connect → unchanged (its process is shown)",
+    rule: "spawned",
+    from: at({ _tag: "Stopped", parked: { id: 4, done: false } }),
+    message: { _tag: "Spawned", id: 4 },
+    to: "Stopped",
+    commands: []
+  },
+  {
+    row: "Live + Spawned of a connect it no longer holds → ignored",
+    rule: "ignored",
+    from: at(live),
+    message: { _tag: "Spawned", id: 2 },
+    to: "Ready",
+    commands: []
+  },
+  {
     row: "Live + Defect → Failed, everything released, waiters fail with the defect",
     rule: "defect",
     from: at(live, { waiters: [reply] }),
@@ -513,7 +537,8 @@ const messages = (reply: Phase.Reply): ReadonlyArray<Phase.Message> => {
         { _tag: "StartupTimeout", id },
         { _tag: "BackoffElapsed", id },
         { _tag: "Stable", id },
-        { _tag: "ToolCount", id, count: 2 }
+        { _tag: "ToolCount", id, count: 2 },
+        { _tag: "Spawned", id }
       ]
     )
   ]

@@ -395,6 +395,34 @@ describe("McpToolset over stdio", () => {
     })
   )
 
+  it.live("a server still in its handshake is shown with its pid while Starting, and while Stopped parked", () =>
+    Effect.gen(function* () {
+      const pidFile = tempFile("pid")
+      const { toolset, close } = yield* open({
+        name: "hung",
+        spec: fixture({ FIXTURE_MODE: "hang", FIXTURE_PID_FILE: pidFile }),
+        policy: fastPolicy({ startup_timeout: "1s", required: true })
+      })
+      const starting = yield* Effect.forkChild(toolset.start)
+      // The pid came only with the session: a server hanging in `initialize` could not be found.
+      const shown = yield* until(toolset, (s) => s.state === "Starting" && s.pid !== undefined).pipe(
+        Effect.timeout("10 seconds")
+      )
+      yield* Effect.sync(() => NodeFs.existsSync(pidFile)).pipe(
+        Effect.repeat({ until: (exists) => exists, schedule: Schedule.spaced("10 millis"), times: 500 })
+      )
+      assert.strictEqual(shown.pid, Number(NodeFs.readFileSync(pidFile, "utf8")))
+      // The start gives up; the connect runs on, parked, and its process is still shown.
+      assert.strictEqual((yield* Fiber.await(starting))._tag, "Failure")
+      const parked = yield* toolset.state
+      assert.strictEqual(parked.state, "Stopped")
+      assert.strictEqual(parked.pid, shown.pid)
+      yield* toolset.stop
+      assert.isUndefined((yield* toolset.state).pid)
+      yield* close
+    })
+  )
+
   it.live("a server that speaks only a protocol version we do not fails its start at once, permanently", () =>
     Effect.gen(function* () {
       const starts = tempFile("starts")

@@ -322,10 +322,9 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Sett
     const current = live !== undefined && State.isUsable(state) ? live : undefined
     this.usable = current
     const session = current?.session
-    // A parked session's process runs on while Stopped, waiting for the next start: it is shown.
-    const parked = machine.phase._tag === "Stopped" ? machine.phase.parked : undefined
-    const pid =
-      session !== undefined ? session.pid : parked?.done === true ? this.sessions.connected(parked.id)?.pid : undefined
+    // Every process the toolset has is shown: the live session's, a connect's while its handshake
+    // runs, and a parked one's, which runs on while Stopped, waiting for the next start.
+    const pid = session !== undefined ? session.pid : this.pidOfConnect(machine.phase)
     const error = machine.error
     const toolCount = session === undefined ? undefined : (machine.toolCount ?? session.toolCount)
     // A reconnect that failed, to be tried again, is a transition too (Restarting → Restarting, the
@@ -421,6 +420,18 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Sett
             Effect.flatMap(() => this.settled())
           )
     )
+  }
+
+  private pidOfConnect(phase: Phase.Phase): number | undefined {
+    switch (phase._tag) {
+      case "Starting":
+      case "Reconnecting":
+        return this.sessions.pidOf(phase.connect)
+      case "Stopped":
+        return phase.parked === undefined ? undefined : this.sessions.pidOf(phase.parked.id)
+      default:
+        return undefined
+    }
   }
 
   private onLive<B, E, R>(

@@ -41,6 +41,8 @@ export type Message =
   | { readonly _tag: "Probed"; readonly id: number; readonly error: LifecycleError.LifecycleError | undefined }
   | { readonly _tag: "Stable"; readonly id: number }
   | { readonly _tag: "ToolCount"; readonly id: number; readonly count: number }
+  /** The connect's server process is up (its pid is in `Sessions`), though the handshake may not be. */
+  | { readonly _tag: "Spawned"; readonly id: number }
   /** Handling a message hit a defect (`error` holds it as its cause): the toolset must not wedge. */
   | { readonly _tag: "Defect"; readonly error: LifecycleError.NotStarted }
 

@@ -24,6 +24,7 @@ import * as Stream from "effect/Stream"
 import * as Classify from "../Classify.ts"
 import * as LifecycleError from "../LifecycleError.ts"
 import * as Policy from "../Policy.ts"
+import * as ServerProcess from "../ServerProcess.ts"
 import type * as Session from "../Session.ts"
 import * as Tracing from "../Tracing.ts"
 import type * as Phase from "./phase.ts"
@@ -101,6 +102,8 @@ class Connect<A> {
   deadline: Fiber.Fiber<void> | undefined
   connected = false
   session: Session.Session<A> | undefined
+  /** The server process, once spawned: shown while the handshake runs. */
+  pid: number | undefined
 
   constructor(id: number) {
     this.id = id
@@ -154,6 +157,12 @@ export class Sessions<A> {
   /** The session of a connect that finished but is not live (a parked one). */
   connected(id: number): Session.Session<A> | undefined {
     return this.connects.get(id)?.session
+  }
+
+  /** The pid of a connect's server: its session's, or the process it spawned while it connects. */
+  pidOf(id: number): number | undefined {
+    const connect = this.connects.get(id)
+    return connect?.session?.pid ?? connect?.pid
   }
 
   /** The last session that ended, so a request that saw it die late still learns how. */
@@ -250,8 +259,15 @@ export class Sessions<A> {
   private open(id: number): void {
     const host = this.host
     const connect = new Connect<A>(id)
+    const spawned = (pid: number) => {
+      connect.pid = pid
+      host.post({ _tag: "Spawned", id })
+    }
     // Never two servers of one toolset at once: wait for earlier closes, if any.
-    const provided = Scope.provide(Effect.andThen(this.closed(), host.connector.connect), connect.scope)
+    const provided = Scope.provide(
+      Effect.andThen(this.closed(), Effect.provideService(host.connector.connect, ServerProcess.Spawned, spawned)),
+      connect.scope
+    )
     const traced = host.traced
       ? Tracing.span("toolvisor.connect", {
           attributes: () => ({ toolset: host.name, kind: host.kind, ...host.counters() })

@@ -105,6 +105,12 @@ export const table = {
   probeGiveUp: row(live, ["Probed"], "Failed", "health.failures in a row (‡), restart: never or budget spent"),
   stable: row(live, ["Stable"], "unchanged", "Ready lasted reset_after: attempt back to 0"),
   toolCount: row(live, ["ToolCount"], "unchanged", "the session re-listed its tools: toolsVersion += 1"),
+  spawned: row(
+    [...connecting, parked],
+    ["Spawned"],
+    "unchanged",
+    "the connect's server process is up: its pid is shown"
+  ),
   defect: row("any", ["Defect"], "Failed", "everything held released; waiters fail with the defect"),
   ignored: row("any", "any", "unchanged", "about superseded work: an id the phase no longer holds")
 } satisfies Record<string, Row>
@@ -162,6 +168,15 @@ export const transition = (settings: Phase.Settings, machine: Phase.Machine, mes
       return phase._tag === "Live" && phase.session === message.id
         ? stay({ ...machine, toolCount: message.count, toolsVersion: machine.toolsVersion + 1 }, "toolCount")
         : ignore(machine)
+    case "Spawned": {
+      const connect =
+        phase._tag === "Starting" || phase._tag === "Reconnecting"
+          ? phase.connect
+          : phase._tag === "Stopped" && phase.parked?.done === false
+            ? phase.parked.id
+            : undefined
+      return connect === message.id ? stay(machine, "spawned") : ignore(machine)
+    }
     case "Defect":
       return terminal(settings, machine, { _tag: "Failed" }, message.error, "a defect", "defect", [
         { _tag: "ReleaseAll", error: message.error }
