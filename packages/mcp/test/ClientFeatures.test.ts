@@ -7,7 +7,7 @@
 import * as NodeOs from "node:os"
 import * as NodeUrl from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import { CallOrigin } from "@toolvisor/core"
+import { CallOrigin, Redaction } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -78,6 +78,24 @@ describe("client features of server-everything", () => {
       assert.strictEqual(seen[0]?.params.maxTokens, 20)
       const content = seen[0]?.params.messages[0]?.content
       assert.include(content !== undefined && "text" in content ? String(content.text) : "", "the answer?")
+      yield* close
+    })
+  )
+
+  it.live("a secret the configs hold is masked in what a server asks before the service sees it", () =>
+    Effect.gen(function* () {
+      const seen: Array<Sampling.Request> = []
+      const secret = "Zx9kQ2mP7vL4nR8tY1wE"
+      const { toolset, close } = yield* open({ features: { sampling: recordingSampling(seen) } }).pipe(
+        Effect.provideService(Redaction.Current, Redaction.make([secret]))
+      )
+      yield* toolset
+        .callTool("trigger-sampling-request", { prompt: `summarize the account of key ${secret}` })
+        .pipe(CallOrigin.attach(alice))
+      // Handed on as the server wrote it, the prompt took the secret to the model.
+      const asked = JSON.stringify(seen[0]?.params)
+      assert.notInclude(asked, secret)
+      assert.include(asked, `summarize the account of key ${Redaction.mask}`)
       yield* close
     })
   )

@@ -1,8 +1,8 @@
 /**
  * The requests a server sends its client while a session lives (`sampling/createMessage`,
  * `elicitation/create`, `roots/list`), answered by the app's services (`ClientFeatures`). What
- * the server sends is hostile: bounded in size and depth, decoded, and only then handed on, with
- * the toolset's name and the origin of the call that caused it. A request whose origin cannot be
+ * the server sends is hostile: bounded in size and depth, decoded, its secrets masked, and only
+ * then handed on, with the toolset's name and the origin of the call that caused it. A request whose origin cannot be
  * told (no call in flight, or calls of several origins) is declined unless the service says it
  * handles such requests, and logged either way.
  */
@@ -63,6 +63,14 @@ const tooBig = (params: unknown, bytes: number): string | undefined => {
   return size > bytes ? `${size} bytes, over the limit of ${bytes}` : undefined
 }
 
+/**
+ * What a server asks, with every secret the toolsets' configs hold masked: a sampling request goes
+ * to a model (the agent's, or a gateway client's), a form to a person, and a server that read its
+ * own token from its environment must not hand it on that way.
+ */
+const masked = <A extends object>(params: A): Effect.Effect<A> =>
+  Effect.map(Redaction.Current, (redactor) => (redactor.isEmpty() ? params : Redaction.record(params, redactor.values)))
+
 const SamplingBounds = Schema.Struct({
   messages: Schema.Array(Schema.Unknown).check(Schema.isMaxLength(maxMessages)),
   maxTokens: Schema.Int.check(Schema.isGreaterThan(0))
@@ -116,7 +124,12 @@ export const provides =
           await run(who.log, extra.signal)
           throw new McpError(rejected, "the client declined to sample: no call of its user is known to have caused it")
         }
-        const exit = await run(sampling.createMessage({ toolset: name, params, origin: who.origin }), extra.signal)
+        const exit = await run(
+          Effect.flatMap(masked(params), (shown) =>
+            sampling.createMessage({ toolset: name, params: shown, origin: who.origin })
+          ),
+          extra.signal
+        )
         if (Exit.isSuccess(exit)) return exit.value
         const failure = Cause.findErrorOption(exit.cause)
         if (failure._tag === "Some") throw new McpError(rejected, failure.value.message)
@@ -141,7 +154,12 @@ export const provides =
           await run(who.log, extra.signal)
           return { action: "decline" as const }
         }
-        const exit = await run(elicitation.elicit({ toolset: name, params, origin: who.origin }), extra.signal)
+        const exit = await run(
+          Effect.flatMap(masked(params), (shown) =>
+            elicitation.elicit({ toolset: name, params: shown, origin: who.origin })
+          ),
+          extra.signal
+        )
         if (Exit.isSuccess(exit)) return exit.value
         await run(Effect.logError(`${name}: elicitation failed`, exit.cause), extra.signal)
         return { action: "cancel" as const }
