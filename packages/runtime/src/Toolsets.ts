@@ -8,6 +8,7 @@ import { type Policy, Redaction, ServerProcess, type Toolset } from "@toolvisor/
 import { type LspRouter, LspSpec, LspToolset } from "@toolvisor/lsp"
 import { type ClientFeatures, McpSpec, type McpSurfaces, McpToolset } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import type * as Scope from "effect/Scope"
 import * as Secrets from "./internal/secrets.ts"
 
@@ -75,7 +76,8 @@ export interface Shared {
  * masked by `redactor` with the entry's secrets added. A registry passes one redactor to all its
  * toolsets, so a secret of one entry is masked in whatever any server echoes (a server's `get-env`
  * shows the variables another entry's headers use). The redactor is the toolset's
- * `Redaction.Current` while it runs, so secrets met at connect time (an OAuth token) join it.
+ * `Redaction.Current` while it runs, so secrets met at connect time (an OAuth token) join it, and
+ * masks what the toolset logs, whatever the logger (stderr, the live view, OTLP).
  * A toolset with a local server keeps the stderr tail of its latest process (`Toolset.stderr`).
  */
 export const make = (
@@ -87,6 +89,7 @@ export const make = (
   let latest: () => ReadonlyArray<string> = () => []
   const stderr = config.transport._tag === "stdio" ? { stderr: Effect.sync(() => latest()) } : {}
   const built = transportOf(config, shared).pipe(
+    Effect.updateService(Logger.CurrentLoggers, (loggers) => Secrets.logging(loggers, redactor)),
     Effect.provideService(Redaction.Current, redactor),
     Effect.provideService(ServerProcess.StderrWatch, (tail) => {
       latest = tail

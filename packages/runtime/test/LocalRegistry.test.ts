@@ -2,7 +2,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { ServerProcess } from "@toolvisor/core"
+import { Redaction, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
@@ -287,6 +287,33 @@ describe("ToolsetRegistry.make", () => {
       yield* close
     })
   )
+})
+
+describe("ToolsetRegistry.make log lines", () => {
+  it.live("a secret a server prints where JSON-RPC belongs is masked in the warning about it, for every logger", () => {
+    const warnings: Array<string> = []
+    const capture = Logger.make(({ message, logLevel }) => {
+      if (logLevel === "Warn") warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+    })
+    const secret = "Zx9kQ2mP7vL4nR8tY1wE"
+    return Effect.gen(function* () {
+      const { registry, close } = yield* open(
+        config([
+          fixtureEntry("noisy", {
+            env: { FIXTURE_MODE: "noisy", FIXTURE_BANNER: `booting with ${secret}` },
+            secrets: [secret]
+          })
+        ])
+      )
+      yield* registry.start
+      while (!warnings.some((w) => w.includes("not JSON-RPC"))) yield* Effect.sleep("10 millis")
+      const warning = warnings.find((w) => w.includes("not JSON-RPC")) ?? ""
+      // Its producer masks credential shapes only: the value stood in the warning as the server wrote it.
+      assert.notInclude(warning, secret)
+      assert.include(warning, `booting with ${Redaction.mask}`)
+      yield* close
+    }).pipe(Effect.provide(Logger.layer([capture], { mergeWithExisting: true })))
+  })
 })
 
 describe("ToolsetRegistry.make allow-lists", () => {

@@ -3,13 +3,36 @@
  * the server's instructions), its server's stderr, listings (descriptions a server may fill with its config), call
  * results (a server echoing its environment) and errors (an SDK quoting the URL it called). The
  * registry, the gateway, the status routes and the cluster see only the masked toolset, so no
- * output path can forget to mask. Results cost nothing while no secret is known.
+ * output path can forget to mask; what it logs is masked on its way to every logger. Results cost nothing while no secret is known.
  */
 import { type CallOrigin, Redaction, type State, type Toolset } from "@toolvisor/core"
 import type { McpSurfaces } from "@toolvisor/mcp"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
+
+/**
+ * Each of `loggers`, its message masked first: a toolset's log lines quote its servers (a line on
+ * stdout that is not JSON-RPC, an error they answered), and the producers only know the credential
+ * shapes, not the values the redactor holds.
+ */
+export const logging = (
+  loggers: ReadonlySet<Logger.Logger<unknown, unknown>>,
+  redactor: Redaction.Redactor
+): ReadonlySet<Logger.Logger<unknown, unknown>> =>
+  new Set(
+    Array.from(loggers, (logger) =>
+      Logger.make((options) => logger.log({ ...options, message: logMessage(options.message, redactor) }))
+    )
+  )
+
+const logMessage = (message: unknown, redactor: Redaction.Redactor): unknown =>
+  typeof message === "string"
+    ? redactor.text(message)
+    : Array.isArray(message)
+      ? message.map((part) => (typeof part === "string" ? redactor.text(part) : part))
+      : message
 
 /** A snapshot whose error message and server instructions are masked. */
 export const snapshot = (s: State.StatusSnapshot, redactor: Redaction.Redactor): State.StatusSnapshot => {
