@@ -16,10 +16,15 @@ import { everythingStdio, fastPolicy, fixture, inState, tempFile, textOf, until 
 /** A fixture that writes each call it receives to a file, and a wait until `tool`'s call has arrived. */
 const recordingCalls = () => {
   const calls = tempFile("calls")
-  const arrived = (tool: string) =>
-    Effect.sync(() => NodeFs.existsSync(calls) && NodeFs.readFileSync(calls, "utf8").split("\n").includes(tool)).pipe(
-      Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") })
-    )
+  /** Waits until `times` calls of `tool` have reached the server (one by default). */
+  const arrived = (tool: string, times = 1) =>
+    Effect.sync(
+      () =>
+        NodeFs.existsSync(calls) &&
+        NodeFs.readFileSync(calls, "utf8")
+          .split("\n")
+          .filter((line) => line === tool).length >= times
+    ).pipe(Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") }))
   return { spec: fixture({ FIXTURE_CALLS_FILE: calls }), arrived }
 }
 
@@ -258,6 +263,26 @@ describe("McpToolset over stdio", () => {
       assert.strictEqual(error._tag === "ServerCrashed" ? error.signal : undefined, "SIGKILL")
       yield* until(toolset, (s) => s.state === "Ready" && s.restarts === 1)
       assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "ok" })), "ok")
+      yield* close
+    })
+  )
+
+  it.live("a call in flight when the toolset is restarted or stopped fails as one that may have run", () =>
+    Effect.gen(function* () {
+      const { spec, arrived } = recordingCalls()
+      const { toolset, close } = yield* open({ name: "fixture", spec, policy: fastPolicy() })
+      yield* toolset.start
+      for (const [i, end] of [toolset.restart, toolset.stop].entries()) {
+        const call = yield* Effect.forkChild(Effect.flip(toolset.callTool("sleep", { ms: 10_000 })), {
+          startImmediately: true
+        })
+        yield* arrived("sleep", i + 1)
+        yield* end
+        const error = yield* Fiber.join(call)
+        // NotStarted said "did not run" of a call the server had: a caller that resent it ran it twice.
+        assert.strictEqual(error._tag, "ServerCrashed")
+        assert.include(error.message, "while the request was in flight; it reached the server, so it may have run")
+      }
       yield* close
     })
   )

@@ -194,7 +194,10 @@ const wait = (machine: Phase.Machine, reply: Phase.Reply): Phase.Machine => ({
 })
 
 /** The commands that close whatever the phase holds. */
-const release = (phase: Phase.Phase, error: LifecycleError.NotStarted): ReadonlyArray<Phase.Command> => {
+const release = (
+  phase: Phase.Phase,
+  error: LifecycleError.ServerCrashed | LifecycleError.NotStarted
+): ReadonlyArray<Phase.Command> => {
   switch (phase._tag) {
     case "Stopped":
       return phase.parked === undefined ? [] : [{ _tag: "Discard", id: phase.parked.id }]
@@ -282,10 +285,20 @@ const terminal = (
   }
 }
 
+/**
+ * What a request in flight on a session that `stop` or `restart` ended fails with: it reached the
+ * server, so it may have run — never "not started", which says it did not.
+ */
+const endedInFlight = (name: string, by: "stopped" | "restarted") =>
+  new LifecycleError.ServerCrashed({
+    toolset: name,
+    message: `${name}: ${by} while the request was in flight; it reached the server, so it may have run`
+  })
+
 const stop = (settings: Phase.Settings, machine: Phase.Machine): Phase.Step => ({
   machine: { ...machine, phase: { _tag: "Stopped", parked: undefined }, error: undefined, attempt: 0, waiters: [] },
   commands: [
-    ...release(machine.phase, LifecycleError.notStarted(settings.name, "stopped while the request was in flight")),
+    ...release(machine.phase, endedInFlight(settings.name, "stopped")),
     ...settle(machine, LifecycleError.notStarted(settings.name, "stopped"))
   ],
   rule: "stop"
@@ -312,7 +325,7 @@ const onRestart = (settings: Phase.Settings, machine: Phase.Machine): Phase.Step
         [
           {
             _tag: "EndLive",
-            error: LifecycleError.notStarted(settings.name, "restarted while the request was in flight")
+            error: endedInFlight(settings.name, "restarted")
           }
         ],
         "restartLive"
