@@ -1,16 +1,17 @@
 /**
  * `run --json`: a line protocol for scripts and UIs. Stdout carries only JSON lines — a status
- * line on every transition, a tools line whenever the catalog changes, and one answer per
+ * line on every transition, a tools line whenever the catalog changes, and exactly one answer per
  * command read from stdin. Commands run concurrently (a call to a stalled server never holds up
  * a `status` or a `restart`), so an answer echoes the command's `id` when it had one. Logs go to
  * stderr. Stdin is a trust boundary: a line longer than `maxLine` or nested deeper than
  * `JsonLimits.maxDepth` is refused with an error line before it is parsed.
  *
  * When the run ends is a matter of what stdin is (`commandSource`). A pipe, a socket, a file or a
- * terminal carries commands, and its end ends the run — a script that closes its end of the pipe
- * is done. `/dev/null` (systemd's default, `docker run` without `-i`, `&` in a script) carries
- * none, and cannot close: the run goes on until SIGTERM or Ctrl-C, as a service does. Either way
- * one line on stderr says which.
+ * terminal carries commands, and its end ends the run once every command read is answered — a
+ * script that closes its end of the pipe is done. `/dev/null` (systemd's default, `docker run`
+ * without `-i`, `&` in a script) carries none, and cannot close: the run goes on until SIGTERM or
+ * Ctrl-C, as a service does. Either way one line on stderr says which. A signal answers every
+ * command still unanswered with an error line before the process exits (`lastWord`).
  */
 import * as NodeFs from "node:fs"
 import * as NodeTty from "node:tty"
@@ -24,16 +25,48 @@ import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
+import * as CommandId from "./CommandId.ts"
 import * as Output from "./Output.ts"
 import * as Printable from "./Printable.ts"
+
+/**
+ * Calls run at once, at most. Past it a call waits for a place, and with the writes waiting on a
+ * reader that is behind, a client that sends calls faster than it reads holds no more than this
+ * many answers here. Other commands take no place: a `status` or a `restart` is read and answered
+ * whatever the calls do.
+ */
+export const maxInFlight = 64
+
+/**
+ * Calls read and waiting for a place, at most; and the most text their lines may hold. Once the
+ * waiting room is full stdin is not read on until a call ends, so a client that sends calls
+ * faster than its servers answer them costs bounded memory.
+ */
+export const maxWaiting = 1000
+export const maxWaitingText = 64 * 1024 * 1024
+
+/**
+ * Commands other than calls (and refusals) being answered, at most. They end at once unless
+ * stdout is not read (their answers wait for the reader) or a restart waits for its toolset;
+ * past it stdin is not read on until one ends.
+ */
+export const maxOthers = 64
+
+/** The longest command line read; what passes it is skipped to its end and refused (as the MCP transport bounds a message). */
+export const maxLine = 16 * 1024 * 1024
+
+/** Text read from stdin and not yet handled past which stdin is paused, so the pipe holds what is left. */
+const maxBuffered = 1024 * 1024
 
 /**
  * Writes one line, and waits while the reader is behind: a reader that stops reading had every
  * line queued in this process (a restart loop's tools lines grew it past a gigabyte). Waiting
  * holds the streams that produce the lines, and the catalog is built only when its line can go.
+ * `claim` decides, at the moment of writing, whether the line goes at all (an answer goes once).
  */
-const write = (value: unknown) =>
+const write = (value: unknown, claim: () => boolean = () => true) =>
   Effect.callback<void>((resume) => {
+    if (!claim()) return resume(Effect.void)
     if (process.stdout.write(`${Printable.json(value)}\n`)) return resume(Effect.void)
     void drained().then(() => resume(Effect.void))
   })
@@ -58,21 +91,64 @@ interface Header {
   readonly id?: unknown
 }
 
-const error = (header: Header, tag: string, message: string) => write({ type: "error", ...header, tag, message })
+/** An error line's tag and message. */
+interface Failure {
+  readonly tag: string
+  readonly message: string
+}
+
+const errorLine = (header: Header, { tag, message }: Failure) => ({ type: "error", ...header, tag, message })
 
 /**
- * Calls run at once, at most: past it, stdin is not read on until one ends. With the writes
- * waiting on a reader that is behind, a client that sends calls faster than it reads holds no
- * more than this many answers here. Other commands take no place, so a `status` or a `restart`
- * sent before the call that finds the places taken is answered whatever the calls do.
+ * A command read and not answered yet. `lastWord` is what answers it if the run shuts down first:
+ * `NotSent` until it starts, `Interrupted` (it may have run) once it has, or a refusal's own error.
  */
-export const maxInFlight = 64
+interface Pending {
+  readonly header: Header
+  lastWord: Failure
+}
 
-/** The longest command line read; what passes it is skipped to its end and refused (as the MCP transport bounds a message). */
-export const maxLine = 16 * 1024 * 1024
+const notSent = (cmd: string): Failure => ({
+  tag: "NotSent",
+  message: `the run is shutting down and this ${cmd} never started: it did not run`
+})
 
-/** A line from stdin, or the length of one that was too long to keep. */
-type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "TooLarge"; readonly length: number }
+const interrupted = (cmd: string): Failure => ({
+  tag: "Interrupted",
+  message:
+    cmd === "call"
+      ? "the run is shutting down and this call had no answer yet: it was sent, so it may have run"
+      : `the run is shutting down and this ${cmd} had no answer yet: it had started, so it may have taken effect`
+})
+
+/**
+ * The commands read and not answered yet. Each is answered exactly once: `answer` writes its line
+ * only if nothing answered it before, and when the run ends (a signal) every command left gets its
+ * `lastWord` at once — without waiting for a reader that is behind, since the process is leaving.
+ */
+const ledger = Effect.acquireRelease(
+  Effect.sync(() => new Set<Pending>()),
+  (open) =>
+    Effect.sync(() => {
+      if (open.size === 0) return
+      // The reader may be gone (EPIPE): a line it cannot take must not turn the shutdown into a crash.
+      process.stdout.on("error", () => undefined)
+      for (const pending of open) {
+        if (process.stdout.destroyed) break
+        process.stdout.write(`${Printable.json(errorLine(pending.header, pending.lastWord))}\n`)
+      }
+      open.clear()
+    })
+)
+
+type Ledger = Set<Pending>
+
+const answer = (open: Ledger, pending: Pending, value: object) => write(value, () => open.delete(pending))
+
+/** A line from stdin, or the length (and the id, if one could be read) of one that was too long to keep. */
+type Input =
+  | { readonly _tag: "Line"; readonly text: string }
+  | { readonly _tag: "TooLarge"; readonly length: number; readonly found: CommandId.Found }
 
 /**
  * Emits a tools line for the catalog once the start-up has run (so a listing of toolsets that
@@ -87,67 +163,77 @@ const catalogLines = (registry: ToolsetRegistry.Registry, started: Effect.Effect
     )
   )
 
-/** A command line from stdin, parsed: a command, or the answer that refuses it. */
-type Parsed =
-  | { readonly _tag: "Command"; readonly cmd: string; readonly fields: { readonly [key: string]: unknown } }
-  | { readonly _tag: "Refused"; readonly answer: Effect.Effect<void> }
+/** A command line from stdin, read: a command, or the error that refuses it. */
+type Read =
+  | {
+      readonly _tag: "Command"
+      readonly cmd: string
+      readonly header: Header
+      readonly fields: { readonly [key: string]: unknown }
+    }
+  | { readonly _tag: "Refused"; readonly header: Header; readonly failure: Failure }
 
-const refused = (tag: string, message: string): Parsed => ({
+const refused = (found: CommandId.Found, tag: string, message: string): Read => ({
   _tag: "Refused",
-  answer: error({ cmd: null }, tag, message)
+  header: { cmd: null, ...found },
+  failure: { tag, message }
 })
 
-const parse = (line: string): Parsed => {
+/** Reads a line; a refused one keeps its `id` when it can be read without parsing the line (`CommandId`). */
+const parse = (line: string): Read => {
   if (JsonLimits.textDepth(line, JsonLimits.maxDepth) > JsonLimits.maxDepth) {
-    return refused("TooDeep", `the command nests deeper than ${JsonLimits.maxDepth} levels`)
+    return refused(CommandId.of(line), "TooDeep", `the command nests deeper than ${JsonLimits.maxDepth} levels`)
   }
   let parsed: unknown
   try {
     parsed = JSON.parse(line)
   } catch {
-    return refused("BadCommand", `not JSON: ${Output.truncate(line, 80)}`)
+    return refused(CommandId.of(line), "BadCommand", `not JSON: ${Output.truncate(line.slice(0, 100), 80)}`)
   }
-  return Predicate.isObject(parsed) && typeof parsed.cmd === "string"
-    ? { _tag: "Command", cmd: parsed.cmd, fields: parsed }
-    : refused("BadCommand", 'expected an object with a "cmd" field')
+  if (!Predicate.isObject(parsed)) return refused({}, "BadCommand", 'expected an object with a "cmd" field')
+  const found = parsed.id === undefined ? {} : { id: parsed.id }
+  return typeof parsed.cmd === "string"
+    ? { _tag: "Command", cmd: parsed.cmd, header: { cmd: parsed.cmd, ...found }, fields: parsed }
+    : refused(found, "BadCommand", 'expected an object with a "cmd" field')
 }
 
-/** Handles one command and writes its answer. */
+/** Handles one command; `reply` writes its answer. */
 const command = (
   registry: ToolsetRegistry.Registry,
-  { cmd, fields: parsed }: Extract<Parsed, { readonly _tag: "Command" }>
+  { cmd, header, fields: parsed }: Extract<Read, { readonly _tag: "Command" }>,
+  reply: (value: object) => Effect.Effect<void>
 ): Effect.Effect<void> => {
-  const header: Header = parsed.id === undefined ? { cmd } : { cmd, id: parsed.id }
-  const fail = (e: { readonly _tag: string; readonly message: string }) => error(header, e._tag, e.message)
+  const error = (tag: string, message: string) => reply(errorLine(header, { tag, message }))
+  const fail = (e: { readonly _tag: string; readonly message: string }) => error(e._tag, e.message)
   switch (cmd) {
     case "status":
       return Effect.flatMap(registry.snapshot, (board) =>
-        write({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s)) })
+        reply({ type: "result", ...header, toolsets: board.map((s) => Output.statusJson(s)) })
       )
     case "tools":
       return registry.catalog().pipe(
-        Effect.flatMap((catalog) => write({ ...Output.catalogJson(catalog), type: "result", ...header })),
+        Effect.flatMap((catalog) => reply({ ...Output.catalogJson(catalog), type: "result", ...header })),
         Effect.catch(fail)
       )
     case "restart": {
       const toolset = parsed.toolset
-      if (typeof toolset !== "string") return error(header, "BadCommand", 'restart needs "toolset": a name')
+      if (typeof toolset !== "string") return error("BadCommand", 'restart needs "toolset": a name')
       return registry
         .restartToolset(toolset)
-        .pipe(Effect.andThen(write({ type: "result", ...header, toolset })), Effect.catch(fail))
+        .pipe(Effect.andThen(reply({ type: "result", ...header, toolset })), Effect.catch(fail))
     }
     case "call": {
       const tool = parsed.tool
       const args = parsed.args ?? {}
-      if (typeof tool !== "string") return error(header, "BadCommand", 'call needs "tool": a name')
-      if (!Predicate.isObject(args)) return error(header, "BadCommand", '"args" must be an object')
+      if (typeof tool !== "string") return error("BadCommand", 'call needs "tool": a name')
+      if (!Predicate.isObject(args)) return error("BadCommand", '"args" must be an object')
       return registry.callTool(tool, args).pipe(
-        Effect.flatMap((result) => write({ type: "result", ...header, tool, result })),
+        Effect.flatMap((result) => reply({ type: "result", ...header, tool, result })),
         Effect.catch(fail)
       )
     }
     default:
-      return error(header, "BadCommand", `unknown command "${cmd}" (status, tools, restart, call)`)
+      return error("BadCommand", `unknown command "${cmd}" (status, tools, restart, call)`)
   }
 }
 
@@ -164,58 +250,156 @@ export const commandSource = (fd = 0): "stdin" | "none" => {
 }
 
 /**
- * Lines typed on stdin, until it closes. A line is kept only up to `maxLine` characters: past
- * that the rest of it is skipped and it arrives as `TooLarge`, so a flood without newlines costs
- * bounded memory.
+ * Handles the lines typed on stdin, in order, until it closes. A line is kept only up to
+ * `maxLine` characters: past that the rest of it is skipped (scanned for its id on the way) and it
+ * arrives as `TooLarge`, so a flood without newlines costs bounded memory. Stdin is paused while
+ * more than `maxBuffered` of text waits for `handle`, so a handler that waits holds the rest in
+ * the pipe. A leading byte-order mark and a trailing CR are dropped from each line.
  */
-const stdinLines = Stream.callback<Input, Error>((queue) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      let partial = ""
-      let skipped = -1
-      const take = (piece: string) => {
-        if (skipped >= 0) skipped += piece.length
-        else if (partial.length + piece.length > maxLine) {
-          skipped = partial.length + piece.length
-          partial = ""
-        } else partial += piece
-      }
-      const end = () => {
-        const input: Input =
-          skipped >= 0 ? { _tag: "TooLarge", length: skipped } : { _tag: "Line", text: partial.replace(/\r$/, "") }
-        partial = ""
-        skipped = -1
-        Queue.offerUnsafe(queue, input)
-      }
-      const onData = (chunk: string) => {
-        const pieces = chunk.split("\n")
-        pieces.forEach((piece, index) => {
-          take(piece)
-          if (index < pieces.length - 1) end()
-        })
-      }
-      const onEnd = () => {
-        if (partial !== "" || skipped >= 0) end()
-        Queue.endUnsafe(queue)
-      }
-      // A stdin that cannot be read (a descriptor opened for writing only) fails the stream; the
-      // run treats it as "no commands", not as an end.
-      const onError = (error: Error) => Queue.failCauseUnsafe(queue, Cause.fail(error))
-      process.stdin.setEncoding("utf8")
-      process.stdin.on("data", onData)
-      process.stdin.once("end", onEnd)
-      process.stdin.once("error", onError)
-      return { onData, onEnd, onError }
-    }),
-    ({ onData, onEnd, onError }) =>
-      Effect.sync(() => {
-        process.stdin.off("data", onData)
-        process.stdin.off("end", onEnd)
-        process.stdin.off("error", onError)
-        process.stdin.pause()
+const readStdin = (handle: (input: Input) => Effect.Effect<void>) =>
+  Effect.suspend(() => {
+    let buffered = 0
+    let paused = false
+    const lines = Stream.callback<Input, Error>((queue) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          let partial = ""
+          let skipped = -1
+          let scan: CommandId.Scan | undefined
+          const take = (piece: string) => {
+            if (scan !== undefined) {
+              skipped += piece.length
+              scan.feed(piece)
+            } else if (partial.length + piece.length > maxLine) {
+              skipped = partial.length + piece.length
+              scan = CommandId.scan()
+              scan.feed(partial)
+              scan.feed(piece)
+              partial = ""
+            } else partial += piece
+          }
+          const end = () => {
+            const input: Input =
+              scan !== undefined
+                ? { _tag: "TooLarge", length: skipped, found: scan.found() }
+                : { _tag: "Line", text: partial.replace(/^\uFEFF/, "").replace(/\r$/, "") }
+            partial = ""
+            skipped = -1
+            scan = undefined
+            if (input._tag === "Line") buffered += input.text.length
+            Queue.offerUnsafe(queue, input)
+          }
+          const onData = (chunk: string) => {
+            const pieces = chunk.split("\n")
+            pieces.forEach((piece, index) => {
+              take(piece)
+              if (index < pieces.length - 1) end()
+            })
+            if (buffered > maxBuffered && !paused) {
+              paused = true
+              process.stdin.pause()
+            }
+          }
+          const onEnd = () => {
+            if (partial !== "" || scan !== undefined) end()
+            Queue.endUnsafe(queue)
+          }
+          // A stdin that cannot be read (a descriptor opened for writing only) fails the stream; the
+          // run treats it as "no commands", not as an end.
+          const onError = (error: Error) => Queue.failCauseUnsafe(queue, Cause.fail(error))
+          process.stdin.setEncoding("utf8")
+          process.stdin.on("data", onData)
+          process.stdin.once("end", onEnd)
+          process.stdin.once("error", onError)
+          return { onData, onEnd, onError }
+        }),
+        ({ onData, onEnd, onError }) =>
+          Effect.sync(() => {
+            process.stdin.off("data", onData)
+            process.stdin.off("end", onEnd)
+            process.stdin.off("error", onError)
+            process.stdin.pause()
+          })
+      )
+    )
+    return Stream.runForEach(lines, (input) =>
+      Effect.suspend(() => {
+        if (input._tag === "Line") buffered -= input.text.length
+        if (paused && buffered <= maxBuffered) {
+          paused = false
+          process.stdin.resume()
+        }
+        return handle(input)
       })
-  )
-)
+    )
+  })
+
+/**
+ * Answers the commands read from stdin until it ends, then waits for every answer. A call waits
+ * for one of `maxInFlight` places, in the order read, in a waiting room of `maxWaiting` calls and
+ * `maxWaitingText` of text; other commands run at once, up to `maxOthers`. The reader waits only
+ * when the room (or `maxOthers`) is full. Fails only when stdin cannot be read.
+ */
+const answerCommands = (registry: ToolsetRegistry.Registry) =>
+  Effect.gen(function* () {
+    const commands = yield* FiberSet.make()
+    const open = yield* ledger
+    const inFlight = yield* Semaphore.make(maxInFlight)
+    const room = yield* Semaphore.make(maxWaiting)
+    const roomText = yield* Semaphore.make(maxWaitingText)
+    const others = yield* Semaphore.make(maxOthers)
+
+    /** Runs a command once it has its place: from then on, a shutdown says it may have run. */
+    const started = (pending: Pending, read: Read) =>
+      Effect.suspend(() => {
+        const reply = (value: object) => answer(open, pending, value)
+        if (read._tag === "Refused") return reply(errorLine(read.header, read.failure))
+        pending.lastWord = interrupted(read.cmd)
+        return command(registry, read, reply)
+      })
+
+    const call = (pending: Pending, read: Read, weight: number) =>
+      Effect.gen(function* () {
+        yield* Semaphore.take(room, 1)
+        yield* Semaphore.take(roomText, weight)
+        const leaveRoom = Effect.andThen(Semaphore.release(room, 1), Semaphore.release(roomText, weight))
+        const place = Effect.ensuring(Semaphore.take(inFlight, 1), leaveRoom)
+        yield* FiberSet.run(
+          commands,
+          Effect.uninterruptibleMask((restore) =>
+            Effect.andThen(
+              restore(place),
+              Effect.ensuring(restore(started(pending, read)), Semaphore.release(inFlight, 1))
+            )
+          )
+        )
+      })
+
+    const other = (pending: Pending, read: Read) =>
+      Effect.andThen(
+        Semaphore.take(others, 1),
+        FiberSet.run(commands, Effect.ensuring(started(pending, read), Semaphore.release(others, 1)))
+      )
+
+    const handle = (input: Input): Effect.Effect<void> => {
+      if (input._tag === "Line" && input.text.trim() === "") return Effect.void
+      const read =
+        input._tag === "TooLarge"
+          ? refused(input.found, "TooLarge", `the command is ${input.length} characters long; the limit is ${maxLine}`)
+          : parse(input.text)
+      const pending: Pending = {
+        header: read.header,
+        lastWord: read._tag === "Refused" ? read.failure : notSent(read.cmd)
+      }
+      open.add(pending)
+      return read._tag === "Command" && read.cmd === "call"
+        ? call(pending, read, input._tag === "Line" ? Math.min(input.text.length, maxWaitingText) : 0)
+        : other(pending, read)
+    }
+
+    yield* readStdin(handle)
+    yield* FiberSet.awaitEmpty(commands)
+  })
 
 /**
  * Runs the protocol: starts the registry, writes status and tools lines, and answers commands.
@@ -240,32 +424,12 @@ export const run = (registry: ToolsetRegistry.Registry) =>
       yield* Effect.logInfo("stdin carries no commands (/dev/null): running until SIGTERM or Ctrl-C")
       return yield* Effect.never
     }
-    const commands = yield* FiberSet.make()
-    const inFlight = yield* Semaphore.make(maxInFlight)
-    const read = yield* stdinLines.pipe(
-      Stream.runForEach((input) =>
-        input._tag === "TooLarge"
-          ? error({ cmd: null }, "TooLarge", `the command is ${input.length} characters long; the limit is ${maxLine}`)
-          : input.text.trim() === ""
-            ? Effect.void
-            : Effect.suspend(() => {
-                const parsed = parse(input.text)
-                if (parsed._tag === "Refused") return FiberSet.run(commands, parsed.answer)
-                if (parsed.cmd !== "call") return FiberSet.run(commands, command(registry, parsed))
-                return Effect.andThen(
-                  Semaphore.take(inFlight, 1),
-                  FiberSet.run(commands, Effect.ensuring(command(registry, parsed), Semaphore.release(inFlight, 1)))
-                )
-              })
-      ),
-      Effect.result
-    )
+    const read = yield* Effect.result(answerCommands(registry))
     if (read._tag === "Failure") {
       yield* Effect.logWarning(
         `stdin cannot be read (${read.failure.message}): no commands; running until SIGTERM or Ctrl-C`
       )
       return yield* Effect.never
     }
-    yield* FiberSet.awaitEmpty(commands)
     yield* Effect.logInfo("stdin closed: the run ends (with </dev/null it runs until SIGTERM)")
   })

@@ -1,9 +1,10 @@
 /**
- * `run --json` as a script drives it: commands answered concurrently with their ids, a tools
- * line only when the catalog changes, the end of stdin ending the run, and a hostile line (nested
- * too deep, or too long) refused at once with a typed error while the run goes on. And as a
- * service runs it (systemd, `docker run` without `-i`): stdin on /dev/null is no command and no
- * end — the run serves its status until SIGTERM.
+ * `run --json` as a script drives it: commands answered concurrently with their ids (a status or a
+ * restart at once, however many calls are in flight or waiting), a tools line only when the catalog
+ * changes, the end of stdin ending the run, a signal answering every command still unanswered, and
+ * a hostile line (nested too deep, or too long) refused at once with a typed error that keeps its
+ * id while the run goes on. And as a service runs it (systemd, `docker run` without `-i`): stdin on
+ * /dev/null is no command and no end — the run serves its status until SIGTERM.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
@@ -16,22 +17,34 @@ import { cliArgs, freePort, isAlive, mcpEntry, root, Session, until, writeConfig
 const ready = (toolset: string) => (line: { readonly [key: string]: unknown }) =>
   line.type === "status" && line.toolset === toolset && line.state === "Ready"
 
+/** A config whose one server, fx, records each call it receives; `served` counts them. */
+const counted = () => {
+  const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
+  const config = writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_CALLS_FILE: "${calls}" }`])]))
+  const served = () => (NodeFs.existsSync(calls) ? NodeFs.readFileSync(calls, "utf8").split("\n").length - 1 : 0)
+  return { config, served }
+}
+
 /**
  * `run --json` sent `count` calls with 1 MB answers, its stdout not read; `served` counts the
  * calls the server has received.
  */
 const unread = (count: number) => {
-  const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-calls-")), "calls")
-  const config = writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_CALLS_FILE: "${calls}" }`])]))
+  const { config, served } = counted()
   const child = NodeChildProcess.spawn(process.execPath, cliArgs(["run", config, "--json"]), {
     stdio: ["pipe", "pipe", "ignore"]
   })
   for (let id = 0; id < count; id++) {
     child.stdin.write(`${JSON.stringify({ cmd: "call", tool: "fx_big", args: { bytes: 1_000_000 }, id })}\n`)
   }
-  const served = () => (NodeFs.existsSync(calls) ? NodeFs.readFileSync(calls, "utf8").split("\n").length - 1 : 0)
   return { child, served }
 }
+
+/** Settles once the child has exited and its stdout and stderr are read to their end; call it before the end. */
+const closed = (child: NodeChildProcess.ChildProcess) =>
+  new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)))
+
+const isAnswer = (line: { readonly [key: string]: unknown }) => line.type === "result" || line.type === "error"
 
 describe("toolvisor run --json", () => {
   it("answers a status while a slow call is in flight, each answer with its command's id", async () => {
@@ -130,6 +143,130 @@ describe("toolvisor run --json", () => {
     }
   })
 
+  it("a status and a restart sent behind 65 calls, the last one waiting for a place, are answered at once", async () => {
+    const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
+    try {
+      await session.waitFor(ready("fx"))
+      const mark = session.lines.length
+      for (let id = 0; id < 65; id++) session.send({ cmd: "call", tool: "fx_sleep", args: { ms: 60_000 }, id })
+      session.send({ cmd: "status", id: "behind" })
+      session.send({ cmd: "restart", toolset: "fx", id: "unstick" })
+      // Before, stdin was not read past the 65th call: both waited for a 60 s call to end.
+      const status = await session.waitFor((l) => l.type === "result" && l.id === "behind", mark, 15_000)
+      assert.isArray(status.toolsets)
+      const restart = await session.waitFor((l) => isAnswer(l) && l.id === "unstick", mark, 30_000)
+      assert.strictEqual(restart.type, "result", JSON.stringify(restart))
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  })
+
+  it("a full waiting room stops the reading: a status behind 64 calls in flight and 1,001 waiting waits for a call to end", async () => {
+    const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
+    try {
+      await session.waitFor(ready("fx"))
+      const mark = session.lines.length
+      for (let id = 0; id < 64 + 1001; id++) session.send({ cmd: "call", tool: "fx_sleep", args: { ms: 3000 }, id })
+      session.send({ cmd: "status", id: "behind" })
+      await session.waitFor((l) => l.type === "result" && l.id === "behind", mark)
+      // Without a bound on the waiting calls, the status was read and answered before any call ended.
+      const answers = session.json().slice(mark).filter(isAnswer)
+      const status = answers.findIndex((l) => l.id === "behind")
+      assert.isAbove(status, 0, "the status was answered before any call")
+      assert.isTrue(answers.slice(0, status).every((l) => l.type === "result" && l.cmd === "call"))
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  })
+
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    it(`${signal} answers every call first: Interrupted for the 64 in flight, NotSent for those still waiting`, async () => {
+      const { config, served } = counted()
+      const session = new Session(["run", config, "--json"])
+      try {
+        await session.waitFor(ready("fx"))
+        const mark = session.lines.length
+        for (let id = 0; id < 66; id++) session.send({ cmd: "call", tool: "fx_sleep", args: { ms: 60_000 }, id })
+        await until(() => served() >= 64)
+        const exited = closed(session.child)
+        session.child.kill(signal)
+        assert.strictEqual(await exited, 0, session.stderr)
+        // Before, the process exited with no answer for any of them.
+        const answers = session.json().slice(mark).filter(isAnswer)
+        assert.sameMembers(
+          answers.map((l) => l.id),
+          Array.from({ length: 66 }, (_, id) => id),
+          "exactly one answer per call"
+        )
+        for (const line of answers) {
+          assert.strictEqual(line.type, "error")
+          assert.strictEqual(line.cmd, "call")
+          const sent = Number(line.id) < 64
+          assert.strictEqual(line.tag, sent ? "Interrupted" : "NotSent", JSON.stringify(line))
+          assert.include(String(line.message), "shutting down")
+          assert.include(String(line.message), sent ? "may have run" : "did not run")
+        }
+      } finally {
+        session.child.kill("SIGKILL")
+      }
+    })
+  }
+
+  it("a signal after the reader has closed stdout still ends the run cleanly, its last answers dropped", async () => {
+    const { config, served } = counted()
+    const session = new Session(["run", config, "--json"])
+    try {
+      await session.waitFor(ready("fx"))
+      for (let id = 0; id < 3; id++) session.send({ cmd: "call", tool: "fx_sleep", args: { ms: 60_000 }, id })
+      await until(() => served() >= 3)
+      session.child.stdout.destroy()
+      const exited = closed(session.child)
+      session.child.kill("SIGTERM")
+      // The answers written at shutdown met EPIPE: unhandled, it crashed the exit with a stack trace.
+      assert.strictEqual(await exited, 0, session.stderr)
+      assert.notInclude(session.stderr, "EPIPE")
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  })
+
+  it("a malformed command keeps its id when one can be read, and a byte-order mark is no error", async () => {
+    const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
+    try {
+      await session.waitFor(ready("fx"))
+      const mark = session.lines.length
+      const write = (line: string) => session.child.stdin.write(`${line}\n`)
+      write('{"cmd":5,"id":1}')
+      write('{"id":2}')
+      write('{"cmd":"status","id":"cut"')
+      write(`{"cmd":"status","deep":${"[".repeat(100)}${"]".repeat(100)},"id":{"n":[24]}}`)
+      write('\uFEFF{"cmd":"status","id":"bom"}')
+      write("[1]")
+      session.send({ cmd: "status", id: "last" })
+      await session.waitFor((l) => l.id === "last", mark)
+      const answers = session.json().slice(mark).filter(isAnswer)
+      const answerTo = (id: unknown) => answers.filter((l) => JSON.stringify(l.id) === JSON.stringify(id))
+      // Before, each error line but the last had no id, and the mark made the status "not JSON".
+      for (const [id, tag] of [
+        [1, "BadCommand"],
+        [2, "BadCommand"],
+        ["cut", "BadCommand"],
+        [{ n: [24] }, "TooDeep"]
+      ] as const) {
+        const [line, ...more] = answerTo(id)
+        assert.strictEqual(line?.tag, tag, `${JSON.stringify(id)}: ${JSON.stringify(answers)}`)
+        assert.strictEqual(line?.cmd, null)
+        assert.lengthOf(more, 0)
+      }
+      assert.strictEqual(answerTo("bom")[0]?.type, "result", JSON.stringify(answers))
+      const anonymous = answers.filter((l) => !("id" in l))
+      assert.lengthOf(anonymous, 1, JSON.stringify(answers))
+      assert.strictEqual(anonymous[0]?.tag, "BadCommand")
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  })
+
   it("SIGTERM ends the run promptly while its output waits for a reader that is not reading", async () => {
     const { child, served } = unread(100)
     try {
@@ -145,7 +282,7 @@ describe("toolvisor run --json", () => {
     }
   })
 
-  it("refuses a command nested too deep or too long with a typed error line, and keeps answering", async () => {
+  it("refuses a command nested too deep or too long with a typed error line that keeps its id, and keeps answering", async () => {
     const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
     try {
       await session.waitFor(ready("fx"))
@@ -155,10 +292,13 @@ describe("toolvisor run --json", () => {
       const tooDeep = await session.waitFor((l) => l.type === "error", mark)
       assert.strictEqual(tooDeep.tag, "TooDeep")
       assert.include(String(tooDeep.message), "64")
-      const long = `{"cmd":"status","pad":"${"x".repeat(16 * 1024 * 1024)}"}`
+      // The id is found by a scan of the line's top level, past what made it too deep or too long.
+      assert.strictEqual(tooDeep.id, "deep")
+      const long = `{"cmd":"status","pad":"${"x".repeat(16 * 1024 * 1024)}","id":"long"}`
       session.child.stdin.write(`${long}\n`)
       const tooLarge = await session.waitFor((l) => l.type === "error" && l.tag === "TooLarge", mark)
       assert.include(String(tooLarge.message), String(long.length))
+      assert.strictEqual(tooLarge.id, "long")
       session.send({ cmd: "status", id: "after" })
       await session.waitFor((l) => l.type === "result" && l.id === "after", mark)
     } finally {
