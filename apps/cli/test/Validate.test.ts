@@ -164,6 +164,29 @@ describe("toolvisor validate", () => {
     )
   })
 
+  it("masks the secrets written in a headersHelper command, as it masks a server's arguments (text and --json)", async () => {
+    const helper = "./nohelper.sh --client-secret s3cr3tValue99 --token ghp_Abcdefghijklmnop1234"
+    const config = writeConfig(
+      JSON.stringify({ mcpServers: { h: { type: "http", url: "http://127.0.0.1:1/mcp", headersHelper: helper } } }),
+      ".mcp.json"
+    )
+    const result = await runCli(["validate", config])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(result.stdout, "headersHelper would run: ./nohelper.sh --client-secret *** --token ***")
+    const json = await runCli(["validate", config, "--json"])
+    assert.strictEqual(
+      JSON.parse(json.stdout).toolsets[0].onConnect.headersHelper.command,
+      "./nohelper.sh --client-secret *** --token ***"
+    )
+    const checked = await runCli(["validate", config, "--check"])
+    assert.include(checked.stdout, "headersHelper `./nohelper.sh --client-secret *** --token ***`")
+    for (const output of [result, json, checked]) {
+      for (const secret of ["s3cr3tValue99", "ghp_Abcdefghijklmnop1234"]) {
+        assert.notInclude(output.stdout + output.stderr, secret)
+      }
+    }
+  })
+
   it("an alias bomb and a 200 KB line of nesting are refused (exit 2), naming the file, in a few short lines", async () => {
     const rows = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     for (const [name, previous] of ["ba", "cb", "dc", "ed", "fe", "gf"]) {

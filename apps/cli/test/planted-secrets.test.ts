@@ -35,8 +35,20 @@ const planted = {
   stderr: "PlantStderr7b8c",
   oauthAccess: "PlantOauthAccess9d0e",
   oauthRefresh: "PlantOauthRefresh1f2g",
-  oauthSecretVar: "PlantOauthSecret3h4i"
+  oauthSecretVar: "PlantOauthSecret3h4i",
+  pgPassword: "plantpgpassword",
+  pemLine: "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwPlantPem",
+  cutLine: "PlantCut5j6k7l8m9n0o",
+  basicPassword: "PlantBasicPw1p2q",
+  cookie: "PlantCookie3r4s",
+  session: "PlantSession5t6u"
 } as const
+
+/** A key of several lines, as a PEM in `env` holds one: a server that prints it splits it over stderr lines. */
+const pem = `-----BEGIN PRIVATE KEY-----\\n${planted.pemLine}\\n-----END PRIVATE KEY-----\\n`
+
+/** Secrets whose beginning alone must not show either: a stderr line cut in the middle of one. */
+const prefixes = { cutLine: planted.cutLine.slice(0, 10) }
 
 /** The variables the CLI runs with: the `${VAR}`s of the config. */
 const env = { PLANTED_VAR: planted.envVar, PLANTED_HDR: planted.headerVar, PLANTED_OAUTH: planted.oauthSecretVar }
@@ -55,8 +67,12 @@ let stateDir = ""
  */
 const startEcho = async () => {
   const server = NodeHttp.createServer((req, res) => {
-    const credential = (req.headers.authorization ?? "").replace(/^Bearer\s+/i, "")
-    const seen = [req.url, credential, req.headers["x-api-key"], req.headers["x-from-var"]].join(" ")
+    const authorization = req.headers.authorization ?? ""
+    const credential = /^Basic\s/i.test(authorization)
+      ? Buffer.from(authorization.slice(6), "base64").toString("utf8")
+      : authorization.replace(/^Bearer\s+/i, "")
+    const cookie = (req.headers.cookie ?? "").split("=")[1] ?? ""
+    const seen = [req.url, credential, cookie, req.headers["x-api-key"], req.headers["x-from-var"]].join(" ")
     res.writeHead(500, { "content-type": "text/plain" }).end(`upstream refused ${seen}`)
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -95,12 +111,12 @@ beforeAll(async () => {
       "        name: ev",
       `        command: "${process.execPath}"`,
       `        args: ["${everything}", "stdio", "--api-key", "${planted.flag}", "--token=${planted.flagEquals}"]`,
-      `        env: { API_TOKEN: "${planted.envLiteral}", TENANT: "${planted.envOther}", FROM_VAR: "\${PLANTED_VAR}" }`,
+      `        env: { API_TOKEN: "${planted.envLiteral}", TENANT: "${planted.envOther}", FROM_VAR: "\${PLANTED_VAR}", PGPASSWORD: "${planted.pgPassword}" }`,
       "      - type: mcp",
       "        name: leaky",
       `        command: "${process.execPath}"`,
-      `        args: ["-e", "console.error('cannot start with ' + process.env.LEAK_TOKEN); process.exit(3)"]`,
-      `        env: { LEAK_TOKEN: "${planted.stderr}" }`,
+      `        args: ["-e", "console.error('x'.repeat(990) + process.env.LEAK_CUT); console.error('key ' + process.env.PRIVATE_KEY); console.error('cannot start with ' + process.env.LEAK_TOKEN); process.exit(3)"]`,
+      `        env: { LEAK_TOKEN: "${planted.stderr}", LEAK_CUT: "${planted.cutLine}", PRIVATE_KEY: "${pem}" }`,
       bestEffort,
       "      - type: mcp",
       "        name: api",
@@ -111,6 +127,14 @@ beforeAll(async () => {
       // biome-ignore lint/suspicious/noTemplateCurlyInString: the config's own ${VAR} syntax
       '            X-From-Var: "${PLANTED_HDR}"',
       `            Authorization: "Bearer ${planted.bearer}"`,
+      bestEffort,
+      "      - type: mcp",
+      "        name: basic",
+      "        remote:",
+      `          url: ${base}/basic/mcp?session=${planted.session}`,
+      "          headers:",
+      `            Authorization: "Basic ${Buffer.from(`svc-user:${planted.basicPassword}`).toString("base64")}"`,
+      `            Cookie: "session=${planted.cookie}"`,
       bestEffort,
       "      - type: mcp",
       "        name: oauthed",
@@ -148,7 +172,7 @@ const untilSettled = (base: string) =>
     const rows: ReadonlyArray<{ readonly toolset: string; readonly state: string; readonly error: unknown }> =
       JSON.parse(await (await fetch(`${base}/status`)).text())
     const settled = (name: string) => rows.some((r) => r.toolset === name && (r.state === "Ready" || r.error !== null))
-    return ["ev", "leaky", "api", "oauthed"].every(settled)
+    return ["ev", "leaky", "api", "basic", "oauthed"].every(settled)
   }, 60_000)
 
 /** The first frames of the event stream: the snapshot of every toolset. */
@@ -201,6 +225,8 @@ describe("secrets planted in every place a config holds one", () => {
       await until(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true, 60_000)
       await untilSettled(base)
       record("GET /status", await (await fetch(`${base}/status`)).text())
+      // A toolset's page shows its server's stderr tail: line by line, each line cut short.
+      record("GET /toolsets/leaky", await (await fetch(`${base}/toolsets/leaky`)).text())
       record("GET /events", await firstEvents(`${base}/events`))
       run.send({ cmd: "status", id: "s" })
       run.send({ cmd: "call", tool: "ev_get-env", id: "env" })
@@ -268,11 +294,12 @@ describe("secrets planted in every place a config holds one", () => {
     assert.include(all, "upstream refused", "the remote's error, which quotes its URL and headers, was shown")
     assert.include(all, "cannot start with ***", "the dying server's stderr was shown, masked")
     // Case-insensitive: a message that was lower-cased on its way out still leaks the secret.
-    const leaks = Object.entries(planted).flatMap(([place, secret]) =>
+    const leaks = Object.entries({ ...planted, ...prefixes }).flatMap(([place, secret]) =>
       outputs
         .filter((o) => o.text.toLowerCase().includes(secret.toLowerCase()))
         .map((o) => `${place} (${secret}) in ${o.where}`)
     )
     assert.deepStrictEqual(leaks, [])
+    assert.include(all, '"key ***","***","***"', "the dying server's key was shown, masked line by line")
   }, 300_000)
 })

@@ -1,25 +1,32 @@
 /**
  * The one redaction every output goes through: status, errors, logs, tool results. It masks two
  * kinds of secret as `***`. Known values: what a config resolved from the environment, its
- * literal keys and tokens (found here: `env` and header values, arguments after a secret-looking
- * flag, URL userinfo, secret query parameters, token-like path segments), and what a toolset
- * learns at run time (OAuth tokens, headers a helper prints) — a `Redactor` grows as they come.
- * And credential shapes, wherever they appear in a message: `Bearer …`, `token=…`, `user:pass@`.
+ * literal keys and tokens (found by `internal/secretSources`, exported here: `env` and header
+ * values, a Basic header's password and a cookie's values, arguments after a secret-looking flag,
+ * in a server's `args` or a `headersHelper` command, URL userinfo, secret query parameters,
+ * token-like path segments), and what a toolset learns at run time (OAuth tokens, headers a helper
+ * prints) — a `Redactor` grows as they come, and knows each line of a multi-line value too. And
+ * credential shapes, wherever they appear in a message: `Bearer …`, `token=…`, `user:pass@`.
  */
 import * as Context from "effect/Context"
+import { secretQueryNames } from "./internal/secretSources.ts"
 import { maxDepth } from "./JsonLimits.ts"
 
 /** What a secret is replaced with. */
 export const mask = "***"
 
-/** Shorter values would mask unrelated text (a secret "1" would garble `toolsets[1]`): they are left alone. */
+/**
+ * Shorter values would mask unrelated text (a secret "1" would garble `toolsets[1]`, "ab" every word
+ * with those letters): they are left alone, whole values and the lines of a multi-line one alike.
+ */
 export const minLength = 4
 
 // ---------------------------------------------------------------------------------------------
 // Credential shapes
 // ---------------------------------------------------------------------------------------------
 
-const secretWord = "token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential"
+const secretWord =
+  "token|secret|password|passwd|passphrase|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|creds"
 
 const shapes: ReadonlyArray<readonly [RegExp, string]> = [
   // A credential (token68) has a digit or a symbol in it ("the basic configuration" is prose), and is not an
@@ -27,8 +34,8 @@ const shapes: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(bearer|basic)\s+(?![A-Za-z0-9_-]+\s*=\s*[^\s=,])(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}/gi, "$1 ***"],
   [/\b(authorization|proxy-authorization|cookie|x-api-key)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi, "$1$2***"],
   [new RegExp(`\\b([a-z0-9_-]*(?:${secretWord})[a-z0-9_-]*)(["']?\\s*[:=]\\s*["']?)[^\\s"'&,}]+`, "gi"), "$1$2***"],
-  // Query parameters whose short names carry credentials: `?key=`, `&sig=`, `&code=`.
-  [/([?&](?:key|sig|signature|auth|code|pat|jwt)=)[^\s&#"']+/gi, "$1***"],
+  // Query parameters whose short names carry credentials: `?key=`, `&sig=`, `&session=`.
+  [new RegExp(`([?&](?:${secretQueryNames.join("|")})=)[^\\s&#"']+`, "gi"), "$1***"],
   [/(\/\/[^/:@\s]+:)[^@/\s]+@/g, "$1***@"]
 ]
 
@@ -54,18 +61,58 @@ export interface Redactor {
   readonly values: (text: string) => string
   /** Masks the known values and every credential shape: for messages (errors, logs, stderr). */
   readonly text: (text: string) => string
+  /**
+   * `text` for a text cut short (a long stderr line): also masks the beginning of a known value
+   * that ends it, however short, since the cut took the rest away and no whole value is left to match.
+   */
+  readonly truncated: (text: string) => string
 }
 
 const escapeRegExp = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/**
+ * A value and, for a value of several lines (a PEM key in `env`), each of its lines, trimmed: a
+ * server's stderr is read, kept and shown line by line, where the whole value never matches. A
+ * line with no letter or digit (`-----`, `},`) is not a secret by itself and would garble unrelated
+ * text; one shorter than `minLength` is left alone like any short value. A PEM's armour lines
+ * (`-----BEGIN PRIVATE KEY-----`) are masked with the rest: they show only around a key, and
+ * `loaded ***` tells an operator as much as the original did.
+ */
+const parts = (value: string): ReadonlyArray<string> =>
+  /[\r\n]/.test(value)
+    ? [
+        value,
+        ...value
+          .split(/\r\n|\r|\n/)
+          .map((line) => line.trim())
+          .filter((line) => /[A-Za-z0-9]/.test(line))
+      ]
+    : [value]
 
 /** A value as it may be quoted: plain, URL-encoded, or inside a JSON string. */
 const spellings = (value: string): ReadonlyArray<string> => [
   ...new Set([value, encodeURIComponent(value), JSON.stringify(value).slice(1, -1)])
 ]
 
+/**
+ * The longest value matched whole. V8 refuses a regular expression that holds one literal of some
+ * 32 K characters: a longer value would make every mask throw (with the value in the error's
+ * message), so it is matched in pieces of this length instead, each masked where it shows.
+ */
+const maxPiece = 4096
+
+const pieces = (spelling: string): ReadonlyArray<string> =>
+  spelling.length <= maxPiece
+    ? [spelling]
+    : Array.from({ length: Math.ceil(spelling.length / maxPiece) }, (_, i) =>
+        spelling.slice(i * maxPiece, (i + 1) * maxPiece)
+      )
+
 /** A redactor that knows `values` (values shorter than `minLength` are ignored). */
 export const make = (values: Iterable<string> = []): Redactor => {
   const known = new Set<string>()
+  /** The known values, longest first. */
+  let sorted: ReadonlyArray<string> = []
   /** All known values, longest first (a secret that contains another is masked whole). */
   let pattern: RegExp | undefined
   /** The same without `g`: a text without secrets, the common case, costs one `test` and no copy. */
@@ -73,33 +120,52 @@ export const make = (values: Iterable<string> = []): Redactor => {
   const add = (more: Iterable<string>) => {
     let grew = false
     for (const value of more) {
-      for (const spelling of spellings(value)) {
+      for (const spelling of parts(value).flatMap(spellings).flatMap(pieces)) {
         if (spelling.length < minLength || known.has(spelling)) continue
         known.add(spelling)
         grew = true
       }
     }
     if (!grew) return
-    const source = [...known]
-      .sort((a, b) => b.length - a.length)
-      .map(escapeRegExp)
-      .join("|")
+    sorted = [...known].sort((a, b) => b.length - a.length)
+    const source = sorted.map(escapeRegExp).join("|")
     pattern = new RegExp(source, "g")
     probe = new RegExp(source)
   }
   add(values)
   const maskValues = (text: string) =>
     pattern === undefined || probe === undefined || !probe.test(text) ? text : text.replace(pattern, mask)
+  /** The text with the longest beginning of a known value that ends it masked. */
+  const maskCutValue = (text: string) => {
+    let from = text.length
+    for (const value of sorted) {
+      // Only a proper beginning: a whole value is masked already. Each value only looks for an earlier start.
+      for (let at = Math.max(0, text.length - value.length + 1); at < from; at++) {
+        if (text.charCodeAt(at) === value.charCodeAt(0) && value.startsWith(text.slice(at))) {
+          from = at
+          break
+        }
+      }
+    }
+    return from === text.length ? text : `${text.slice(0, from)}${mask}`
+  }
   return {
     add,
     isEmpty: () => pattern === undefined,
     values: maskValues,
-    text: (text) => redact(maskValues(text))
+    text: (text) => redact(maskValues(text)),
+    truncated: (text) => redact(maskCutValue(maskValues(text)))
   }
 }
 
 /** Knows nothing and learns nothing: `Current` outside a toolset the runtime built. */
-export const none: Redactor = { add: () => {}, isEmpty: () => true, values: (text) => text, text: redact }
+export const none: Redactor = {
+  add: () => {},
+  isEmpty: () => true,
+  values: (text) => text,
+  text: redact,
+  truncated: redact
+}
 
 /**
  * The redactor of the toolset being built: the runtime provides its redactor around a toolset's
@@ -195,160 +261,17 @@ const maskError = <E extends object>(e: E, maskText: (text: string) => string, d
 }
 
 // ---------------------------------------------------------------------------------------------
-// Where a config holds secrets
+// Where a config holds secrets (internal/secretSources.ts)
 // ---------------------------------------------------------------------------------------------
 
-const secretNameWords = new Set([
-  "token",
-  "tokens",
-  "secret",
-  "secrets",
-  "password",
-  "passwd",
-  "pass",
-  "passphrase",
-  "pwd",
-  "apikey",
-  "key",
-  "keys",
-  "auth",
-  "authorization",
-  "credential",
-  "credentials",
-  "cookie",
-  "pat",
-  "bearer",
-  "signature",
-  "sig",
-  "jwt",
-  "otp"
-])
-
-/**
- * Whether a name (an environment variable, a header, a flag, a query parameter) says its value is
- * a secret: one of its words is `token`, `key`, `secret`, `password`, `auth`… (`GITHUB_TOKEN`,
- * `X-Api-Key`, `--client-secret`, `apiKey`), not merely containing the letters (`KEYBOARD`).
- */
-export const isSecretName = (name: string): boolean => {
-  const words = name
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-  return words.some((word) => secretNameWords.has(word)) || words.join("").includes("apikey")
-}
-
-/**
- * A value that is a setting, not a secret, unless its name says otherwise: a boolean, a number, a
- * version or a date, a word (`debug`, `INFO`), a short lower-case identifier (`us-east-1`,
- * `gpt-4o`), a media type, or a path. Masking these would garble every path, region and log level
- * in the results an agent reads; keys are long, or mixed-case, or live under a secret name.
- */
-export const isPlainSetting = (value: string): boolean =>
-  /^(?:true|false|yes|no|on|off|none|null|-?v?\d+(?:[.-]\d+)*|[A-Z]{1,12}|[a-z][a-z0-9._-]{0,15}|[a-z]+\/[a-z0-9.+-]+)$/.test(
-    value
-  ) || /^(?:\/|~\/|\.\.?\/|[A-Za-z]:[\\/])[^\s]*$/.test(value)
-
-/** Known token prefixes (OpenAI, GitHub, Slack, GitLab, AWS, Google). */
-const tokenPrefix = /^(?:sk-|pk-|rk-|gh[pousr]_|github_pat_|xox[abprs]-|glpat-|AKIA|AIza)/
-
-/**
- * A value shaped like a credential whatever it is called: one long run of token characters with
- * digits and letters in mixed case (or very long, or with a known token prefix).
- */
-export const looksLikeToken = (value: string): boolean => {
-  if (value.length < 16 || !/^[A-Za-z0-9._~+/=:-]+$/.test(value) || value.includes("://")) return false
-  if (/^[./~]/.test(value)) return false
-  if (tokenPrefix.test(value)) return true
-  if (value.length < 20 || !/[0-9]/.test(value) || !/[A-Za-z]/.test(value)) return false
-  return (/[a-z]/.test(value) && /[A-Z]/.test(value)) || value.length >= 32
-}
-
-/** The credential of an `Authorization`-style value: the part after `Bearer ` or `Basic `, and the whole. */
-const withCredential = (value: string): ReadonlyArray<string> => {
-  const scheme = /^\s*[A-Za-z][A-Za-z0-9-]*\s+(\S+)\s*$/.exec(value)
-  return scheme?.[1] === undefined ? [value] : [value, scheme[1]]
-}
-
-/** A named value's secrets: all of it when the name says so, else only if it is not a plain setting. */
-const namedValue = (name: string, value: string): ReadonlyArray<string> => {
-  if (value === "") return []
-  if (/^https?:\/\//i.test(value)) return urlSecrets(value)
-  if (isSecretName(name)) return withCredential(value)
-  // Anything else that is neither a plain setting nor prose (words with spaces) may be a key.
-  return isPlainSetting(value) || /\s/.test(value) ? [] : [value]
-}
-
-/** The secrets in an `env` record: see `namedValue`. */
-export const envSecrets = (env: Readonly<Record<string, string>>): ReadonlyArray<string> =>
-  Object.entries(env).flatMap(([name, value]) => namedValue(name, value))
-
-/** The secrets in literal header values: credential-bearing headers whole and their token, others unless plain. */
-export const headerSecrets = (headers: Readonly<Record<string, string>>): ReadonlyArray<string> =>
-  Object.entries(headers).flatMap(([name, value]) => namedValue(name, value))
-
-/**
- * The secrets in a URL: its userinfo, the values of secret-looking query parameters (`api_key`,
- * `token`, `key`, `sig`…), and path segments shaped like tokens (`/sk-…/sse`, a webhook's key).
- */
-export const urlSecrets = (text: string): ReadonlyArray<string> => {
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    return []
-  }
-  const found: Array<string> = []
-  if (url.password !== "") found.push(url.password, decodeURIComponent(url.password))
-  if (url.username !== "" && (url.password === "" || looksLikeToken(url.username))) {
-    found.push(url.username, decodeURIComponent(url.username))
-  }
-  for (const [name, value] of url.searchParams) {
-    if (value !== "" && (isSecretName(name) || /^(?:code|sig|pat|jwt)$/i.test(name) || looksLikeToken(value))) {
-      found.push(value, encodeURIComponent(value))
-    }
-  }
-  for (const segment of url.pathname.split("/")) {
-    const decoded = safeDecode(segment)
-    if (looksLikeToken(decoded)) found.push(segment, decoded)
-  }
-  return found
-}
-
-const safeDecode = (text: string): string => {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
-  }
-}
-
-/**
- * The secrets in a command line: the argument after a secret-looking flag (`--api-key X`,
- * `--token X`, `-p` is not one), the value of `--flag=X` and `NAME=X` with a secret-looking
- * name, `Authorization: Bearer X` header arguments, URLs' secrets, and token-shaped arguments.
- */
-export const argSecrets = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const found: Array<string> = []
-  args.forEach((arg, index) => {
-    const flag = /^--?([A-Za-z][\w.-]*)$/.exec(arg)
-    const next = args[index + 1]
-    if (flag?.[1] !== undefined && isSecretName(flag[1]) && next !== undefined && !next.startsWith("-")) {
-      found.push(...withCredential(next))
-      return
-    }
-    const assigned = /^(?:--?)?([A-Za-z_][\w.-]*)=([\s\S]+)$/.exec(arg)
-    if (assigned?.[1] !== undefined && assigned[2] !== undefined && isSecretName(assigned[1])) {
-      found.push(...withCredential(assigned[2]))
-      return
-    }
-    const header = /^([A-Za-z][\w-]*)\s*:\s*(\S[\s\S]*)$/.exec(arg)
-    if (header?.[1] !== undefined && header[2] !== undefined && isSecretName(header[1])) {
-      found.push(...withCredential(header[2]))
-      return
-    }
-    const value = assigned?.[2] ?? arg
-    if (/^https?:\/\//i.test(value)) found.push(...urlSecrets(value))
-    else if (looksLikeToken(value)) found.push(value)
-  })
-  return found
-}
+export {
+  argSecrets,
+  commandSecrets,
+  credentialSecrets,
+  envSecrets,
+  headerSecrets,
+  isPlainSetting,
+  isSecretName,
+  looksLikeToken,
+  urlSecrets
+} from "./internal/secretSources.ts"

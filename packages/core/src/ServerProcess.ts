@@ -118,7 +118,8 @@ export const spawn = (
   Effect.gen(function* () {
     const exit = yield* Deferred.make<Exited>()
     const outputClosed = yield* Deferred.make<void>()
-    const tail = new Stderr.Tail(spec.stderrLines ?? 50)
+    // Masked by the toolset's redactor before each line is cut: the cut must not fall in a secret.
+    const tail = new Stderr.Tail(spec.stderrLines ?? 50, yield* Redaction.Current)
     const watch = yield* StderrWatch
     watch?.(tail.lines)
     // Runs after the close below (finalizers run in reverse): the group is gone, stderr may flow.
@@ -229,12 +230,19 @@ const exitReportGrace = 500
  */
 export const isOwnVariable = (name: string): boolean => name.startsWith("TOOLVISOR_")
 
-/** What a server's environment is: this process's, less its own variables, plus the spec's, plus the owner mark. */
-const environment = (spec: Spec, claim: Owner.Claim): NodeJS.ProcessEnv => {
+/**
+ * The environment of a process Toolvisor runs for a toolset, a server or a `headersHelper`: this
+ * process's, less its own variables, plus `env` (a server's spec's), plus the owner mark. One
+ * function for both, so that a helper sees no more of Toolvisor's secrets than a server does.
+ */
+export const environment = (
+  env: Readonly<Record<string, string>> | undefined,
+  claim: Owner.Claim
+): NodeJS.ProcessEnv => {
   const inherited: NodeJS.ProcessEnv = {}
   for (const name in process.env) if (!isOwnVariable(name)) inherited[name] = process.env[name]
-  // The owner mark comes last: a server is this process's whatever its spec says.
-  return { ...inherited, ...spec.env, ...claim.env }
+  // The owner mark comes last: a process is this one's whatever its spec says.
+  return { ...inherited, ...env, ...claim.env }
 }
 
 const start = (
@@ -268,7 +276,7 @@ const start = (
     try {
       child = NodeChildProcess.spawn(spec.command, spec.args ?? [], {
         cwd: spec.cwd,
-        env: environment(spec, claim),
+        env: environment(spec.env, claim),
         detached: true,
         stdio: ["pipe", "pipe", "pipe"]
       })

@@ -81,6 +81,57 @@ describe("Redaction", () => {
       assert.strictEqual(redactor.values(text), "password=hunter22 and ***")
       assert.strictEqual(redactor.text(text), "password=*** and ***")
     })
+
+    it("masks each line of a multi-line secret, as a stderr tail split into lines shows it", () => {
+      const pem = [
+        "-----BEGIN PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+        "  q8Zr5Tb3Wm9Kp2Lx7Nv4Jh6Gf1Ds0Ae",
+        "-----END PRIVATE KEY-----",
+        ""
+      ].join("\n")
+      const redactor = Redaction.make([pem, "firstLineOf2\r\nsecondLineOf2"])
+      const tail = [
+        "loaded credential -----BEGIN PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+        "q8Zr5Tb3Wm9Kp2Lx7Nv4Jh6Gf1Ds0Ae",
+        "-----END PRIVATE KEY-----",
+        "fatal: could not use firstLineOf2",
+        "secondLineOf2 was refused"
+      ]
+      assert.deepStrictEqual(
+        tail.map((line) => redactor.text(line)),
+        ["loaded credential ***", "***", "***", "***", "fatal: could not use ***", "*** was refused"]
+      )
+      assert.strictEqual(redactor.values(`key: ${pem}`), "key: ***", "the whole value is masked whole")
+      assert.strictEqual(redactor.values(JSON.stringify({ pem })), '{"pem":"***"}')
+    })
+
+    it("does not mask a line of a multi-line secret that is too short or only punctuation", () => {
+      const redactor = Redaction.make(["ab\n-----\n},\nAbCd3fGh1jKl"])
+      assert.strictEqual(redactor.text("ab | ----- | }, | AbCd3fGh1jKl"), "ab | ----- | }, | ***")
+    })
+
+    it("masks a value too long for one regular expression in pieces, and does not throw", () => {
+      const long = `K${"\u0000a7".repeat(30_000)}`
+      const redactor = Redaction.make([long])
+      assert.strictEqual(redactor.text(`key ${long} end`), `key ${"***".repeat(Math.ceil(long.length / 4096))} end`)
+      assert.notInclude(redactor.values(JSON.stringify({ long })), "a7")
+    })
+
+    it("truncated masks a known value whose end a cut took off, however little of it is left", () => {
+      const redactor = Redaction.make(["Zx9kQ2mP7vL4nR8tY1wE"])
+      assert.strictEqual(redactor.truncated(`${"x".repeat(20)}Zx9kQ2mP7vL4nR8tY1w`), `${"x".repeat(20)}***`)
+      assert.strictEqual(redactor.truncated("key Zx9"), "key ***")
+      assert.strictEqual(redactor.truncated("Zx9kQ2mP7vL4nR8tY1wE and Zx9kQ"), "*** and ***")
+      assert.strictEqual(redactor.truncated("an ordinary line"), "an ordinary line")
+      assert.strictEqual(
+        redactor.text("key Zx9kQ2mP7vL4nR8tY1w"),
+        "key Zx9kQ2mP7vL4nR8tY1w",
+        "text: not cut, not masked"
+      )
+      assert.strictEqual(Redaction.none.truncated("token=abc"), "token=***")
+    })
   })
 
   describe("json", () => {
@@ -152,6 +203,92 @@ describe("Redaction", () => {
       for (const name of ["KEYBOARD_LAYOUT", "MONKEY", "LOG_LEVEL", "Accept", "tokenizer"]) {
         assert.isFalse(Redaction.isSecretName(name), name)
       }
+    })
+
+    it("isSecretName finds a secret word inside a name written without separators, and not in look-alikes", () => {
+      for (const name of [
+        "PGPASSWORD",
+        "APITOKEN",
+        "PRIVATEKEY",
+        "ACCESSTOKEN",
+        "MY_CREDS",
+        "GCPCREDENTIALS",
+        "dbPassphrase",
+        "SERVICE_PW",
+        "AWSSECRETACCESSKEY",
+        "myAppKey",
+        "HFTOKEN",
+        "x-auth-token",
+        "Private-Token"
+      ]) {
+        assert.isTrue(Redaction.isSecretName(name), name)
+      }
+      for (const name of [
+        "TOKENIZER_MODEL",
+        "TOKENIZERS_PARALLELISM",
+        "MAX_TOKENS",
+        "MAX_OUTPUT_TOKENS",
+        "TOKEN_LIMIT",
+        "TOKENS_PER_MINUTE",
+        "SECRETARY_EMAIL",
+        "PASSENGER_COUNT",
+        "COMPASS_HEADING",
+        "KEYCLOAK_REALM",
+        "CREDIT_LIMIT",
+        "AUTHOR",
+        "OAUTH_CLIENT_ID"
+      ]) {
+        assert.isFalse(Redaction.isSecretName(name), name)
+      }
+    })
+
+    it("credentialSecrets takes a Basic header's decoded user:password and password, and a Cookie's values", () => {
+      const basic = Buffer.from("svc-user:S3cretPassw0rd").toString("base64")
+      assert.includeMembers(
+        [...Redaction.credentialSecrets("Authorization", `Basic ${basic}`)],
+        [`Basic ${basic}`, basic, "svc-user:S3cretPassw0rd", "S3cretPassw0rd"]
+      )
+      assert.notInclude(Redaction.credentialSecrets("Authorization", `Basic ${basic}`), "svc-user")
+      assert.includeMembers([...Redaction.credentialSecrets("Proxy-Authorization", "basic dXNlcjpwYXNz")], ["pass"])
+      assert.includeMembers([...Redaction.credentialSecrets("Authorization", "Bearer tok-1234")], ["tok-1234"])
+      const cookie = Redaction.credentialSecrets("Cookie", "session=cookieval99; theme=dark; consent=true; n=12345")
+      assert.includeMembers([...cookie], ["session=cookieval99; theme=dark; consent=true; n=12345", "cookieval99"])
+      for (const plain of ["true", "12345", "session", "dark"]) assert.notInclude(cookie, plain)
+      assert.includeMembers(
+        [...Redaction.credentialSecrets("Cookie", "PHPSESSID=abcdef; pref=Xy7Qw2Lk9")],
+        ["abcdef", "Xy7Qw2Lk9"]
+      )
+      // What only looks like base64 is not decoded into garbage.
+      assert.sameMembers(
+        [...Redaction.credentialSecrets("Authorization", "Basic not-base64!")],
+        ["Basic not-base64!", "not-base64!"]
+      )
+    })
+
+    it("headerSecrets decodes literal Basic credentials and takes Cookie values", () => {
+      const headers = Redaction.headerSecrets({
+        Authorization: `Basic ${Buffer.from("svc:Passw0rdXyz").toString("base64")}`,
+        Cookie: "session=cookieval99"
+      })
+      assert.includeMembers([...headers], ["Passw0rdXyz", "svc:Passw0rdXyz", "cookieval99"])
+    })
+
+    it("urlSecrets takes session, access and appid query values, and secret words inside parameter names", () => {
+      const found = Redaction.urlSecrets(
+        "http://127.0.0.1:47010/mcp?apiKey=lowerval&session=sessval12&appid=myappid77&access=Zz1Yy2Xx3&accessToken=at-1234&page=20&lang=en"
+      )
+      for (const secret of ["lowerval", "sessval12", "myappid77", "Zz1Yy2Xx3", "at-1234"]) assert.include(found, secret)
+      for (const plain of ["20", "en"]) assert.notInclude(found, plain)
+      const masked = Redaction.redact("GET /mcp?session=sessval12&appid=myappid77&access=Zz1Yy2Xx3&page=20 failed")
+      assert.strictEqual(masked, "GET /mcp?session=***&appid=***&access=***&page=20 failed")
+    })
+
+    it("commandSecrets reads a shell command as the words of a command line", () => {
+      const found = Redaction.commandSecrets(
+        `./h.sh --client-secret s3cr3tValue99 --token 'ghp_Abcdefghijklmnop1234'; API_KEY="k3y-value" ./other --password=$PW --port 8080 | jq .`
+      )
+      assert.includeMembers([...found], ["s3cr3tValue99", "ghp_Abcdefghijklmnop1234", "k3y-value"])
+      for (const plain of ["$PW", "8080", "./h.sh", "jq", ".", "|"]) assert.notInclude(found, plain)
     })
 
     it("argSecrets finds values after secret flags, in NAME=value, header arguments, URLs and token shapes", () => {

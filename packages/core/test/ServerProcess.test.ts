@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import * as Redaction from "../src/Redaction.ts"
 import * as ServerProcess from "../src/ServerProcess.ts"
 
 const node = process.execPath
@@ -202,6 +203,29 @@ describe("ServerProcess", () => {
       assert.match(stderr.at(-1) ?? "", /^z{1000}… \(1047576 more bytes\)$/)
       assert.include(error.message, "fatal: the real reason")
       assert.isBelow(error.message.length, 2_000)
+      yield* close
+    })
+  )
+
+  it.live("the stderr tail is masked before it is cut: a secret the cut falls in shows no part of itself", () =>
+    Effect.gen(function* () {
+      const secret = "Zx9kQ2mP7vL4nR8tY1wE"
+      const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n-----END PRIVATE KEY-----\n"
+      const { proc, close } = yield* spawned({
+        command: node,
+        args: [
+          "-e",
+          `process.stderr.write("x".repeat(981) + process.env.SECRET + "\\n")
+          process.stderr.write("fatal: could not authenticate with " + process.env.PEM)
+          process.exit(1)`
+        ],
+        env: { SECRET: secret, PEM: pem }
+      }).pipe(Effect.provideService(Redaction.Current, Redaction.make([secret, pem])))
+      const error = yield* Effect.flip(proc.exited)
+      const shown = [...(error.stderr ?? []), ...proc.stderrTail(), error.message].join("\n")
+      assert.notInclude(shown, secret.slice(0, 8))
+      assert.notInclude(shown, "MIIEvQIBADANBgkq")
+      assert.include(error.message, "fatal: could not authenticate with ***")
       yield* close
     })
   )

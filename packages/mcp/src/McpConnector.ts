@@ -332,7 +332,8 @@ const remote = (
         ),
       established: Effect.void,
       ended: Deferred.await(closed),
-      secrets: Object.values(helped)
+      // Taken apart as a configured credential header is: a server may quote the bare token.
+      secrets: HeadersHelper.secretsOf(helped)
     }
   })
 

@@ -9,7 +9,7 @@ import * as NodeHttp from "node:http"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { ServerProcess } from "@toolvisor/core"
+import { Redaction, ServerProcess } from "@toolvisor/core"
 import * as Procfs from "@toolvisor/core/internal/procfs"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -146,6 +146,92 @@ describe("headersHelper", () => {
       assert.include(error.message, "bad token ***")
       const shown = [error.message, JSON.stringify(error), JSON.stringify(yield* toolset.state)].join("\n")
       assert.notInclude(shown, "vault-s3cret-42")
+    })
+  )
+
+  it.live("a helper's credentials are masked bare too: a Bearer token, a Basic password, a cookie's value", () =>
+    Effect.gen(function* () {
+      // A server that refuses every request and quotes the credentials it got, taken apart.
+      const echo = yield* Effect.acquireRelease(
+        Effect.callback<NodeHttp.Server>((resume) => {
+          const server = NodeHttp.createServer((request, response) => {
+            request.resume()
+            const [scheme = "", credential = ""] = String(request.headers.authorization).split(" ")
+            const given = scheme === "Basic" ? Buffer.from(credential, "base64").toString("utf8") : credential
+            const password = given.split(":")[1] ?? ""
+            const cookie = String(request.headers.cookie).split("=")[1] ?? ""
+            response.writeHead(403).end(`refused credential ${given} password ${password} cookie ${cookie}`)
+          })
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+      )
+      const address = echo.address()
+      const url = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/mcp`
+      const basic = Buffer.from("svc-user:S3cretPassw0rd").toString("base64")
+      for (const [headers, secrets] of [
+        [{ Authorization: "Bearer helperTok4Kx9Pq2Zr7" }, ["helperTok4Kx9Pq2Zr7"]],
+        [{ Authorization: `Basic ${basic}`, Cookie: "session=cookieval99" }, ["S3cretPassw0rd", "cookieval99"]]
+      ] as const) {
+        const cwd = folder()
+        NodeFs.writeFileSync(NodePath.join(cwd, "headers.json"), JSON.stringify(headers))
+        const redactor = Redaction.make()
+        const toolset = yield* open(
+          McpSpec.Http.make({ url, headersHelper: { command: "cat headers.json", cwd } })
+        ).pipe(Effect.provideService(Redaction.Current, redactor))
+        const error = yield* Effect.flip(toolset.start)
+        assert.include(error.message, "refused credential")
+        const shown = [error.message, JSON.stringify(error), JSON.stringify(yield* toolset.state)].join("\n")
+        // What the registry's redactor learnt masks the same values in every other output (a tool result).
+        const result = redactor.values(`your token: ${secrets.join(" ")}`)
+        for (const secret of secrets) {
+          assert.notInclude(shown, secret)
+          assert.notInclude(result, secret)
+        }
+      }
+    })
+  )
+
+  it.live("a helper runs with the environment a server gets: none of Toolvisor's own variables", () =>
+    Effect.gen(function* () {
+      const saved = process.env.TOOLVISOR_HTTP_TOKEN
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          if (saved === undefined) delete process.env.TOOLVISOR_HTTP_TOKEN
+          else process.env.TOOLVISOR_HTTP_TOKEN = saved
+        })
+      )
+      process.env.TOOLVISOR_HTTP_TOKEN = "HttpTok3Rv8Ws1Xy6Zq"
+      const cwd = folder()
+      yield* HeadersHelper.run("api", { command: `env > seen; echo '{"X-Seen": "1"}'`, cwd })
+      const seen = NodeFs.readFileSync(NodePath.join(cwd, "seen"), "utf8")
+      assert.notInclude(seen, "HttpTok3Rv8Ws1Xy6Zq")
+      const own = seen.split("\n").filter((line) => line.startsWith("TOOLVISOR_"))
+      assert.deepStrictEqual(own.map((line) => line.split("=")[0]).sort(), ["TOOLVISOR_OWNER", "TOOLVISOR_SERVER"])
+      assert.include(seen, `PATH=${process.env.PATH}`)
+      assert.include(seen, `CLAUDE_PLUGIN_ROOT=${process.env.CLAUDE_PLUGIN_ROOT ?? cwd}`)
+    })
+  )
+
+  it.live("a helper command's literal secrets are masked wherever the command is quoted", () =>
+    Effect.gen(function* () {
+      const command = "./nohelper.sh --client-secret s3cr3tValue99 --token ghp_Abcdefghijklmnop1234"
+      const failure = yield* Effect.flip(HeadersHelper.run("api", { command, cwd: folder() }))
+      assert.strictEqual(failure.command, "./nohelper.sh --client-secret *** --token ***")
+      const shown = [failure.message, JSON.stringify(failure), JSON.stringify(HeadersHelper.unavailable(failure))]
+      for (const secret of ["s3cr3tValue99", "ghp_Abcdefghijklmnop1234"]) assert.notInclude(shown.join("\n"), secret)
+    })
+  )
+
+  it.live("a helper's stderr cut at its start shows no end of a secret the cut fell in", () =>
+    Effect.gen(function* () {
+      const cwd = folder()
+      NodeFs.writeFileSync(NodePath.join(cwd, "out"), '{"X-Token": "vaultS3cretValue42"}')
+      // Only the last 2 KiB of stderr are kept: the cut falls inside the secret, 6 bytes before its end.
+      NodeFs.writeFileSync(NodePath.join(cwd, "err"), `using vaultS3cretValue42\n${"b".repeat(2040)}\n`)
+      const failure = yield* Effect.flip(HeadersHelper.run("api", { command: "cat out; cat err >&2; exit 3", cwd }))
+      assert.notInclude(failure.stderr.join("\n"), "alue42")
+      assert.notInclude(failure.message, "alue42")
     })
   )
 

@@ -107,7 +107,9 @@ const transportOf = (
 
 /**
  * The secrets written into the file itself, which no `${VAR}` announced: keys after secret flags
- * and in `env`, literal header values, URL credentials and tokens, a configured client secret.
+ * and in `env`, literal header values, URL credentials and tokens, a configured client secret,
+ * and keys after secret flags in a `headersHelper` command (as in a server's `args`: the command is
+ * shown by `validate` and quoted by the helper's errors).
  */
 const literalSecrets = (transport: AgentConfig.Transport): ReadonlyArray<string> =>
   transport._tag === "stdio"
@@ -115,7 +117,8 @@ const literalSecrets = (transport: AgentConfig.Transport): ReadonlyArray<string>
     : [
         ...Redaction.urlSecrets(transport.url),
         ...Redaction.headerSecrets(transport.headers),
-        ...(transport.oauth?.clientSecret === undefined ? [] : [transport.oauth.clientSecret])
+        ...(transport.oauth?.clientSecret === undefined ? [] : [transport.oauth.clientSecret]),
+        ...(transport.headersHelper === undefined ? [] : Redaction.commandSecrets(transport.headersHelper.command))
       ]
 
 const nameFrom = (transport: AgentConfig.Transport): string =>

@@ -6,10 +6,11 @@
  * the next reconnect, and reconnects are already paced by the restart policy. It is bounded (a
  * deadline, a cap on what it prints, its whole process group killed), and a failure is a connect
  * failure (`ServerUnavailable`, transient) caused by a `HeadersHelperFailed` that says which
- * toolset, which command, how it ended and the tail of its stderr, masked.
+ * toolset, which command, how it ended and the tail of its stderr, masked. It runs with the
+ * environment a server gets (`ServerProcess.environment`): none of Toolvisor's own variables.
  */
 import * as NodeChildProcess from "node:child_process"
-import { LifecycleError, Redaction } from "@toolvisor/core"
+import { LifecycleError, Owner, Redaction, ServerProcess } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -28,16 +29,19 @@ export const maxOutputBytes = 64 * 1024
 const stderrTailBytes = 2 * 1024
 const stderrTailLines = 5
 
-/** How a command is shown in messages: credential shapes masked, and cut short. */
-const shown = (command: string): string => {
-  const masked = Redaction.redact(command)
+/**
+ * How a command is shown in messages: what is written in it after a secret-looking flag (as in a
+ * server's `args`) and credential shapes masked, then cut short.
+ */
+const shown = (command: string, redactor: Redaction.Redactor): string => {
+  const masked = redactor.text(command)
   return masked.length > 120 ? `${masked.slice(0, 120)}…` : masked
 }
 
 /** The helper did not give headers: it failed, hung, printed too much or printed no JSON object. */
 export class HeadersHelperFailed extends Schema.TaggedError<HeadersHelperFailed>()("HeadersHelperFailed", {
   toolset: Schema.String,
-  /** The command as written, credential shapes masked. */
+  /** The command as written, its secrets and credential shapes masked. */
   command: Schema.String,
   /** What went wrong, in words: "exited with code 3", "timed out after 10 s"… */
   reason: Schema.String,
@@ -73,6 +77,7 @@ const execute = (spec: Spec, env: NodeJS.ProcessEnv) =>
     const stdout: Array<Buffer> = []
     let stdoutBytes = 0
     let stderr = ""
+    let stderrCut = false
     let problem: Ended["problem"]
     const killGroup = () => {
       try {
@@ -93,7 +98,9 @@ const execute = (spec: Spec, env: NodeJS.ProcessEnv) =>
       } else stdout.push(chunk)
     })
     child.stderr.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString("utf8")).slice(-stderrTailBytes)
+      const joined = stderr + chunk.toString("utf8")
+      stderrCut ||= joined.length > stderrTailBytes
+      stderr = joined.slice(-stderrTailBytes)
     })
     child.on("error", (cause) => {
       clearTimeout(timer)
@@ -104,7 +111,11 @@ const execute = (spec: Spec, env: NodeJS.ProcessEnv) =>
     child.on("exit", killGroup)
     child.on("close", (exitCode, signal) => {
       clearTimeout(timer)
-      resume(Effect.succeed({ stdout: Buffer.concat(stdout).toString("utf8"), stderr, exitCode, signal, problem }))
+      // The first line of a cut tail may begin in the middle of a secret, where no mask knows it: it goes.
+      const tail = stderrCut ? stderr.slice(stderr.indexOf("\n") + 1 || stderr.length) : stderr
+      resume(
+        Effect.succeed({ stdout: Buffer.concat(stdout).toString("utf8"), stderr: tail, exitCode, signal, problem })
+      )
     })
     return Effect.sync(() => {
       clearTimeout(timer)
@@ -139,23 +150,33 @@ const reasonOf = (ended: Ended): string => {
 }
 
 /**
- * Runs the toolset's helper and returns the headers it printed. Its stderr tail is masked with
- * core's credential patterns and with any value it printed, and its standard output is never shown.
+ * The secrets in the headers a helper printed: every value, taken apart as a configured
+ * credential header is (`Bearer X` and X, a Basic header's password, a cookie's values).
+ */
+export const secretsOf = (headers: Readonly<Record<string, string>>): ReadonlyArray<string> =>
+  Object.entries(headers).flatMap(([name, value]) => Redaction.credentialSecrets(name, value))
+
+/**
+ * Runs the toolset's helper and returns the headers it printed. Its command is shown, and its
+ * stderr tail, with the secrets written in the command, core's credential patterns and any value
+ * it printed masked; its standard output is never shown.
  */
 export const run = (
   toolset: string,
   spec: Spec
 ): Effect.Effect<Readonly<Record<string, string>>, HeadersHelperFailed> =>
   Effect.gen(function* () {
-    const env = { ...process.env, CLAUDE_PLUGIN_ROOT: process.env.CLAUDE_PLUGIN_ROOT ?? spec.cwd }
-    const failed = (
-      reason: string,
-      fields: Partial<Pick<Ended, "stderr" | "exitCode" | "signal">>,
-      mask = (s: string) => s
-    ) =>
+    const env = ServerProcess.environment(
+      { CLAUDE_PLUGIN_ROOT: process.env.CLAUDE_PLUGIN_ROOT ?? spec.cwd },
+      yield* Owner.claim
+    )
+    const redactor = Redaction.make(Redaction.commandSecrets(spec.command))
+    // Shown before the redactor learns what the helper printed, which a command need not be masked by.
+    const command = shown(spec.command, redactor)
+    const failed = (reason: string, fields: Partial<Pick<Ended, "stderr" | "exitCode" | "signal">>) =>
       new HeadersHelperFailed({
         toolset,
-        command: shown(spec.command),
+        command,
         reason,
         exitCode: fields.exitCode ?? null,
         signal: fields.signal ?? null,
@@ -163,7 +184,7 @@ export const run = (
           .split(/\r?\n/)
           .filter((line) => line.trim() !== "")
           .slice(-stderrTailLines)
-          .map((line) => Redaction.redact(mask(line)).slice(0, 300))
+          .map((line) => redactor.text(line).slice(0, 300))
       })
     const ended = yield* execute(spec, env).pipe(
       Effect.mapError((cause) => failed(`could not start: ${cause.message}`, {}))
@@ -172,11 +193,8 @@ export const run = (
     if (headers !== undefined) return headers
     // A helper that failed may still have printed its token: what it printed is masked wherever it shows.
     const parsed = headersFrom(ended.stdout)
-    const printed =
-      parsed === undefined
-        ? ended.stdout.split(/\r?\n/).map((line) => line.trim())
-        : [...Object.values(parsed), ...Object.values(parsed).flatMap((value) => value.split(/\s+/))]
-    return yield* failed(reasonOf(ended), ended, Redaction.make(printed).text)
+    redactor.add(parsed === undefined ? ended.stdout.split(/\r?\n/).map((line) => line.trim()) : secretsOf(parsed))
+    return yield* failed(reasonOf(ended), ended)
   })
 
 /** `run`'s failure as the connect failure it is: the server cannot be reached without its headers. */
