@@ -184,7 +184,11 @@ describe("McpToolset over stdio", () => {
 
   it.live("a caller's own deadline bounds the call instead of call_timeout", () =>
     Effect.gen(function* () {
-      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture({ FIXTURE_MODE: "bad-result" }),
+        policy: fastPolicy()
+      })
       yield* toolset.start
       const started = Date.now()
       const error = yield* Effect.flip(
@@ -464,6 +468,27 @@ describe("McpToolset over stdio", () => {
       assert.notStrictEqual(status.state, "Restarting")
       assert.strictEqual(status.restarts, 0)
       assert.lengthOf(NodeFs.readFileSync(starts, "utf8").trim().split("\n"), 1)
+      yield* close
+    })
+  )
+
+  it.live("an answer MCP's result schema rejects fails the call at once as one that ran; the session stays up", () =>
+    Effect.gen(function* () {
+      const { toolset, close } = yield* open({
+        name: "fixture",
+        spec: fixture({ FIXTURE_MODE: "bad-result" }),
+        policy: fastPolicy()
+      })
+      yield* toolset.start
+      const started = Date.now()
+      // Taken for a lost session, it waited for a death that never came: call_timeout, or for ever.
+      const error = yield* Effect.flip(toolset.callTool("bad_result", {}))
+      assert.isBelow(Date.now() - started, 5_000)
+      assert.strictEqual(error._tag, "ToolCallFailed")
+      assert.include(error.message, "not a valid tool result (content: ")
+      assert.include(error.message, "the call ran")
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "after" })), "after")
       yield* close
     })
   )
