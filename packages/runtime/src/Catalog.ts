@@ -208,6 +208,9 @@ export const collisions = (catalog: Pick<Catalog, "shadowed">): ReadonlyArray<Co
 export const collisionMessage = (collision: Collision): string =>
   `${collision.toolset}: ${collision.names.length} tool(s) hidden by ${collision.hiddenBy}, which offers the same name(s): ${collision.names.join(", ")}; to offer both, give ${collision.toolset} a name of its own (its tools are then exposed as <name>_<tool>)`
 
+/** The longest name suggestions are looked for, or offered. */
+const maxSuggestable = 128
+
 /** Up to `limit` names close to `name`: the same suffix after a prefix, a shared stem, or a small edit distance. */
 export const nearNames = (
   name: string,
@@ -215,12 +218,15 @@ export const nearNames = (
   limit = 5,
   within = Math.max(2, Math.floor(name.length / 3))
 ): ReadonlyArray<string> => {
+  // A name that long is no typo of a tool's; comparing it with thousands cost seconds per call.
+  if (name.length > maxSuggestable) return []
   const lower = name.toLowerCase()
   const scored = names
+    .filter((candidate) => candidate.length <= maxSuggestable)
     .map((candidate) => {
       const other = candidate.toLowerCase()
       const contains = other.endsWith(`_${lower}`) || other.includes(lower) || lower.includes(other)
-      return { candidate, score: contains ? 0 : Levenshtein.distance(lower, other) }
+      return { candidate, score: contains ? 0 : Levenshtein.distance(lower, other, within) }
     })
     .filter(({ score }) => score <= within)
     .sort((a, b) => a.score - b.score || a.candidate.localeCompare(b.candidate))

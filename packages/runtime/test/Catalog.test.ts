@@ -114,6 +114,16 @@ describe("Catalog", () => {
     assert.deepStrictEqual(Catalog.nearNames("completely_different", names), [])
   })
 
+  it("near names of a name too long to be a typo are none, and cost no comparison of the whole", () => {
+    const names = Array.from({ length: 2_000 }, (_, i) => `${"x".repeat(1_000)}${i}`)
+    const started = performance.now()
+    // Unbounded, 990 characters against 2,000 such names held the event loop for 20 s and more.
+    assert.deepStrictEqual(Catalog.nearNames("q".repeat(990), names), [])
+    assert.deepStrictEqual(Catalog.nearNames("q".repeat(100_000), names), [])
+    assert.deepStrictEqual(Catalog.nearNames("x".repeat(100), [...names, "x".repeat(101)]), ["x".repeat(101)])
+    assert.isBelow(performance.now() - started, 1_000)
+  })
+
   it("keeps a restarting toolset's last-known tools on offer, marked, and says it is not complete", () => {
     const catalog = Catalog.make([ready("a", ["one"]), notReady("ev", "Restarting", ["echo", "sum"])])
     assert.deepStrictEqual(

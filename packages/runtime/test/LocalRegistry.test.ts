@@ -103,6 +103,10 @@ describe("ToolsetRegistry.make", () => {
       const error = yield* Effect.flip(registry.callTool("echo", { message: "x" }))
       assert.strictEqual(error._tag, "UnknownTool")
       if (error._tag === "UnknownTool") assert.include(error.near, "fx_echo")
+      // A caller's 100 KB name is not echoed whole, nor compared whole with every name.
+      const long = yield* Effect.flip(registry.callTool("q".repeat(100_000), {}))
+      assert.isBelow(long.message.length, 400)
+      assert.include(long.message, "(100000 characters)")
       yield* close
     })
   )

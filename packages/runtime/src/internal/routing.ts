@@ -283,6 +283,9 @@ export const make = (options: Options): Routing => {
    * The name is not on offer. It may still be the tool of a toolset that has not listed — one
    * whose prefix the name carries, or that has none — and then the failure says so (`incomplete`).
    */
+  /** A name as an error quotes it: the caller's, so a long one is cut (a 100 KB name made a 100 KB answer). */
+  const shown = (tool: string) => (tool.length > 200 ? `${tool.slice(0, 200)}… (${tool.length} characters)` : tool)
+
   const unknownTool = (tool: string, current: Catalog.Catalog, members: ReadonlyArray<Member>) => {
     const near = Catalog.nearNames(
       tool,
@@ -297,7 +300,7 @@ export const make = (options: Options): Routing => {
       near,
       incomplete: couldOwn.length > 0,
       message: [
-        `no tool named "${tool}"`,
+        `no tool named "${shown(tool)}"`,
         near.length > 0 ? ` (did you mean ${near.map((n) => `"${n}"`).join(", ")}?)` : "",
         couldOwn.length === 0 ? "" : `; not ready: ${couldOwn.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
       ].join("")
