@@ -70,12 +70,16 @@ export const call = (
   params: unknown,
   agent?: string
 ): Effect.Effect<Toolset.ToolResult, ToolOutput.ToolFailure> =>
-  registry.callTool(tool, Predicate.isObject(params) ? params : {}, agent).pipe(
-    Effect.mapError((error) => ToolOutput.failure(modelName, error)),
-    Effect.flatMap((result) =>
-      result.isError === true ? Effect.fail(ToolOutput.reported(modelName, result)) : Effect.succeed(result)
-    )
-  )
+  // Arguments are an object, by MCP; anything else (a string the model encoded twice, `null`) ran
+  // the tool with no arguments at all, as if the model had asked for its defaults.
+  !Predicate.isObject(params) || Array.isArray(params)
+    ? Effect.fail(ToolOutput.invalidArguments(modelName, params))
+    : registry.callTool(tool, params, agent).pipe(
+        Effect.mapError((error) => ToolOutput.failure(modelName, error)),
+        Effect.flatMap((result) =>
+          result.isError === true ? Effect.fail(ToolOutput.reported(modelName, result)) : Effect.succeed(result)
+        )
+      )
 
 type Handler = (params: unknown) => Effect.Effect<Toolset.ToolResult, ToolOutput.ToolFailure>
 

@@ -48,9 +48,10 @@ export const Result: Schema.declare<Toolset.ToolResult> = Schema.declare(isResul
 
 /**
  * A tool call that did not give a result, as the model sees it. `reason` is the typed error's
- * tag (`ServerCrashed`, `CallTimeout`, `UnknownTool`…) or `ToolReportedError` when the tool
- * answered with `isError`; `retryable` says whether the same call may succeed later. The typed
- * error itself rides along in `error` for the program, outside the encoded form the model reads.
+ * tag (`ServerCrashed`, `CallTimeout`, `UnknownTool`…), `ToolReportedError` when the tool answered
+ * with `isError`, or `InvalidArguments` when the model's arguments were not an object (the tool did
+ * not run); `retryable` says whether the same call may succeed later. The typed error itself rides
+ * along in `error` for the program, outside the encoded form the model reads.
  */
 export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
   tool: Schema.String,
@@ -82,6 +83,15 @@ export const failure = (tool: string, error: ToolsetRegistry.CallError | Toolset
     { error }
   )
 }
+
+/** The failure a model reads when its arguments are not a JSON object: the tool did not run. */
+export const invalidArguments = (tool: string, params: unknown): ToolFailure =>
+  new ToolFailure({
+    tool,
+    reason: "InvalidArguments",
+    message: `${tool} did not run: its arguments must be a JSON object, got ${params === null ? "null" : Array.isArray(params) ? "an array" : typeof params}.`,
+    retryable: false
+  })
 
 /** The failure a model reads when the tool itself answered with `isError`. */
 export const reported = (tool: string, result: Readable): ToolFailure =>

@@ -3,14 +3,18 @@
  * was stopped, a name no provider accepts, and an AI SDK call aborted in flight. In every case the
  * generation goes on and the model reads either the real result or a clear tool error.
  */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerProcess } from "@toolvisor/core"
 import { generateText, stepCountIs } from "ai"
 import * as Chat from "effect/ai/Chat"
 import * as Effect from "effect/Effect"
-import { config, open } from "../../../test/support/Registry.ts"
+import { config, fixtureEntry, open } from "../../../test/support/Registry.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiSdk from "../src/AiSdk.ts"
+import * as RegistryToolkit from "../src/RegistryToolkit.ts"
 import * as ToolNames from "../src/ToolNames.ts"
 import * as ToolOutput from "../src/ToolOutput.ts"
 import { everything, everythingServer, mcp } from "./helpers.ts"
@@ -19,6 +23,25 @@ import * as ScriptedModel from "./ScriptedModel.ts"
 
 const pidOf = (board: ReadonlyArray<{ readonly name: string; readonly pid?: number | undefined }>, name: string) =>
   board.find((s) => s.name === name)?.pid
+
+describe("arguments that are not an object", () => {
+  it.live("fail as InvalidArguments, and the tool does not run with none in their place", () =>
+    Effect.gen(function* () {
+      const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-args-")), "calls")
+      const { registry, close } = yield* open(config([fixtureEntry("fx", { env: { FIXTURE_CALLS_FILE: calls } })]))
+      yield* registry.start
+      for (const params of ["hello", null, 42, [1, 2]]) {
+        const failure = yield* Effect.flip(RegistryToolkit.call(registry, "fx_echo", "fx_echo", params))
+        // Replaced by {}, they ran the tool with its defaults.
+        assert.strictEqual(failure.reason, "InvalidArguments")
+        assert.isFalse(failure.retryable)
+        assert.include(failure.message, "fx_echo did not run: its arguments must be a JSON object")
+      }
+      assert.isFalse(NodeFs.existsSync(calls) && NodeFs.readFileSync(calls, "utf8").includes("echo"))
+      yield* close
+    })
+  )
+})
 
 describe("tool failures reach the model as results", () => {
   it.live(
