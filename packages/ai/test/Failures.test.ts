@@ -28,7 +28,9 @@ describe("arguments that are not an object", () => {
   it.live("fail as InvalidArguments, and the tool does not run with none in their place", () =>
     Effect.gen(function* () {
       const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-args-")), "calls")
-      const { registry, close } = yield* open(config([fixtureEntry("fx", { env: { FIXTURE_CALLS_FILE: calls } })]))
+      const { registry, close } = yield* open(
+        config([fixtureEntry("fx", { prefix: "fx", env: { FIXTURE_CALLS_FILE: calls } })])
+      )
       yield* registry.start
       for (const params of ["hello", null, 42, [1, 2]]) {
         const failure = yield* Effect.flip(RegistryToolkit.call(registry, "fx_echo", "fx_echo", params))
