@@ -17,6 +17,7 @@ import {
   type LoggingLevel,
   LoggingMessageNotificationSchema,
   McpError,
+  PaginatedResultSchema,
   type ProgressNotification,
   ProgressNotificationSchema,
   type Prompt,
@@ -26,7 +27,9 @@ import {
   type ResourceTemplate,
   ResourceUpdatedNotificationSchema,
   type ServerCapabilities,
-  ToolListChangedNotificationSchema
+  type Tool,
+  ToolListChangedNotificationSchema,
+  ToolSchema
 } from "@modelcontextprotocol/sdk/types.js"
 import { LifecycleError, Redaction, ServerProcess, type Session, type Toolset } from "@toolvisor/core"
 import * as Deferred from "effect/Deferred"
@@ -39,6 +42,7 @@ import * as EnvFile from "./internal/envFile.ts"
 import * as HeadersHelper from "./internal/headersHelper.ts"
 import * as OAuthProvider from "./internal/oauthProvider.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
+import * as SchemaError from "./internal/schemaError.ts"
 import * as SendGuard from "./internal/sendGuard.ts"
 import * as TokenStore from "./internal/tokenStore.ts"
 import * as ToolCache from "./internal/toolCache.ts"
@@ -188,10 +192,16 @@ export const make = (options: Options): Session.Connector<McpSession> => ({
     const named = <A extends { readonly name: string }>(item: A) => item.name
     const at = (cursor: string | undefined) => (cursor === undefined ? undefined : { cursor })
     const opts = (signal: AbortSignal) => ({ signal, timeout: noSdkTimeout })
-    const tools = yield* cache(
+    const tools = yield* cache<Tool>(
       capabilities.tools,
       (cursor, signal) =>
-        client.listTools(at(cursor), opts(signal)).then((page) => ({ items: page.tools, nextCursor: page.nextCursor })),
+        client.listTools(at(cursor), opts(signal)).then(
+          (page) => ({ items: page.tools, nextCursor: page.nextCursor }),
+          (cause: unknown) =>
+            SchemaError.firstIssue(cause) === undefined
+              ? Promise.reject(cause)
+              : toolsOneByOne(client, at(cursor), opts(signal))
+        ),
       named
     )
     const prompts = yield* cache(
@@ -385,11 +395,39 @@ const oauthOptions = (
     return { authProvider: provider, fetch: provider.fetch }
   })
 
-/** One page of a listing, from a cursor. */
+/** One page of a listing, from a cursor; `invalid`: the names of items MCP's schema rejects, left out. */
 type Page<A> = (
   cursor: string | undefined,
   signal: AbortSignal
-) => Promise<{ readonly items: ReadonlyArray<A>; readonly nextCursor?: string | undefined }>
+) => Promise<{
+  readonly items: ReadonlyArray<A>
+  readonly nextCursor?: string | undefined
+  readonly invalid?: ReadonlyArray<string>
+}>
+
+/**
+ * A page of tools the SDK refused whole because one tool in it is malformed (a `null` input
+ * schema, `required: "a"`), read again item by item: the valid tools are kept and the others left
+ * out by name. Refused whole, one bad tool took every tool of its server with it, restart after
+ * restart. (The SDK learns nothing of this page's tools, so it does not check their structured
+ * output; the gateway and the adapters pass it on as the server gave it.)
+ */
+const toolsOneByOne = async (
+  client: Client,
+  params: { readonly cursor: string } | undefined,
+  options: { readonly signal: AbortSignal; readonly timeout: number }
+) => {
+  const page = await client.request({ method: "tools/list", params }, PaginatedResultSchema, options)
+  const listed: unknown = "tools" in page ? page.tools : undefined
+  const items: Array<Tool> = []
+  const invalid: Array<string> = []
+  for (const item of Array.isArray(listed) ? listed : []) {
+    const tool = ToolSchema.safeParse(item)
+    if (tool.success) items.push(tool.data)
+    else invalid.push(typeof item === "object" && item !== null && "name" in item ? String(item.name) : "")
+  }
+  return { items, nextCursor: page.nextCursor, invalid }
+}
 
 /**
  * Many servers declare resources but no templates, and answer `resources/templates/list` with
@@ -405,30 +443,53 @@ const noTemplates = (cause: unknown): Promise<{ readonly items: ReadonlyArray<Re
 export const maxListing = 10_000
 
 /**
+ * The most a listing keeps, in characters of JSON, and the most one item may weigh. A real tool's
+ * definition is a few KB; a hostile server's 4 MB descriptions, page after page, grew this process
+ * past its heap and killed it, and every other toolset with it.
+ */
+export const maxListingChars = 32 * 1024 * 1024
+export const maxItemChars = 1024 * 1024
+
+/**
  * Reads every page; a server whose cursors never end is cut off rather than followed forever.
  * Each name (or URI) is kept once, the first listed, and none empty: a server that lists a tool
- * twice offered two tools to count and one to call. Past `maxListing` the rest is left out. What
- * was left out is logged with the listing, once per read.
+ * twice offered two tools to count and one to call. Past `maxListing` items or `maxListingChars`
+ * the rest is left out, and so is an item heavier than `maxItemChars`. What was left out is
+ * logged with the listing, once per read.
  */
 const listAll = <A>(name: string, page: Page<A>, key: (item: A) => string) =>
   Effect.gen(function* () {
     const items: Array<A> = []
     const seen = new Set<string>()
-    const dropped = { twice: new Set<string>(), unnamed: 0, past: 0 }
+    const dropped = {
+      twice: new Set<string>(),
+      unnamed: 0,
+      past: 0,
+      heavy: new Set<string>(),
+      invalid: new Set<string>()
+    }
+    let chars = 0
     const keep = (item: A) => {
       const k = key(item)
       if (k === "") dropped.unnamed += 1
       else if (seen.has(k)) dropped.twice.add(k)
       else if (items.length >= maxListing) dropped.past += 1
       else {
-        seen.add(k)
-        items.push(item)
+        const weight = JSON.stringify(item).length
+        if (weight > maxItemChars) dropped.heavy.add(k)
+        else if (chars + weight > maxListingChars) dropped.past += 1
+        else {
+          chars += weight
+          seen.add(k)
+          items.push(item)
+        }
       }
     }
     let cursor: string | undefined
     for (let pages = 0; pages < pageLimit; pages++) {
       const next = yield* request(name, (signal) => page(cursor, signal))
       for (const item of next.items) keep(item)
+      for (const invalid of next.invalid ?? []) dropped.invalid.add(invalid)
       cursor = next.nextCursor
       if (cursor === undefined) {
         yield* leftOut(name, dropped)
@@ -451,13 +512,29 @@ const quoted = (names: ReadonlyArray<string>) =>
 /** Says what a listing left out, if anything. */
 const leftOut = (
   name: string,
-  dropped: { readonly twice: ReadonlySet<string>; readonly unnamed: number; readonly past: number }
+  dropped: {
+    readonly twice: ReadonlySet<string>
+    readonly unnamed: number
+    readonly past: number
+    readonly heavy: ReadonlySet<string>
+    readonly invalid: ReadonlySet<string>
+  }
 ) => {
   const twice = [...dropped.twice]
+  const heavy = [...dropped.heavy]
+  const invalid = [...dropped.invalid]
   const parts = [
     twice.length === 0 ? "" : `listed ${twice.length} name(s) more than once, the first of each kept: ${quoted(twice)}`,
     dropped.unnamed === 0 ? "" : `${dropped.unnamed} item(s) without a name left out`,
-    dropped.past === 0 ? "" : `${dropped.past} item(s) past the ${maxListing} a listing keeps left out`
+    invalid.length === 0
+      ? ""
+      : `listed ${invalid.length} tool(s) whose definition MCP's schema rejects, left out: ${quoted(invalid)}`,
+    heavy.length === 0
+      ? ""
+      : `listed ${heavy.length} item(s) of more than ${maxItemChars / 1024 / 1024} MiB each, left out: ${quoted(heavy)}`,
+    dropped.past === 0
+      ? ""
+      : `${dropped.past} item(s) past what a listing keeps (${maxListing} items, ${maxListingChars / 1024 / 1024} MiB) left out`
   ].filter((part) => part !== "")
   return parts.length === 0 ? Effect.void : Effect.logWarning(`${name}: the server ${parts.join("; ")}`)
 }

@@ -23,12 +23,12 @@ import {
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as ClientFeatures from "./ClientFeatures.ts"
 import * as ClientRequests from "./internal/clientFeatures.ts"
 import * as Origins from "./internal/origins.ts"
 import { NotDelivered } from "./internal/pipeTransport.ts"
+import * as SchemaError from "./internal/schemaError.ts"
 import * as SendGuard from "./internal/sendGuard.ts"
 import * as SendNow from "./internal/sendNow.ts"
 import * as TaskCall from "./internal/taskCall.ts"
@@ -216,7 +216,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
         const message = `${name}/${tool}: ${cause.message}, so it did not run`
         return new Toolset.ToolCallFailed({ toolset: name, tool, message, code: invalidParams, cause })
       }
-      const invalid = invalidResult(cause)
+      const invalid = SchemaError.firstIssue(cause)
       if (invalid !== undefined) {
         const message = `${name}/${tool}: the server's answer is not a valid tool result (${Redaction.redact(invalid)}); the call ran, but its answer was dropped`
         return new Toolset.ToolCallFailed({ toolset: name, tool, message, cause })
@@ -530,23 +530,6 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
 /** The default roots: the folders given, or the one the server runs in (this process's for a remote one). */
 const rootsOf = (spec: McpSpec.McpSpec, folders: ReadonlyArray<string> | undefined) =>
   [...new Set(folders ?? [spec._tag === "stdio" ? (spec.cwd ?? process.cwd()) : process.cwd()])].map(Roots.ofFolder)
-
-/**
- * The first problem the SDK found when it checked an answer against MCP's result schema (it
- * rejects with the schema library's error, its issues listed), or `undefined` for any other
- * failure. Taken for a lost connection, such an answer left the call waiting for a server that
- * was still alive, until `call_timeout` (for ever with none).
- */
-const invalidResult = (cause: unknown): string | undefined => {
-  // The SDK checks with zod's core (`$ZodError`); the classic API names it `ZodError`.
-  if (!(cause instanceof Error) || !cause.name.endsWith("ZodError") || !Predicate.hasProperty(cause, "issues")) {
-    return undefined
-  }
-  const first: unknown = Array.isArray(cause.issues) ? cause.issues[0] : undefined
-  if (!Predicate.hasProperty(first, "message") || typeof first.message !== "string") return "its shape is wrong"
-  const path = Predicate.hasProperty(first, "path") && Array.isArray(first.path) ? first.path.join(".") : ""
-  return `${path === "" ? "" : `${path}: `}${first.message}`.slice(0, 300)
-}
 
 /** What the SDK's `callTool` resolves with. */
 type SdkResult = Awaited<ReturnType<Client["callTool"]>>

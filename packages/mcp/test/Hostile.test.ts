@@ -164,7 +164,26 @@ describe("a hostile MCP server", () => {
       const [warning] = warnings.filter((w) => w.includes("the first of each kept"))
       assert.include(warning, 'odd: the server listed 1 name(s) more than once, the first of each kept: "echo"')
       assert.include(warning, "1 item(s) without a name left out")
-      assert.include(warning, "6 item(s) past the 10000 a listing keeps left out")
+      assert.include(warning, "6 item(s) past what a listing keeps (10000 items, 32 MiB) left out")
+    }).pipe(Effect.provide(capture))
+  })
+
+  it.live("a tool MCP's schema rejects, or one that weighs megabytes, costs only itself; the rest are offered", () => {
+    const { warnings, capture } = warningLog()
+    return Effect.gen(function* () {
+      // Before: the whole listing refused for one bad tool, the toolset restarting for ever with no tool.
+      const { toolset, close } = yield* started("bad", hostile("bad-listing.mjs"))
+      const names = (yield* toolset.tools).items.map((tool) => tool.name)
+      assert.deepStrictEqual(names, ["echo", "light"])
+      assert.strictEqual((yield* toolset.state).state, "Ready")
+      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "still here" })), "still here")
+      yield* close
+      const warning = warnings.find((w) => w.includes("schema rejects")) ?? ""
+      assert.include(
+        warning,
+        `listed 2 tool(s) whose definition MCP's schema rejects, left out: "null_schema", "bad_required"`
+      )
+      assert.include(warning, `listed 2 item(s) of more than 1 MiB each, left out: "heavy_1", "heavy_2"`)
     }).pipe(Effect.provide(capture))
   })
 

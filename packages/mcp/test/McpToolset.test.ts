@@ -184,11 +184,7 @@ describe("McpToolset over stdio", () => {
 
   it.live("a caller's own deadline bounds the call instead of call_timeout", () =>
     Effect.gen(function* () {
-      const { toolset, close } = yield* open({
-        name: "fixture",
-        spec: fixture({ FIXTURE_MODE: "bad-result" }),
-        policy: fastPolicy()
-      })
+      const { toolset, close } = yield* open({ name: "fixture", spec: fixture(), policy: fastPolicy() })
       yield* toolset.start
       const started = Date.now()
       const error = yield* Effect.flip(
