@@ -47,6 +47,10 @@ export const lines = (options: Logger.Options<unknown>): ReadonlyArray<string> =
   return [[first, ...tail].join(" "), ...rest.map((line) => `  ${line}`)].map(Printable.line)
 }
 
+/** A line in the same format, written where no logger runs any more (the process is leaving). */
+export const plain = (level: string, message: string): string =>
+  Printable.line(`${new Date().toISOString().slice(11, 23)} ${level} ${message}`)
+
 /** One entry on one line, for a pane that gives each entry a row. */
 export const format = (options: Logger.Options<unknown>): string => lines(options).join(" ")
 

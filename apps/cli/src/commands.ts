@@ -8,6 +8,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import * as Effect from "effect/Effect"
 import * as ClusterFlags from "./ClusterFlags.ts"
 import * as Flags from "./Flags.ts"
+import * as SignalExit from "./SignalExit.ts"
 
 /** Runs `f` on a module imported on first use. */
 const lazy = <M, A, E, R>(load: () => Promise<M>, f: (module: M) => Effect.Effect<A, E, R>) =>
@@ -50,7 +51,7 @@ const run = Command.make(
   (options) =>
     lazy(
       () => import("./Run.ts"),
-      (Run) => Run.run(options)
+      (Run) => SignalExit.runsUntilSignal(Run.run(options))
     )
 ).pipe(
   Command.withDescription(
@@ -293,7 +294,7 @@ const serve = Command.make(
   (options) =>
     lazy(
       () => import("./Serve.ts"),
-      (Serve) => Serve.run(options)
+      (Serve) => SignalExit.runsUntilSignal(Serve.run(options))
     )
 ).pipe(
   Command.withDescription("Serve every tool of every toolset as one MCP server (stdio, or HTTP with --http)"),
@@ -335,7 +336,7 @@ const runner = Command.make(
   (options) =>
     lazy(
       () => import("./Runner.ts"),
-      (Runner) => Runner.run(options)
+      (Runner) => SignalExit.runsUntilSignal(Runner.run(options))
     )
 ).pipe(
   Command.withDescription("Run a cluster runner that hosts toolsets for `--cluster` clients, until SIGTERM"),

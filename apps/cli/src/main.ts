@@ -16,6 +16,7 @@ import * as Runtime from "effect/Runtime"
 import * as ConfigProblems from "./ConfigProblems.ts"
 import { toolvisor } from "./commands.ts"
 import * as Log from "./Log.ts"
+import * as SignalExit from "./SignalExit.ts"
 
 const version = "0.1.0"
 
@@ -110,11 +111,15 @@ const exitFlushed = (code: number, signalled: boolean): void => {
 /** How long a shutdown a signal asked for waits for a reader to take what is left of the output. */
 const signalledFlushMillis = 1_000
 
-/** Like NodeRuntime.runMain, but a signal-driven shutdown that completed cleanly exits 0. */
+/**
+ * Like NodeRuntime.runMain, but a signal-driven shutdown that completed cleanly exits as
+ * `SignalExit` says: 0 for a command that runs until a signal, 128 + the signal's number for one
+ * it cut short.
+ */
 const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
-  let signalled = false
-  const onSignal = () => {
-    signalled = true
+  let signalled: NodeJS.Signals | undefined
+  const onSignal = (signal: NodeJS.Signals) => {
+    signalled = signal
     fiber.interruptUnsafe(fiber.id)
   }
   process.on("SIGINT", onSignal)
@@ -122,9 +127,13 @@ const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
   fiber.addObserver((exit) => {
     process.off("SIGINT", onSignal)
     process.off("SIGTERM", onSignal)
-    if (signalled && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) return exitFlushed(0, true)
+    if (signalled !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+      const { code, message } = SignalExit.outcome(signalled)
+      if (message !== undefined) process.stderr.write(`${Log.plain("WARN", message)}\n`)
+      return exitFlushed(code, true)
+    }
     // Everything is closed by now; leave with the code the command chose (process.exitCode).
-    teardown(exit, (code) => exitFlushed(code === 0 ? Number(process.exitCode ?? 0) : code, signalled))
+    teardown(exit, (code) => exitFlushed(code === 0 ? Number(process.exitCode ?? 0) : code, signalled !== undefined))
   })
 })
 

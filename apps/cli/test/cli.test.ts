@@ -1,4 +1,7 @@
 import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
@@ -12,6 +15,7 @@ import {
   Session,
   tsProject,
   tsServer,
+  until,
   writeConfig,
   yaml
 } from "./helpers.ts"
@@ -93,6 +97,28 @@ describe("toolvisor run --json", () => {
 
 describe("toolvisor one-shot commands", () => {
   const good = () => writeConfig(yaml([mcpEntry("fx")]))
+
+  it("a call cut short by SIGINT or SIGTERM exits 130 or 143 and says so", async () => {
+    for (const [signal, code] of [
+      ["SIGINT", 130],
+      ["SIGTERM", 143]
+    ] as const) {
+      const calls = NodePath.join(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvisor-cut-")), "calls")
+      const config = writeConfig(yaml([mcpEntry("fx", ["        env:", `          FIXTURE_CALLS_FILE: "${calls}"`])]))
+      const child = NodeChildProcess.spawn(process.execPath, cliArgs(["call", config, "fx_sleep", '{"ms":60000}']), {
+        cwd: root,
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stderr = ""
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (exitCode) => resolve(exitCode)))
+      await until(() => NodeFs.existsSync(calls) && NodeFs.readFileSync(calls, "utf8").includes("sleep"), 30_000)
+      child.kill(signal)
+      // It exited 0 with nothing said: `toolvisor call … && next` went on as if the call had finished.
+      assert.strictEqual(await exited, code, stderr)
+      assert.include(stderr, `WARN interrupted by ${signal} before the command finished`)
+    }
+  })
 
   it("status exits 0 when every required toolset is Ready, 1 when one is not", async () => {
     const ok = await runCli(["status", good(), "--json"])
