@@ -97,8 +97,21 @@ export const Spawned = Context.Reference<((pid: number) => void) | undefined>("@
   defaultValue: () => undefined
 })
 
-/** Lines a runtime prints after the error itself: a stack frame, a version banner, a blank. */
-const noise = [/^\s*$/, /^\s+at\s/, /^Node\.js v\d/, /^\s*\^+\s*$/, /^Traceback \(most recent call last\)/]
+/**
+ * Lines a runtime prints after the error itself: a stack frame, a version banner, a blank; and
+ * npm's (`npx` servers) advice and log path after a failed install, which hid the line saying
+ * what failed (`… is not in this registry`).
+ */
+const noise = [
+  /^\s*$/,
+  /^\s+at\s/,
+  /^Node\.js v\d/,
+  /^\s*\^+\s*$/,
+  /^Traceback \(most recent call last\)/,
+  /^npm (error|ERR!)(\s+\d{3})?\s*$/,
+  /^npm (error|ERR!) A complete log of this run can be found in/,
+  /^npm (error|ERR!)( \d{3})? (Note that you can also install from a|tarball, folder, http url, or git url)/
+]
 
 /** An error-looking line says why; otherwise the last line that is not noise. */
 const telling = /\b(error|exception|fatal|panic|denied|not found|no such|cannot|can't|unable|failed|invalid)\b/i

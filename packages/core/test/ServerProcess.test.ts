@@ -385,6 +385,23 @@ describe("ServerProcess.meaningfulLine", () => {
     assert.strictEqual(ServerProcess.meaningfulLine(lines), "Error: listen EADDRINUSE: address already in use :::3001")
   })
 
+  it("quotes what npm could not install, not its advice or the path of its log", () => {
+    const lines = [
+      "npm error code E404",
+      "npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-filesytem - Not found",
+      "npm error 404",
+      "npm error 404  '@modelcontextprotocol/server-filesytem@*' is not in this registry.",
+      "npm error 404",
+      "npm error 404 Note that you can also install from a",
+      "npm error 404 tarball, folder, http url, or git url.",
+      "npm error A complete log of this run can be found in: /root/.npm/_logs/2026-11-27T12_00_00_000Z-debug-0.log"
+    ]
+    assert.strictEqual(
+      ServerProcess.meaningfulLine(lines),
+      "npm error 404  '@modelcontextprotocol/server-filesytem@*' is not in this registry."
+    )
+  })
+
   it("takes the last line that is not noise when nothing looks like an error", () => {
     assert.strictEqual(ServerProcess.meaningfulLine(["hello", "bye", "", "Node.js v22.1.0"]), "bye")
     assert.isUndefined(ServerProcess.meaningfulLine(["", "Node.js v22.1.0"]))
