@@ -111,6 +111,29 @@ describe("ToolsetRegistry.make", () => {
     })
   )
 
+  it.live("a tool another agent offers is unknown to this one, and the error names the agent that offers it", () =>
+    Effect.gen(function* () {
+      const fx = fixtureEntry("fx", { prefix: "fx" })
+      const rv = fixtureEntry("rv", { prefix: "rv" })
+      const { registry, close } = yield* open(
+        config(
+          [fx, rv],
+          [
+            { name: "coder", toolsets: [fx.identity] },
+            { name: "reviewer", toolsets: [rv.identity] }
+          ]
+        )
+      )
+      yield* registry.start
+      // "no tool named" alone, while status showed the toolset Ready, read as a lie.
+      const error = yield* Effect.flip(registry.callTool("rv_echo", { message: "x" }))
+      assert.strictEqual(error._tag, "UnknownTool")
+      assert.include(error.message, 'agent "reviewer" offers it')
+      assert.strictEqual(text(yield* registry.callTool("rv_echo", { message: "x" }, "reviewer")), "x")
+      yield* close
+    })
+  )
+
   it.live("a stopped toolset's tools leave the catalog, which says why, and come back when it starts", () =>
     Effect.gen(function* () {
       const { registry, close } = yield* open(

@@ -244,6 +244,7 @@ export const make = (
 
     const routing = Routing.make({
       entries: agentEntries,
+      agents: agentNames,
       version: () => version,
       status: SubscriptionRef.changes(board),
       start: (entry) => Effect.ignore(startOne(entry)),

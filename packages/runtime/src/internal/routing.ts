@@ -34,6 +34,8 @@ export interface Entry {
 export interface Options {
   /** The agents' toolsets, in config order, as they run now. */
   readonly entries: (agent: string) => Effect.Effect<ReadonlyArray<Entry>, ToolsetRegistry.UnknownAgent>
+  /** Every agent of the config, by name. */
+  readonly agents: () => ReadonlyArray<string>
   /** Moves whenever a toolset's status, a listing, the config or the running set changes. */
   readonly version: () => number
   /** The registry's status stream: each emission may change a catalog. */
@@ -286,7 +288,27 @@ export const make = (options: Options): Routing => {
   /** A name as an error quotes it: the caller's, so a long one is cut (a 100 KB name made a 100 KB answer). */
   const shown = (tool: string) => (tool.length > 200 ? `${tool.slice(0, 200)}… (${tool.length} characters)` : tool)
 
-  const unknownTool = (tool: string, current: Catalog.Catalog, members: ReadonlyArray<Member>) => {
+  /**
+   * The other agents whose catalogs offer `tool`: with several agents a caller easily asks the
+   * wrong one (the first is the default), and "no tool named" about a tool `status` shows Ready
+   * reads as a lie.
+   */
+  const offeredElsewhere = (tool: string, agent: string) =>
+    Effect.filter(
+      options.agents().filter((other) => other !== agent),
+      (other) =>
+        Effect.match(routed(other), {
+          onFailure: () => false,
+          onSuccess: (r) => r.routes.has(tool)
+        })
+    )
+
+  const unknownTool = (
+    tool: string,
+    current: Catalog.Catalog,
+    members: ReadonlyArray<Member>,
+    elsewhere: ReadonlyArray<string>
+  ) => {
     const near = Catalog.nearNames(
       tool,
       current.tools.map((t) => t.name)
@@ -302,7 +324,10 @@ export const make = (options: Options): Routing => {
       message: [
         `no tool named "${shown(tool)}"`,
         near.length > 0 ? ` (did you mean ${near.map((n) => `"${n}"`).join(", ")}?)` : "",
-        couldOwn.length === 0 ? "" : `; not ready: ${couldOwn.map((m) => `${m.toolset} (${m.state})`).join(", ")}`
+        couldOwn.length === 0 ? "" : `; not ready: ${couldOwn.map((m) => `${m.toolset} (${m.state})`).join(", ")}`,
+        elsewhere.length === 0
+          ? ""
+          : `; ${elsewhere.length === 1 ? "agent" : "agents"} ${elsewhere.map((a) => `"${a}"`).join(", ")} ${elsewhere.length === 1 ? "offers" : "offer"} it (choose the agent to call it)`
       ].join("")
     })
   }
@@ -320,15 +345,17 @@ export const make = (options: Options): Routing => {
       return Effect.flatMap(routed(agent), (now) => {
         const late = now.routes.get(tool)
         if (late !== undefined) return invoke(fiber, late, args, callOptions)
+        const unknown = (at: Routed) =>
+          Effect.flatMap(offeredElsewhere(tool, agent), (elsewhere) =>
+            Effect.fail(unknownTool(tool, at.catalog, at.members, elsewhere))
+          )
         return Effect.flatMap(settleUnlisted(now.members), (waited) =>
           waited
             ? Effect.flatMap(routed(agent), (again) => {
                 const settled = again.routes.get(tool)
-                return settled === undefined
-                  ? Effect.fail(unknownTool(tool, again.catalog, again.members))
-                  : invoke(fiber, settled, args, callOptions)
+                return settled === undefined ? unknown(again) : invoke(fiber, settled, args, callOptions)
               })
-            : Effect.fail(unknownTool(tool, now.catalog, now.members))
+            : unknown(now)
         )
       })
     })
