@@ -289,12 +289,40 @@ const settle = <A>(
             path: lack.path,
             message: `toolset ${toolset.name} will not start: ${lack.message}`
           }))
-        )
+        ),
+        ...surprises(resolution.config)
       ],
       secrets
     )
     return Effect.succeed({ ...resolution.config, format: format.name, warnings, folder: pending.folder })
   })
+
+/** A `~` path segment: a shell expands it, but no shell runs a server, so it names a folder called `~`. */
+const hasTilde = (path: string | undefined) =>
+  path !== undefined && (path === "~" || path.startsWith("~/") || path.includes("/~/") || path.endsWith("/~"))
+
+/**
+ * What loads but cannot be what the user meant: a config with no toolset at all (its commands
+ * succeeded with an empty table and nothing said; one whose toolsets are all skipped says so
+ * already), and `~` in a server's command or folder. (One agent without toolsets is common: a
+ * coordinator that only hands work to others.)
+ */
+const surprises = (config: AgentConfig.Config): ReadonlyArray<ConfigError.Issue> => [
+  ...(config.toolsets.length === 0 && config.skipped.length === 0
+    ? [{ path: "", message: "no toolset Toolvisor runs (an MCP or LSP server): there is nothing to supervise" }]
+    : []),
+  ...config.toolsets.flatMap((toolset) => {
+    const { transport } = toolset
+    if (transport._tag !== "stdio") return []
+    return [
+      ...(hasTilde(transport.command) ? [{ path: `${toolset.path}.command`, field: "command" }] : []),
+      ...(hasTilde(transport.cwd) ? [{ path: `${toolset.path}.working_dir`, field: "working_dir" }] : [])
+    ].map(({ path, field }) => ({
+      path,
+      message: `"~" in ${field} is not expanded (no shell runs the server): write \${userHome} instead`
+    }))
+  })
+]
 
 /** Parses config text. Pure: no file access; relative paths resolve against `options.baseDir`. */
 export const parse = (

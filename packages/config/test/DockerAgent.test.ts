@@ -166,8 +166,25 @@ agents:
   b: { colour: blue }
 `)
       assert.deepStrictEqual(config.warnings, [
-        { path: "agents.a.colour", message: "`colour` is not an agent field Toolvisor knows; ignored" }
+        { path: "agents.a.colour", message: "`colour` is not an agent field Toolvisor knows; ignored" },
+        { path: "", message: "no toolset Toolvisor runs (an MCP or LSP server): there is nothing to supervise" }
       ])
+    })
+  )
+
+  it.effect("~ in a command or working_dir is a warning that says to write ${userHome}", () =>
+    Effect.gen(function* () {
+      const config = yield* parse(
+        agentYaml("      - { type: mcp, name: home, command: ~/bin/server.sh, working_dir: ~/ }\n")
+      )
+      // No shell runs a server: "~" named a folder called "~" next to the config, and nothing said so.
+      assert.deepStrictEqual(
+        config.warnings?.map((w) => `${w.path}: ${w.message}`),
+        [
+          'agents.root.toolsets[0].command: "~" in command is not expanded (no shell runs the server): write ${userHome} instead',
+          'agents.root.toolsets[0].working_dir: "~" in working_dir is not expanded (no shell runs the server): write ${userHome} instead'
+        ]
+      )
     })
   )
 
