@@ -75,11 +75,34 @@ const byRpcCode: Readonly<Record<number, Make>> = {
   [-32601]: capabilityMissing
 }
 
+/**
+ * What a URL that is not an MCP endpoint looks like to the SDK, with what to check: the wording
+ * of OpenSSL and of the SDK says neither.
+ */
+const misdirected: ReadonlyArray<readonly [string, string]> = [
+  ["wrong version number", "the server answered TLS with plain HTTP: try http:// instead of https://"],
+  [
+    "unexpected content type: text/html",
+    "the URL answered with an HTML page (a login or error page?), not MCP: check the URL and its path (often /mcp)"
+  ]
+]
+
+const transportHinted: Make = (toolset, message, cause) => {
+  const lower = message.toLowerCase()
+  const hint = misdirected.find(([needle]) => lower.includes(needle))?.[1]
+  return new LifecycleError.TransportError({
+    toolset,
+    message: `${toolset}: transport failure: ${hint === undefined ? message : `${hint} (${message.slice(0, 300)})`}`,
+    cause
+  })
+}
+
 /** Message fragments, lower-cased, in the order they are tried. */
 const byMessage: ReadonlyArray<readonly [ReadonlyArray<string>, Make]> = [
   // The SDK refuses a server that answers `initialize` with a version it does not speak: the same
   // server answers the same after a restart.
   [["protocol version is not supported"], capabilityMissing],
+  [misdirected.map(([needle]) => needle), transportHinted],
   [["failed to send initialized notification"], initNotification],
   [["session not found", "session missing", "no valid session"], sessionMissing],
   // The SDK's HTTP transports give up reconnecting their event stream: the server is gone.

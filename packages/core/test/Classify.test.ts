@@ -219,6 +219,24 @@ describe("Classify", () => {
   })
 
   describe("message text", () => {
+    it("a URL that is not an MCP endpoint says what to check: https against plain HTTP, an HTML page", () => {
+      const tls = classify(
+        new TypeError("fetch failed", {
+          cause: Object.assign(
+            new Error("C0CC8E9F:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/openssl"),
+            { code: "ERR_SSL_WRONG_VERSION_NUMBER" }
+          )
+        })
+      )
+      assert.strictEqual(tls._tag, "TransportError")
+      assert.include(tls.message, "try http:// instead of https://")
+      const html = classify(
+        Object.assign(new Error("Streamable HTTP error: Unexpected content type: text/html"), { code: -1 })
+      )
+      assert.strictEqual(html._tag, "TransportError")
+      assert.include(html.message, "the URL answered with an HTML page (a login or error page?), not MCP")
+    })
+
     it("the SDK's refusal of a server's protocol version is CapabilityMissing, and permanent", () => {
       const classified = classify(new Error("Server's protocol version is not supported: 1999-01-01"))
       assert.instanceOf(classified, LifecycleError.CapabilityMissing)
