@@ -6,6 +6,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { config, open } from "../../../test/support/Registry.ts"
+import * as SamplingPrompt from "../src/internal/samplingPrompt.ts"
 import * as RegistryToolkit from "../src/RegistryToolkit.ts"
 import * as ToolNames from "../src/ToolNames.ts"
 import * as ToolOutput from "../src/ToolOutput.ts"
@@ -106,4 +107,14 @@ describe("RegistryToolkit.fromCatalog", () => {
       yield* close
     })
   )
+})
+
+describe("SamplingPrompt", () => {
+  it("caps what a server may have the model write at maxTokens", () => {
+    const asked = (maxTokens: number) =>
+      SamplingPrompt.of({ messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens })
+    // 1e15 reached the provider as asked.
+    assert.strictEqual(asked(1e15).maxTokens, SamplingPrompt.maxTokens)
+    assert.strictEqual(asked(200).maxTokens, 200)
+  })
 })

@@ -8,9 +8,11 @@ import * as NodeOs from "node:os"
 import * as NodeUrl from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { CallOrigin, Redaction } from "@toolvisor/core"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as Elicitation from "../src/Elicitation.ts"
@@ -96,6 +98,46 @@ describe("client features of server-everything", () => {
       const asked = JSON.stringify(seen[0]?.params)
       assert.notInclude(asked, secret)
       assert.include(asked, `summarize the account of key ${Redaction.mask}`)
+      yield* close
+    })
+  )
+
+  it.live("at most 4 of a server's sampling requests are answered at once; the rest are refused, not queued", () =>
+    Effect.gen(function* () {
+      const release = yield* Deferred.make<void>()
+      let inService = 0
+      let most = 0
+      const slow = recordingSampling([], {
+        createMessage: () =>
+          Effect.gen(function* () {
+            inService += 1
+            most = Math.max(most, inService)
+            yield* Deferred.await(release)
+            inService -= 1
+            return { role: "assistant" as const, content: { type: "text" as const, text: "sampled" }, model: "m" }
+          })
+      })
+      const { toolset, close } = yield* open({ features: { sampling: slow } })
+      const calls = yield* Effect.forEach(
+        Array.from({ length: 6 }, (_, i) => i),
+        (i) =>
+          Effect.forkChild(
+            toolset.callTool("trigger-sampling-request", { prompt: `p${i}` }).pipe(CallOrigin.attach(alice)),
+            {
+              startImmediately: true
+            }
+          )
+      )
+      // Four get in and wait; the two past the bound are refused at once, so their calls end first.
+      yield* Effect.sync(
+        () => inService === 4 && calls.filter((call) => call.pollUnsafe() !== undefined).length === 2
+      ).pipe(Effect.repeat({ until: (settled) => settled, schedule: Schedule.spaced("10 millis"), times: 1000 }))
+      yield* Deferred.succeed(release, undefined)
+      const results = yield* Fiber.joinAll(calls)
+      assert.strictEqual(most, 4)
+      const texts = results.map(textOf)
+      assert.strictEqual(texts.filter((t) => t.includes("sampled")).length, 4)
+      assert.strictEqual(texts.filter((t) => t.includes("4 are being answered already")).length, 2)
       yield* close
     })
   )

@@ -33,9 +33,15 @@ const textOf = (part: Part): string => {
   }
 }
 
+/**
+ * The most tokens a server may have the agent's model write for it. A server asks for what its
+ * answer needs; `maxTokens: 1e15` reached the provider as is, a budget no answer needs.
+ */
+export const maxTokens = 16_384
+
 export const of = (params: Params): SamplingPrompt => ({
   system: params.systemPrompt,
-  maxTokens: params.maxTokens,
+  maxTokens: Math.min(params.maxTokens, maxTokens),
   turns: params.messages.map((message) => ({
     role: message.role,
     text: (Array.isArray(message.content) ? message.content : [message.content]).map(textOf).join("\n")

@@ -52,6 +52,12 @@ const maxMessages = 1_000
 const maxElicitationBytes = 256 * 1024
 const maxFields = 100
 
+/**
+ * How many of a server's sampling (or elicitation) requests may be answered at once: each runs the
+ * agent's model (or asks a person). A hostile server fired 300 at once, and 300 model calls ran.
+ */
+export const maxInFlight = 4
+
 /** A server's request, refused before any service saw it. */
 const refuse = (name: string, method: string, reason: string) =>
   new McpError(-32602, `${name}: ${method} refused: ${reason}`)
@@ -85,6 +91,19 @@ export const provides =
   (client: Client): ClientCapabilities => {
     const { name, features } = options
     const declines = LogThrottle.make()
+    /** Runs `answer` unless `maxInFlight` of `method` are being answered already. */
+    const inFlight = { "sampling/createMessage": 0, "elicitation/create": 0 }
+    const bounded = async <A>(method: keyof typeof inFlight, answer: () => Promise<A>): Promise<A> => {
+      if (inFlight[method] >= maxInFlight) {
+        throw refuse(name, method, `${maxInFlight} are being answered already; ask again once one is done`)
+      }
+      inFlight[method] += 1
+      try {
+        return await answer()
+      } finally {
+        inFlight[method] -= 1
+      }
+    }
     const capabilities: { -readonly [K in keyof ClientCapabilities]: ClientCapabilities[K] } = {}
 
     /** The origin to hand on, or `undefined` with the request logged as declined. */
@@ -110,60 +129,69 @@ export const provides =
     // The SDK accepts a handler only for a capability already declared.
     client.registerCapabilities(capabilities)
     if (sampling !== undefined) {
-      client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-        const { params } = request
-        const refused =
-          tooBig(params, maxSamplingBytes) ??
-          (Schema.is(SamplingBounds)(params) ? undefined : `more than ${maxMessages} messages or no positive maxTokens`)
-        if (refused !== undefined) throw refuse(name, "sampling/createMessage", refused)
-        if (!sampling.tools && (params.tools !== undefined || params.toolChoice !== undefined)) {
-          throw refuse(name, "sampling/createMessage", "it offers tools, which this client did not declare")
-        }
-        const who = originFor("sampling/createMessage", sampling.withoutOrigin)
-        if (who.declined) {
-          await run(who.log, extra.signal)
-          throw new McpError(rejected, "the client declined to sample: no call of its user is known to have caused it")
-        }
-        const exit = await run(
-          Effect.flatMap(masked(params), (shown) =>
-            sampling.createMessage({ toolset: name, params: shown, origin: who.origin })
-          ),
-          extra.signal
-        )
-        if (Exit.isSuccess(exit)) return exit.value
-        const failure = Cause.findErrorOption(exit.cause)
-        if (failure._tag === "Some") throw new McpError(rejected, failure.value.message)
-        await run(Effect.logError(`${name}: sampling failed`, exit.cause), extra.signal)
-        throw new McpError(rejected, "the client could not sample")
-      })
+      client.setRequestHandler(CreateMessageRequestSchema, (request, extra) =>
+        bounded("sampling/createMessage", async () => {
+          const { params } = request
+          const refused =
+            tooBig(params, maxSamplingBytes) ??
+            (Schema.is(SamplingBounds)(params)
+              ? undefined
+              : `more than ${maxMessages} messages or no positive maxTokens`)
+          if (refused !== undefined) throw refuse(name, "sampling/createMessage", refused)
+          if (!sampling.tools && (params.tools !== undefined || params.toolChoice !== undefined)) {
+            throw refuse(name, "sampling/createMessage", "it offers tools, which this client did not declare")
+          }
+          const who = originFor("sampling/createMessage", sampling.withoutOrigin)
+          if (who.declined) {
+            await run(who.log, extra.signal)
+            throw new McpError(
+              rejected,
+              "the client declined to sample: no call of its user is known to have caused it"
+            )
+          }
+          const exit = await run(
+            Effect.flatMap(masked(params), (shown) =>
+              sampling.createMessage({ toolset: name, params: shown, origin: who.origin })
+            ),
+            extra.signal
+          )
+          if (Exit.isSuccess(exit)) return exit.value
+          const failure = Cause.findErrorOption(exit.cause)
+          if (failure._tag === "Some") throw new McpError(rejected, failure.value.message)
+          await run(Effect.logError(`${name}: sampling failed`, exit.cause), extra.signal)
+          throw new McpError(rejected, "the client could not sample")
+        })
+      )
     }
     if (elicitation !== undefined) {
-      client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
-        const refused = tooBig(request.params, maxElicitationBytes)
-        if (refused !== undefined) throw refuse(name, "elicitation/create", refused)
-        const decoded = Schema.decodeUnknownExit(Elicitation.Params)({ mode: "form", ...request.params })
-        if (Exit.isFailure(decoded)) {
-          throw refuse(name, "elicitation/create", Redaction.redact(Cause.pretty(decoded.cause)))
-        }
-        const params = decoded.value
-        if (params.mode === "form" && Object.keys(params.requestedSchema.properties).length > maxFields) {
-          throw refuse(name, "elicitation/create", `a form of more than ${maxFields} fields`)
-        }
-        const who = originFor("elicitation/create", elicitation.withoutOrigin)
-        if (who.declined) {
-          await run(who.log, extra.signal)
-          return { action: "decline" as const }
-        }
-        const exit = await run(
-          Effect.flatMap(masked(params), (shown) =>
-            elicitation.elicit({ toolset: name, params: shown, origin: who.origin })
-          ),
-          extra.signal
-        )
-        if (Exit.isSuccess(exit)) return exit.value
-        await run(Effect.logError(`${name}: elicitation failed`, exit.cause), extra.signal)
-        return { action: "cancel" as const }
-      })
+      client.setRequestHandler(ElicitRequestSchema, (request, extra) =>
+        bounded("elicitation/create", async () => {
+          const refused = tooBig(request.params, maxElicitationBytes)
+          if (refused !== undefined) throw refuse(name, "elicitation/create", refused)
+          const decoded = Schema.decodeUnknownExit(Elicitation.Params)({ mode: "form", ...request.params })
+          if (Exit.isFailure(decoded)) {
+            throw refuse(name, "elicitation/create", Redaction.redact(Cause.pretty(decoded.cause)))
+          }
+          const params = decoded.value
+          if (params.mode === "form" && Object.keys(params.requestedSchema.properties).length > maxFields) {
+            throw refuse(name, "elicitation/create", `a form of more than ${maxFields} fields`)
+          }
+          const who = originFor("elicitation/create", elicitation.withoutOrigin)
+          if (who.declined) {
+            await run(who.log, extra.signal)
+            return { action: "decline" as const }
+          }
+          const exit = await run(
+            Effect.flatMap(masked(params), (shown) =>
+              elicitation.elicit({ toolset: name, params: shown, origin: who.origin })
+            ),
+            extra.signal
+          )
+          if (Exit.isSuccess(exit)) return exit.value
+          await run(Effect.logError(`${name}: elicitation failed`, exit.cause), extra.signal)
+          return { action: "cancel" as const }
+        })
+      )
     }
     if (roots !== undefined) {
       client.setRequestHandler(ListRootsRequestSchema, async (_request, extra) => {
