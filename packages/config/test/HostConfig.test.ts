@@ -151,6 +151,31 @@ describe("HostConfig: each host's fields", () => {
     })
   )
 
+  it.effect("a near miss of a field Toolvisor reads is an error that names it; another host's field a warning", () =>
+    Effect.gen(function* () {
+      // Ignored with a warning, `arg` ran bare `node` (which waits on stdin) and `envs` dropped the variables.
+      const found = yield* issues(
+        '{ "mcpServers": { "a": { "command": "node", "arg": ["s.js"], "envs": { "K": "v" } }, "b": { "comand": "x" } } }'
+      )
+      assert.includeDeepMembers(
+        [...found.issues],
+        [
+          { path: "mcpServers.a.arg", message: "Unknown field `arg`; did you mean `args`?" },
+          { path: "mcpServers.a.envs", message: "Unknown field `envs`; did you mean `env`?" },
+          { path: "mcpServers.b.comand", message: "Unknown field `comand`; did you mean `command`?" }
+        ]
+      )
+      const vscode = yield* host(
+        '{ "servers": { "v": { "command": "x", "dev": { "watch": "src/**" } } } }',
+        "/p/.vscode/mcp.json"
+      )
+      assert.deepStrictEqual(
+        vscode.warnings?.map((w) => w.path),
+        ["servers.v.dev"]
+      )
+    })
+  )
+
   it.effect("a timeout becomes call_timeout (Cline: seconds, Gemini: milliseconds); disabled tools a deny list", () =>
     Effect.gen(function* () {
       const cline = yield* host(

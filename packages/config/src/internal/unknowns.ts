@@ -86,13 +86,27 @@ export const agentFile = (document: Readonly<Record<string, unknown>>): Notes =>
 
 const honoured: ReadonlySet<string> = new Set(HostConfig.honouredFields)
 
+/** Other hosts' fields a letter or two from one Toolvisor reads: VS Code's `dev` (watch and debug) is no `env`. */
+const foreignNearMisses: ReadonlySet<string> = new Set(["dev"])
+
 /** A host's server map: other hosts' per-server fields, and misspelt transport types. */
 export const hostServers = (servers: unknown, at: string, format: string): Notes => {
   const entries = Predicate.isObject(servers)
     ? Object.entries(servers).map(([key, server]) => [ConfigError.childPath(at, key), server] as const)
     : []
-  const warnings = unknownFields(entries, honoured, (field) => `\`${field}\` has no meaning in Toolvisor; ignored`)
-  const errors: Array<ConfigError.Issue> = []
+  const unknown = unknownFields(entries, honoured, (field) => `\`${field}\` has no meaning in Toolvisor; ignored`)
+  // Another host's field is ignored with a warning; a near miss of one Toolvisor reads (`arg`,
+  // `envs`, `comand`) is a typo, and ignoring it ran the server without its arguments or variables.
+  const typos = unknown.flatMap((issue) => {
+    const field = issue.path.slice(issue.path.lastIndexOf(".") + 1)
+    const near = foreignNearMisses.has(field) ? undefined : ConfigError.didYouMean(field, HostConfig.honouredFields)
+    return near === undefined
+      ? []
+      : [{ path: issue.path, message: `Unknown field \`${field}\`; did you mean \`${near}\`?` }]
+  })
+  const typoPaths = new Set(typos.map((typo) => typo.path))
+  const warnings = unknown.filter((issue) => !typoPaths.has(issue.path))
+  const errors: Array<ConfigError.Issue> = [...typos]
   for (const [path, server] of entries) {
     if (!Predicate.isObject(server)) continue
     const typo = typeTypo(server.type, path, HostConfig.serverTypes)
