@@ -110,7 +110,8 @@ const searchAiTool = (
     inputSchema: jsonSchema(Deferral.parameters),
     execute: async (input, options) => {
       const { query, limit } = Deferral.argsOf(input)
-      const exit = await Effect.runPromiseExit(registry.searchTools(query, { limit, agent }), {
+      const asked = Deferral.catalogQuery(query, (name) => names().fromModel.get(name))
+      const exit = await Effect.runPromiseExit(registry.searchTools(asked, { limit, agent }), {
         signal: options.abortSignal
       })
       if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)

@@ -137,7 +137,8 @@ export const searchTool = (
   tool: annotated(dynamicTool(Deferral.name, Deferral.description, Deferral.parameters), { readOnlyHint: true }),
   handler: (params) => {
     const { query, limit } = Deferral.argsOf(params)
-    return registry.searchTools(query, { limit, agent: options.agent }).pipe(
+    const asked = Deferral.catalogQuery(query, (name) => names.fromModel.get(name))
+    return registry.searchTools(asked, { limit, agent: options.agent }).pipe(
       Effect.map((result) => {
         Deferral.load(loaded, result)
         const text = Deferral.render(result, query, (name) => names.toModel.get(name) ?? name)

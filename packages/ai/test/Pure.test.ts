@@ -1,6 +1,6 @@
 /** The pure parts: provider-safe names, what the model reads of a result, and the tool definitions. */
 import { assert, describe, it } from "@effect/vitest"
-import type { Catalog } from "@toolvisor/runtime"
+import { type Catalog, Deferral } from "@toolvisor/runtime"
 import * as Tool from "effect/ai/Tool"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -116,5 +116,20 @@ describe("SamplingPrompt", () => {
     // 1e15 reached the provider as asked.
     assert.strictEqual(asked(1e15).maxTokens, SamplingPrompt.maxTokens)
     assert.strictEqual(asked(200).maxTokens, 200)
+  })
+})
+
+describe("select: with the names the model was shown", () => {
+  it("turns a rewritten name back into the catalog's; other names and ranked queries pass as written", () => {
+    const names = ToolNames.make(["h_uni\u00e7\u00f8de", "everything_echo"])
+    const shown = names.toModel.get("h_uni\u00e7\u00f8de")!
+    assert.notStrictEqual(shown, "h_uni\u00e7\u00f8de")
+    const fromModel = (name: string) => names.fromModel.get(name)
+    // The model selected the name the search had shown it, and was told "No tool named".
+    assert.strictEqual(
+      Deferral.catalogQuery(`select:${shown}, everything_echo,nope`, fromModel),
+      "select:h_uni\u00e7\u00f8de,everything_echo,nope"
+    )
+    assert.strictEqual(Deferral.catalogQuery("echo a message", fromModel), "echo a message")
   })
 })

@@ -54,6 +54,18 @@ export const hasDeferred = (catalog: Catalog.Catalog): boolean => catalog.tools.
 export const isOffered = (entry: Catalog.Entry, loaded: ReadonlySet<string>): boolean =>
   entry.deferred !== true || loaded.has(entry.name)
 
+/**
+ * A query as the registry searches it: the names of a `select:` are the model's, and a name a
+ * provider would refuse is shown to the model rewritten (`ToolNames`), so each is turned back into
+ * the catalog's. Answered with the rewritten names it had been shown, `select:` said "no tool".
+ */
+export const catalogQuery = (query: string, fromModel: (name: string) => string | undefined): string => {
+  const select = /^(\s*select:)(.*)$/is.exec(query)
+  if (select === null) return query
+  const names = (select[2] ?? "").split(",").map((name) => fromModel(name.trim()) ?? name)
+  return `${select[1]}${names.join(",")}`
+}
+
 /** Records what a search returned as loaded for the conversation. */
 export const load = (loaded: Set<string>, result: ToolSearch.Result): void => {
   for (const hit of result.hits) if (hit.deferred) loaded.add(hit.name)
