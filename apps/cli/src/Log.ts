@@ -38,7 +38,7 @@ export const causeText = (cause: Cause.Cause<unknown>): string => {
  */
 export const lines = (options: Logger.Options<unknown>): ReadonlyArray<string> => {
   const messages = Array.isArray(options.message) ? options.message : [options.message]
-  const head = [options.date.toISOString().slice(11, 23), options.logLevel.toUpperCase(), ...messages.map(messageOf)]
+  const head = [Printable.timeOfDay(options.date), options.logLevel.toUpperCase(), ...messages.map(messageOf)]
   const [first = "", ...rest] = head.join(" ").replaceAll("\r\n", "\n").split("\n")
   const tail: Array<string> = []
   if (options.cause.reasons.length > 0) tail.push(`(${causeText(options.cause)})`)
@@ -49,7 +49,7 @@ export const lines = (options: Logger.Options<unknown>): ReadonlyArray<string> =
 
 /** A line in the same format, written where no logger runs any more (the process is leaving). */
 export const plain = (level: string, message: string): string =>
-  Printable.line(`${new Date().toISOString().slice(11, 23)} ${level} ${message}`)
+  Printable.line(`${Printable.timeOfDay(new Date())} ${level} ${message}`)
 
 /** One entry on one line, for a pane that gives each entry a row. */
 export const format = (options: Logger.Options<unknown>): string => lines(options).join(" ")

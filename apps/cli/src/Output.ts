@@ -148,7 +148,7 @@ export const problems = (board: ReadonlyArray<State.StatusSnapshot>, config?: st
 /** One line per transition, for logs and pipes; `config` is the config's path, for the commands it names. */
 export const transitionLine = (event: ToolsetRegistry.ToolsetEvent, config?: string): string => {
   const s = event.snapshot
-  const at = new Date(s.since).toISOString().slice(11, 23)
+  const at = Printable.timeOfDay(new Date(s.since))
   const details = [
     s.toolCount === undefined ? undefined : `${s.toolCount} tools`,
     s.pid === undefined ? undefined : `pid ${s.pid}`,

@@ -37,3 +37,6 @@ const unicodeEscape = (char: string) => `\\u${char.charCodeAt(0).toString(16).pa
 
 /** A value as one JSON line that is safe on a terminal and parses to the same value. */
 export const json = (value: unknown): string => JSON.stringify(value).replace(rawInJson, unicodeEscape)
+
+/** The UTC time of day, to the millisecond, as every line the CLI writes starts (`12:00:00.000`). */
+export const timeOfDay = (date: Date): string => date.toISOString().slice(11, 23)

@@ -26,4 +26,4 @@ const source = (event: McpSurfaces.LogEvent): string =>
 
 /** `HH:MM:SS.mmm LEVEL [toolset/logger] data`, the CLI's log format with the server named. */
 export const line = (event: McpSurfaces.LogEvent, at: Date = new Date()): string =>
-  `${at.toISOString().slice(11, 23)} ${event.level.toUpperCase()} [${Printable.line(source(event))}] ${Printable.line(Output.truncate(dataText(event.data), maxData))}`
+  `${Printable.timeOfDay(at)} ${event.level.toUpperCase()} [${Printable.line(source(event))}] ${Printable.line(Output.truncate(dataText(event.data), maxData))}`
