@@ -70,6 +70,8 @@ interface Entry {
 interface Refusal {
   readonly message: string
   readonly cause?: unknown
+  /** No call caused the request: declined by policy, not through a fault of anyone's. */
+  readonly unattributed?: boolean
 }
 
 export const make = (): Clients => {
@@ -104,12 +106,16 @@ export const make = (): Clients => {
     }
   }
 
-  /** A refusal is logged with the toolset and what it asked. */
+  /**
+   * A refusal is logged with the toolset and what it asked: as a warning, except a roots request
+   * no call caused — what the spec has a server do when its session begins, which it then does
+   * without — so that every start of a gateway does not warn.
+   */
   const logged =
     (method: string, toolset: string) =>
     <A>(effect: Effect.Effect<A, Refusal>): Effect.Effect<A, Refusal> =>
       Effect.tapError(effect, (refusal) =>
-        declines.warn(
+        (refusal.unattributed === true && method === "roots/list" ? declines.info : declines.warn)(
           `${toolset} ${method} ${refusal.message}`,
           `${toolset}: declined the server's ${method}: ${refusal.message}`
         )
@@ -129,12 +135,11 @@ export const make = (): Clients => {
       const entry = origin === undefined ? undefined : sessions.get(origin.key)
       const first = entry?.calls[0]
       if (entry === undefined || first === undefined) {
-        return Effect.fail({
-          message:
-            origin === undefined
-              ? "no call of a gateway session is known to have caused it"
-              : "the session whose call caused it has no call in flight or has closed"
-        })
+        return Effect.fail(
+          origin === undefined
+            ? { message: "no call of a gateway session is known to have caused it", unattributed: true }
+            : { message: "the session whose call caused it has no call in flight or has closed" }
+        )
       }
       const missing = lacks(entry.server.getClientCapabilities() ?? {})
       if (missing !== undefined) return Effect.fail({ message: `the calling session's client ${missing}` })

@@ -23,4 +23,20 @@ describe("LogThrottle", () => {
       assert.deepStrictEqual(lines, ["declined #0", "declined roots", "declined again (and 999 more like it before)"])
     })
   )
+
+  it.effect("info lines share the throttle and keep their level", () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const logger = Logger.make(({ logLevel, message }) => {
+        lines.push(`${logLevel} ${String(Array.isArray(message) ? message[0] : message)}`)
+      })
+      const throttle = LogThrottle.make(10_000)
+      const info = (message: string) => throttle.info("roots", message).pipe(Effect.provide(Logger.layer([logger])))
+      yield* info("declined roots")
+      yield* info("declined roots again")
+      yield* TestClock.adjust("10 seconds")
+      yield* info("declined roots later")
+      assert.deepStrictEqual(lines, ["Info declined roots", "Info declined roots later (and 1 more like it before)"])
+    })
+  )
 })
