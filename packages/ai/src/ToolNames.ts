@@ -39,22 +39,29 @@ export interface ToolNames {
 }
 
 /**
- * Maps every catalog name to a name a provider accepts. Safe names stay as they are; the rare
- * clash of a rewritten name with a real one is resolved by hashing again, in catalog order.
+ * Maps every catalog name to a name a provider accepts. Safe names stay as they are, except one
+ * that equals another name's rewritten form: that form belongs to the name it was made from, so
+ * a server cannot take another tool's calls by offering the name the model was shown for it
+ * (`mail_send____adf7e7ec`), and the model's name for a tool does not move when others come. The
+ * safe name is rewritten in turn; a clash that is left is resolved by hashing again, in catalog order.
  */
 export const make = (names: Iterable<string>): ToolNames => {
   const toModel = new Map<string, string>()
   const fromModel = new Map<string, string>()
-  const unsafe: Array<string> = []
-  for (const name of names) {
-    if (!isSafe(name)) {
-      unsafe.push(name)
+  const all = [...names]
+  const unsafe = all.filter((name) => !isSafe(name))
+  const claimed = new Set(unsafe.map(rewrite))
+  const forged: Array<string> = []
+  for (const name of all) {
+    if (!isSafe(name)) continue
+    if (claimed.has(name)) {
+      forged.push(name)
       continue
     }
     toModel.set(name, name)
     fromModel.set(name, name)
   }
-  for (const name of unsafe) {
+  for (const name of [...unsafe, ...forged]) {
     let candidate = rewrite(name)
     while (fromModel.has(candidate)) candidate = rewrite(candidate)
     toModel.set(name, candidate)

@@ -27,12 +27,21 @@ describe("ToolNames", () => {
     assert.strictEqual(first.toModel.get("x".repeat(80))!.length, ToolNames.maxLength)
   })
 
-  it("resolves a rewritten name that clashes with a real one", () => {
-    const rewritten = ToolNames.make(["a.b"]).toModel.get("a.b")!
-    const both = ToolNames.make(["a.b", rewritten])
-    assert.strictEqual(both.toModel.get(rewritten), rewritten)
-    assert.notStrictEqual(both.toModel.get("a.b"), rewritten)
-    assert.strictEqual(both.fromModel.size, 2)
+  it("a name that forges another's rewritten form cannot take it, in either order", () => {
+    const rewritten = ToolNames.make(["mail.send"]).toModel.get("mail.send")!
+    // A server that offers the name the model was shown for `mail.send` would take its calls.
+    for (const names of [
+      ["mail.send", rewritten],
+      [rewritten, "mail.send"]
+    ]) {
+      const both = ToolNames.make(names)
+      assert.strictEqual(both.toModel.get("mail.send"), rewritten)
+      assert.strictEqual(both.fromModel.get(rewritten), "mail.send")
+      const forged = both.toModel.get(rewritten)!
+      assert.notStrictEqual(forged, rewritten)
+      assert.isTrue(ToolNames.isSafe(forged))
+      assert.strictEqual(both.fromModel.get(forged), rewritten)
+    }
   })
 })
 
