@@ -111,7 +111,10 @@ describe("an unset variable is the environment's problem, not the file's", () =>
     const malformed = writeConfig(yaml([mcpEntry("bad", ['        env: { API_TOKEN: "${1BAD}" }'])]))
     const invalid = await runCli(["validate", malformed], { env: unset })
     assert.strictEqual(invalid.code, 2, invalid.stdout + invalid.stderr)
-    assert.include(invalid.stdout, "agents.root.toolsets[0].env.API_TOKEN: `${1BAD}` is not a variable reference")
+    assert.include(
+      invalid.stdout,
+      "agents.root.toolsets[0].env.API_TOKEN: The reference at character 1 of the value (not shown: its name says it is a secret) is not a variable reference"
+    )
   })
 
   it.live("status fails only the toolset that needs it, naming the variable; a required one fails the start", () =>

@@ -53,6 +53,26 @@ describe("Interpolation.expand", () => {
     assert.match(Interpolation.expand("${OPEN", {}).problems[0] ?? "", /Unterminated/)
     assert.deepStrictEqual(Interpolation.expand("${OPEN", {}).missing, [])
   })
+
+  it("a problem never quotes a secret's value, nor what a value holds before the reference", () => {
+    const { issues } = Interpolation.expandEntry(
+      {
+        env: { DB_PASSWORD: "hunter2${abc", MODE: "Zx9!hunter3${", API_KEY: "a${b c}d" },
+        headers: { Authorization: "Bearer q7Zp${x" },
+        args: ["--token=q7Zp${x", "${1BAD}"]
+      },
+      "t",
+      {}
+    )
+    const text = issues.map((issue) => `${issue.path}: ${issue.message}`).join("\n")
+    for (const secret of ["hunter2", "hunter3", "q7Zp", "b c"]) assert.notInclude(text, secret)
+    assert.include(text, "t.env.DB_PASSWORD: Unterminated `${` at character 8 of the value (not shown")
+    assert.include(text, 't.env.MODE: Unterminated `${` in "${"')
+    assert.include(text, "t.env.API_KEY: The reference at character 2 of the value (not shown")
+    assert.include(text, "t.headers.Authorization: Unterminated `${` at character 12")
+    assert.include(text, 't.args[0]: Unterminated `${` in "${x"')
+    assert.include(text, "t.args[1]: `${1BAD}` is not a variable reference")
+  })
 })
 
 describe("Interpolation in a config", () => {

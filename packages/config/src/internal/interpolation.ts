@@ -37,6 +37,12 @@ export interface Options {
    * none, since `${VAR:-default}` would break the file in that host.
    */
   readonly noDefaults?: boolean | undefined
+  /**
+   * The text is a secret's (its name says so: `DB_PASSWORD`, `Authorization`): a problem says
+   * where in it, never what it holds. Elsewhere a problem quotes the text from the reference on,
+   * never what comes before it (a token written in clear, then `${`).
+   */
+  readonly secret?: boolean | undefined
 }
 
 /** A variable (or VS Code input) the environment does not have, and what to do about it. */
@@ -142,10 +148,10 @@ export const expand = (text: string, env: Env, options: Options = {}): Expansion
   const missing: Array<Missing> = []
   const value = text.replace(
     reference,
-    (match, body: string | undefined, closed: string | undefined, bare: string | undefined) => {
+    (match, body: string | undefined, closed: string | undefined, bare: string | undefined, offset: number) => {
       if (match === "$$") return "$"
       if (closed === undefined && bare === undefined) {
-        problems.push(`Unterminated \`\${\` in "${text.slice(0, 40)}"; write $$ for a literal $`)
+        problems.push(`Unterminated \`\${\` ${where(text, offset, options)}; write $$ for a literal $`)
         return match
       }
       if (bare !== undefined && options.bare !== true) return match
@@ -153,7 +159,7 @@ export const expand = (text: string, env: Env, options: Options = {}): Expansion
       switch (found._tag) {
         case "Malformed":
           problems.push(
-            `\`${match}\` is not a variable reference; use \${NAME}, \${NAME:-default}, \${env:NAME} or \${env.NAME}`
+            `${options.secret === true ? `The reference ${where(text, offset, options)}` : `\`${Redaction.redact(match)}\``} is not a variable reference; use \${NAME}, \${NAME:-default}, \${env:NAME} or \${env.NAME}`
           )
           return match
         case "Missing":
@@ -166,6 +172,14 @@ export const expand = (text: string, env: Env, options: Options = {}): Expansion
     }
   )
   return { value, secrets, problems, missing }
+}
+
+/** Where a problem is in `text`: quoted from `offset` on, cut, unless the text is a secret's. */
+const where = (text: string, offset: number, options: Options): string => {
+  if (options.secret === true)
+    return `at character ${offset + 1} of the value (not shown: its name says it is a secret)`
+  const from = text.slice(offset)
+  return `in "${Redaction.redact(from.length > 40 ? `${from.slice(0, 40)}…` : from)}"`
 }
 
 /** Whether a value still holds a reference to something missing (see `Expansion.missing`). */
@@ -223,9 +237,13 @@ export const expandEntry = (entry: unknown, path: string, env: Env, options: Opt
   const secrets: Array<string> = []
   const issues: Array<ConfigError.Issue> = []
   const missing: Array<AgentConfig.Unresolved> = []
-  const tree = (value: unknown, at: string, read: Options): unknown => {
+  const tree = (value: unknown, at: string, read: Options, key?: string): unknown => {
     if (typeof value === "string") {
-      const expansion = expand(value, env, read)
+      const expansion = expand(
+        value,
+        env,
+        key !== undefined && Redaction.isSecretName(key) ? { ...read, secret: true } : read
+      )
       secrets.push(...expansion.secrets)
       issues.push(...expansion.problems.map((message) => ({ path: at, message })))
       missing.push(...expansion.missing.map((lack) => ({ path: at, ...lack })))
@@ -233,7 +251,7 @@ export const expandEntry = (entry: unknown, path: string, env: Env, options: Opt
     }
     if (Array.isArray(value)) return value.map((item, index) => tree(item, ConfigError.childPath(at, index), read))
     if (Predicate.isObject(value))
-      return mapEntries(value, (key, item) => tree(item, ConfigError.childPath(at, key), read))
+      return mapEntries(value, (key, item) => tree(item, ConfigError.childPath(at, key), read, key))
     return value
   }
   const fields = (value: unknown, at: string): unknown =>
