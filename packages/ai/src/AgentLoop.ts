@@ -155,14 +155,26 @@ export const make = (
       })
     )
 
+    /**
+     * One model call. An answer effect/ai cannot read against the toolkit — a tool the model made
+     * up, or a deferred one it called before a search — is not kept (the chat's history does not
+     * take it) and the model is asked again, told why, up to `misnamedRetries` times.
+     */
     const step = (chat: Chat.Chat, prompt: Prompt.RawInput, notices: ReadonlyArray<Reprobe.Notice>) =>
-      Effect.flatMap(toolkitOf(conversationOf(chat)), (toolkit) =>
-        Effect.map(chat.generateText({ prompt, toolkit }), (response) => ({
-          response,
-          offered: Object.keys(toolkit.tools),
-          notices
-        }))
-      )
+      Effect.flatMap(toolkitOf(conversationOf(chat)), (toolkit) => {
+        const ask = (
+          input: Prompt.RawInput,
+          retries: number
+        ): Effect.Effect<Step, AiError.AiError, LanguageModel.LanguageModel> =>
+          chat.generateText({ prompt: input, toolkit }).pipe(
+            Effect.map((response) => ({ response, offered: Object.keys(toolkit.tools), notices })),
+            Effect.catchIf(
+              (error) => retries > 0 && error.reason._tag === "InvalidOutputError",
+              () => ask(Prompt.concat(Prompt.make(input), misnamed(Deferral.hasDeferred(current.catalog))), retries - 1)
+            )
+          )
+        return ask(prompt, misnamedRetries)
+      })
 
     /** The chat's system prompt: its own, then what the toolsets say (as of the last refresh). */
     const instruct = (chat: Chat.Chat) =>
@@ -197,6 +209,21 @@ export const make = (
       turn
     }
   })
+
+/** How many times a turn's model call is asked again after an answer that called no offered tool. */
+const misnamedRetries = 2
+
+/** What the model is told when its answer called a tool it was not offered. */
+const misnamed = (deferring: boolean): Prompt.Prompt =>
+  Prompt.make([
+    {
+      role: "user",
+      content:
+        "Your last answer could not be used: it called a tool that is not offered to you (or was not " +
+        "a well-formed answer). Call only the tools you are given" +
+        (deferring ? `, and ${Deferral.name} to find others.` : ".")
+    }
+  ])
 
 /** The text of a prompt's system message, if it has one. */
 const systemOf = (prompt: Prompt.Prompt): string | undefined => {

@@ -39,6 +39,42 @@ describe("AgentLoop (effect/ai)", () => {
   )
 
   it.live(
+    "a model that calls a tool it was not offered is told so and asked again; one that keeps on fails the turn",
+    () =>
+      Effect.gen(function* () {
+        const { registry, close } = yield* open(config([fixtureEntry("fx", { prefix: "fx" })]))
+        yield* registry.start
+        const loop = yield* AgentLoop.make(registry)
+        const corrected = ScriptedModel.make((call) =>
+          call.index === 0
+            ? [ScriptedModel.toolCall("c1", "fx_ech", { message: "made up" }), ScriptedModel.finish("tool-calls")]
+            : call.index === 1
+              ? [ScriptedModel.toolCall("c2", "fx_echo", { message: "hello" }), ScriptedModel.finish("tool-calls")]
+              : [ScriptedModel.text("done"), ScriptedModel.finish("stop")]
+        )
+        const chat = yield* Chat.empty
+        const turn = yield* loop.turn(chat, "say hello").pipe(Effect.provide(corrected.layer))
+        assert.strictEqual(turn.text, "done")
+        assert.strictEqual(turn.steps.length, 2)
+        const told = JSON.stringify(corrected.calls[1]?.prompt)
+        assert.include(told, "it called a tool that is not offered to you")
+        assert.include(told, "say hello")
+        assert.include(JSON.stringify(ScriptedModel.toolResults(corrected.calls[2]!.prompt)), "hello")
+
+        const stubborn = ScriptedModel.make(() => [
+          ScriptedModel.toolCall("c", "fx_ech", {}),
+          ScriptedModel.finish("tool-calls")
+        ])
+        const failed = yield* Effect.flip(
+          Effect.flatMap(Chat.empty, (fresh) => loop.turn(fresh, "again")).pipe(Effect.provide(stubborn.layer))
+        )
+        assert.strictEqual(failed.reason._tag, "InvalidOutputError")
+        assert.strictEqual(stubborn.calls.length, 3)
+        yield* close
+      })
+  )
+
+  it.live(
     "the toolkit is rebuilt only when the catalog's version moves: a tool added by list_changed joins at the next refresh",
     () =>
       Effect.gen(function* () {
