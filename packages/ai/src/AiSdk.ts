@@ -88,7 +88,7 @@ export const fromCatalog = (
   catalog: Catalog.Catalog,
   options: Pick<Options, "agent"> = {}
 ): ToolSet => {
-  const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+  const names = ToolNames.ofCatalog(catalog)
   const tools: ToolSet = {}
   for (const entry of catalog.tools) {
     const modelName = names.toModel.get(entry.name) ?? entry.name
@@ -141,7 +141,7 @@ export const make = (
     const built = new Map<string, Toolset.Tool>()
     const loaded = new Set<string>()
     let catalog = yield* registry.catalog(options.agent)
-    let names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+    let names = ToolNames.ofCatalog(catalog)
     const search = searchAiTool(
       registry,
       () => names,
@@ -151,7 +151,7 @@ export const make = (
     )
 
     const sync = (next: Catalog.Catalog) => {
-      if (next !== catalog) names = ToolNames.make(next.tools.map((entry) => entry.name))
+      if (next !== catalog) names = ToolNames.ofCatalog(next)
       catalog = next
       const offered = new Set<string>()
       for (const entry of next.tools) {

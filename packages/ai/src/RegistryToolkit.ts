@@ -111,7 +111,7 @@ const dynamicTool = (
 
 /** Every tool of a catalog, deferred ones included, each routed to `registry.callTool`. */
 export const build = (registry: ToolsetRegistry.Registry, catalog: Catalog.Catalog, options: Options = {}): Built => {
-  const names = ToolNames.make(catalog.tools.map((entry) => entry.name))
+  const names = ToolNames.ofCatalog(catalog)
   const tools = catalog.tools.map((entry) => {
     const modelName = names.toModel.get(entry.name) ?? entry.name
     const tool = annotated(

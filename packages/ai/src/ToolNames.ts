@@ -5,6 +5,8 @@
  * original, so the mapping is the same in every process and every turn, and maps back exactly.
  */
 
+import { type Catalog, Deferral } from "@toolvisor/runtime"
+
 /** The longest name every major provider accepts. */
 export const maxLength = 64
 
@@ -44,13 +46,14 @@ export interface ToolNames {
  * a server cannot take another tool's calls by offering the name the model was shown for it
  * (`mail_send____adf7e7ec`), and the model's name for a tool does not move when others come. The
  * safe name is rewritten in turn; a clash that is left is resolved by hashing again, in catalog order.
+ * `reserved` names are the adapter's own (`search_tools`): a tool of that name is rewritten too.
  */
-export const make = (names: Iterable<string>): ToolNames => {
+export const make = (names: Iterable<string>, reserved: Iterable<string> = []): ToolNames => {
   const toModel = new Map<string, string>()
   const fromModel = new Map<string, string>()
   const all = [...names]
   const unsafe = all.filter((name) => !isSafe(name))
-  const claimed = new Set(unsafe.map(rewrite))
+  const claimed = new Set([...unsafe.map(rewrite), ...reserved])
   const forged: Array<string> = []
   for (const name of all) {
     if (!isSafe(name)) continue
@@ -69,3 +72,13 @@ export const make = (names: Iterable<string>): ToolNames => {
   }
   return { toModel, fromModel }
 }
+
+/**
+ * The names of a catalog's tools: when it defers tools the model is offered the adapter's own
+ * `search_tools`, so a server's tool of that name is offered under a rewritten name, not hidden.
+ */
+export const ofCatalog = (catalog: Catalog.Catalog): ToolNames =>
+  make(
+    catalog.tools.map((entry) => entry.name),
+    Deferral.hasDeferred(catalog) ? [Deferral.name] : []
+  )

@@ -45,6 +45,29 @@ describe("ToolNames", () => {
   })
 })
 
+describe("ToolNames.ofCatalog", () => {
+  const entry = (name: string, deferred: boolean): Catalog.Entry => ({
+    name,
+    toolset: "t",
+    tool: { name, inputSchema: { type: "object" } },
+    lastKnown: false,
+    deferred
+  })
+  const catalog = (...tools: ReadonlyArray<Catalog.Entry>) =>
+    ({ complete: true, tools, missing: [], shadowed: [], version: 1 }) as unknown as Catalog.Catalog
+
+  it("a server's own search_tools is offered under another name while the adapter offers its own", () => {
+    const deferring = ToolNames.ofCatalog(catalog(entry("search_tools", false), entry("other", true)))
+    const theirs = deferring.toModel.get("search_tools")!
+    assert.notStrictEqual(theirs, "search_tools")
+    assert.match(theirs, /^search_tools_[0-9a-f]{8}$/)
+    assert.isFalse(deferring.fromModel.has("search_tools"))
+    // Nothing deferred: no search tool of the adapter's, the server's keeps its name.
+    const eager = ToolNames.ofCatalog(catalog(entry("search_tools", false), entry("other", false)))
+    assert.strictEqual(eager.toModel.get("search_tools"), "search_tools")
+  })
+})
+
 describe("ToolOutput.text", () => {
   it("reads text items, names binary ones, and falls back to structured content", () => {
     assert.strictEqual(
