@@ -7,21 +7,22 @@
  * bounded event store (`McpEvents`), so a client that lost a stream resumes it with
  * `Last-Event-ID`. Older hosts get the legacy SSE transport, `GET /sse` (or `/sse/<group>`) then
  * `POST /messages?sessionId=…`, behind the same gate and in the same table, so `--max-sessions`
- * and `--session-idle` count both; one that stops reading its stream loses its session once
- * `sseBacklog` bytes wait for it. What a session serves is the caller's: this module only
- * carries requests to it.
+ * and `--session-idle` count both. A client of either that stops reading what it is sent loses
+ * its session once `McpBacklog.bound` bytes wait for it. What a session serves is the caller's:
+ * this module only carries requests to it.
  */
 import * as NodeCrypto from "node:crypto"
 import type * as NodeHttp from "node:http"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js"
 import type { HttpGate } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import type * as Scope from "effect/Scope"
 import * as HttpListen from "./HttpListen.ts"
+import * as McpBacklog from "./McpBacklog.ts"
 import * as McpEvents from "./McpEvents.ts"
 import * as McpSessions from "./McpSessions.ts"
 import * as RequestBody from "./RequestBody.ts"
@@ -32,31 +33,46 @@ export const endpoint = "/mcp" as const
 /** The legacy SSE transport's paths: its stream (`/sse`, `/sse/<group>`) and where its client posts. */
 export const sse = { stream: "/sse", messages: "/messages" } as const
 
-/**
- * What a legacy SSE client may leave unread, in bytes, before its session is dropped. The stream
- * is written as messages come; a client that stops reading would have the gateway hold all of
- * them. Checked before each write, so one large answer to a reading client passes.
- */
-export const sseBacklog = 8 * 1024 * 1024
+/** A session whose client left too much unread: it is told, its responses destroyed, the send failed. */
+const overflowed = (backlog: McpBacklog.Backlog, dropped: () => void) => {
+  dropped()
+  // Destroyed, not ended: an end would wait behind what the client does not read.
+  backlog.drop()
+  return Promise.reject(new Error("the client does not read what it is sent"))
+}
 
-/** The SDK's SSE transport, closing its stream (and so its session) once `sseBacklog` is unread. */
+/** The SDK's SSE transport, its session dropped once its client leaves `McpBacklog.bound` unread. */
 class BoundedSSEServerTransport extends SSEServerTransport {
   readonly stream: NodeHttp.ServerResponse
+  readonly backlog: McpBacklog.Backlog
   readonly dropped: () => void
-  constructor(stream: NodeHttp.ServerResponse, dropped: () => void) {
+  constructor(stream: NodeHttp.ServerResponse, backlog: McpBacklog.Backlog, dropped: () => void) {
     super(sse.messages, stream)
     this.stream = stream
+    this.backlog = backlog
     this.dropped = dropped
   }
   override send(message: JSONRPCMessage): Promise<void> {
     if (this.stream.destroyed) return Promise.reject(new Error("the SSE stream is closed"))
-    if (this.stream.writableLength > sseBacklog) {
-      this.dropped()
-      // Destroyed, not ended: an end would wait behind what the client does not read.
-      this.stream.destroy()
-      return Promise.reject(new Error("the SSE client does not read its stream"))
-    }
-    return super.send(message)
+    return this.backlog.admit(message) ? super.send(message) : overflowed(this.backlog, this.dropped)
+  }
+}
+
+/** The SDK's streamable transport, its session dropped once its client leaves `McpBacklog.bound` unread. */
+class BoundedStreamableHTTPServerTransport extends StreamableHTTPServerTransport {
+  readonly backlog: McpBacklog.Backlog
+  readonly dropped: () => void
+  constructor(
+    options: ConstructorParameters<typeof StreamableHTTPServerTransport>[0],
+    backlog: McpBacklog.Backlog,
+    dropped: () => void
+  ) {
+    super(options)
+    this.backlog = backlog
+    this.dropped = dropped
+  }
+  override send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
+    return this.backlog.admit(message) ? super.send(message, options) : overflowed(this.backlog, this.dropped)
   }
 }
 
@@ -81,6 +97,8 @@ export interface Endpoint {
 interface Session extends McpSessions.Session {
   readonly server: Server
   readonly transport: StreamableHTTPServerTransport | SSEServerTransport
+  /** What its client has not read, over every response of the session. */
+  readonly backlog: McpBacklog.Backlog
   /** The group of the path it was opened on; `undefined` for `/mcp` and `/sse`. */
   readonly group: string | undefined
 }
@@ -150,12 +168,22 @@ export const listen = (
     const fork = yield* FiberSet.runtime(fibers)<never>()
     let closing = false
 
-    /** Marks the session in use until the response is over (a stream stays open for long). */
+    /**
+     * Marks the session in use until the response is over (a stream stays open for long), and
+     * counts what the response is written but its client has not read.
+     */
     const use = (id: string, res: NodeHttp.ServerResponse) => {
       const session = table.enter(id)
-      if (session !== undefined) res.once("close", () => table.leave(id))
+      if (session !== undefined) {
+        res.once("close", () => table.leave(id))
+        session.backlog.watch(res)
+      }
       return session
     }
+
+    /** What is logged when a session is dropped because its client does not read. */
+    const unread = (kind: string) =>
+      fork(Effect.logWarning(`a ${kind} client left over ${McpBacklog.bound} bytes unread: its session is closed`))
 
     /** A session exists only once its initialize succeeded; any other first request leaves nothing behind. */
     const open = (
@@ -167,14 +195,22 @@ export const listen = (
     ) =>
       Effect.gen(function* () {
         const server = newServer(group)
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => NodeCrypto.randomUUID(),
-          eventStore: McpEvents.make(),
-          onsessioninitialized: (id) => {
-            opening.add(id, { server, transport, group, close: closeServer(server) })
-            use(id, res)
+        const backlog = McpBacklog.make()
+        const transport: StreamableHTTPServerTransport = new BoundedStreamableHTTPServerTransport(
+          {
+            sessionIdGenerator: () => NodeCrypto.randomUUID(),
+            eventStore: McpEvents.make(),
+            onsessioninitialized: (id) => {
+              opening.add(id, { server, transport, backlog, group, close: closeServer(server) })
+              use(id, res)
+            }
+          },
+          backlog,
+          () => {
+            unread("streamable HTTP")
+            fork(closeServer(server))
           }
-        })
+        )
         // After the session's own close handler (`newServer` may set one: its subscriptions end with it).
         const closed = server.onclose
         server.onclose = () => {
@@ -260,9 +296,8 @@ export const listen = (
         const opening = yield* place(res)
         if (opening === undefined) return
         const server = newServer(group)
-        const transport = new BoundedSSEServerTransport(res, () => {
-          fork(Effect.logWarning(`a legacy SSE client left over ${sseBacklog} bytes unread: its session is closed`))
-        })
+        const backlog = McpBacklog.make()
+        const transport = new BoundedSSEServerTransport(res, backlog, () => unread("legacy SSE"))
         const closed = server.onclose
         server.onclose = () => {
           closed?.()
@@ -271,7 +306,7 @@ export const listen = (
         yield* Effect.tryPromise(() => server.connect(transport)).pipe(
           Effect.tap(() =>
             Effect.sync(() => {
-              opening.add(transport.sessionId, { server, transport, group, close: closeServer(server) })
+              opening.add(transport.sessionId, { server, transport, backlog, group, close: closeServer(server) })
               use(transport.sessionId, res)
             })
           ),

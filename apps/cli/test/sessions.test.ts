@@ -121,6 +121,45 @@ describe("serve --http sessions", () => {
     assert.include(rest, "the request was cancelled")
   })
 
+  it("a client that asks and never reads loses its session once what it left unread passes the bound", async () => {
+    const { base, port } = await serve([])
+    const session = await abandon(port)
+    // Answers of 10 MiB, more than the kernel takes for a socket nobody reads.
+    const body = (id: number) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "fx_big", arguments: { bytes: 10 * 1024 * 1024 } }
+      })
+    // Each call on a connection of its own that is never read: each answer waited in the gateway
+    // for ever, in the responses' buffers and the web streams behind them (+250 MB for 30).
+    const unread: Array<NodeNet.Socket> = []
+    try {
+      let dropped = false
+      for (let id = 10; id < 30 && !dropped; id++) {
+        const socket = NodeNet.connect(port, "127.0.0.1")
+        socket.on("error", () => undefined)
+        unread.push(socket)
+        const sent = body(id)
+        socket.write(
+          `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
+            `accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\n` +
+            `mcp-session-id: ${session}\r\ncontent-length: ${Buffer.byteLength(sent)}\r\n\r\n${sent}`
+        )
+        // A ping in flight when the session is dropped is cut off with it.
+        dropped = (await ping(port, session).catch(() => undefined))?.status === 404
+      }
+      await until(async () => (await ping(port, session).catch(() => undefined))?.status === 404, 30_000)
+      assert.strictEqual(await openSessions(base), 0)
+      // The gateway goes on: a new session is served.
+      const next = await abandon(port)
+      assert.strictEqual((await ping(port, next)).status, 200)
+    } finally {
+      for (const socket of unread) socket.destroy()
+    }
+  }, 120_000)
+
   it("initialize answers with the toolsets' instructions, read when the session opens", async () => {
     const { base, port } = await serve([])
     const ready = async () => {
