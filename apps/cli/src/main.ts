@@ -8,7 +8,7 @@
 import { NodeServices } from "@effect/platform-node"
 import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
-import { Command } from "effect/cli"
+import { CliOutput, Command } from "effect/cli"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -81,8 +81,25 @@ const main = (argv: ReadonlyArray<string>) =>
     )
   )
 
+/**
+ * A usage error's help goes to stderr with the error, as asked-for help does not: stdout is a
+ * result's, and `serve`'s the MCP protocol's, where a host would read the help as messages.
+ */
+const UsageOnStderr = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Console.consoleWith((console) =>
+          Effect.provideService(
+            CliOutput.defaultPresenter.present(event),
+            Console.Console,
+            Object.assign(Object.create(console), { log: (...args: ReadonlyArray<unknown>) => console.error(...args) })
+          )
+        )
+      : CliOutput.defaultPresenter.present(event)
+})
+
 /** Logs go to stderr: stdout belongs to results, JSON lines and the MCP protocol. */
-const Services = Layer.merge(NodeServices.layer, Log.layer)
+const Services = Layer.mergeAll(NodeServices.layer, Log.layer, UsageOnStderr)
 
 /**
  * Exits once stdout and stderr have handed what they hold to the OS. Written to a pipe, output is

@@ -225,6 +225,13 @@ describe("toolvisor one-shot commands", () => {
   it("usage errors exit 2 with one clear line: an unknown flag, bad JSON arguments, a missing file", async () => {
     const flag = await runCli(["status", "--bogus"])
     assert.strictEqual(flag.code, 2)
+    // The help comes with the error, on stderr: stdout is where `serve` speaks MCP.
+    assert.strictEqual(flag.stdout, "")
+    assert.include(flag.stderr, "USAGE")
+    const port = await runCli(["serve", "--http", "abc"])
+    assert.strictEqual(port.code, 2)
+    assert.strictEqual(port.stdout, "")
+    assert.include(port.stderr, 'Invalid value for flag --http: "abc"')
     const json = await runCli(["call", "fx_echo", "{not json"])
     assert.strictEqual(json.code, 2)
     assert.include(json.stderr, "ARGS_JSON")
