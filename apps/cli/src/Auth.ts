@@ -6,7 +6,8 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import type { AgentConfig } from "@toolvisor/config"
-import { McpSpec, McpToolset, OAuth } from "@toolvisor/mcp"
+import { Redaction } from "@toolvisor/core"
+import { McpSpec, OAuth } from "@toolvisor/mcp"
 import { Toolsets, Unresolved } from "@toolvisor/runtime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -46,17 +47,36 @@ const remoteEntry = (config: AgentConfig.Config, name: string) =>
     return { entry, spec }
   })
 
-/** `toolvisor auth [CONFIG] NAME`: logs in (or, with `logout`, forgets the login), then shows the toolset connects. */
-export const run = Effect.fn("toolvisor.auth")(function* (options: {
+/**
+ * `toolvisor auth [CONFIG] NAME`: logs in (or, with `logout`, forgets the login), then shows the
+ * toolset connects. What it says, a failure included, is masked with every secret the config
+ * holds, as a registry over the same config would mask it.
+ */
+export const run = (options: Options) =>
+  Effect.gen(function* () {
+    const { config, rest } = yield* Operands.split({ command: "auth", names: ["NAME"] }, options.operands)
+    const loaded = (yield* Open.load({ ...options, config })).config
+    const redactor = Redaction.make(loaded.toolsets.flatMap((toolset) => toolset.secrets))
+    return yield* login(loaded, rest[0] ?? "", options, redactor).pipe(
+      Effect.provideService(Redaction.Current, redactor),
+      Effect.mapError((error) => Redaction.error(error, redactor.text))
+    )
+  }).pipe(Effect.withSpan("toolvisor.auth"))
+
+interface Options {
   readonly operands: ReadonlyArray<string>
   readonly agent: Option.Option<string>
   readonly input: ReadonlyArray<string>
   readonly logout: boolean
   readonly noBrowser: boolean
-}) {
-  const { config, rest } = yield* Operands.split({ command: "auth", names: ["NAME"] }, options.operands)
-  const name = rest[0] ?? ""
-  const loaded = (yield* Open.load({ ...options, config })).config
+}
+
+const login = Effect.fnUntraced(function* (
+  loaded: AgentConfig.Config,
+  name: string,
+  options: Options,
+  redactor: Redaction.Redactor
+) {
   const { entry, spec } = yield* remoteEntry(loaded, name)
   if (options.logout) {
     const removed = yield* OAuth.logout(spec)
@@ -64,7 +84,7 @@ export const run = Effect.fn("toolvisor.auth")(function* (options: {
   }
   const outcome = yield* OAuth.login({ name, spec, open: (url) => openBrowser(url, !options.noBrowser) })
   // A fresh toolset picks the stored tokens up, as a running one does at its next reconnect.
-  const toolset = yield* McpToolset.make({ name, spec, policy: entry.policy })
+  const { toolset } = yield* Toolsets.make(entry, redactor)
   yield* toolset.start
   const status = yield* toolset.state
   yield* Console.log(
