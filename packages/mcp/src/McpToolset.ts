@@ -107,6 +107,12 @@ const sdkOwn = (cause: McpError, session: McpConnector.McpSession, deadline: Dea
 /** JSON-RPC's code for arguments that are not acceptable. */
 const invalidParams = -32602
 
+/**
+ * A server's answer as words: the SDK prefixes `MCP error <code>: `, and a server on the SDK
+ * answers with its own McpError's message, prefix included, so the prefix came twice.
+ */
+const answered = (error: McpError): string => error.message.replace(/^(MCP error -?\d+: )\1+/, "$1")
+
 /** How one attempt of a call can fail. */
 type AttemptError =
   | Toolset.ToolNotFound
@@ -235,7 +241,7 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
             ? new Toolset.ToolCallFailed({
                 toolset: name,
                 tool,
-                message: `${name}/${tool}: ${Redaction.redact(cause.message)}`,
+                message: `${name}/${tool}: ${Redaction.redact(answered(cause))}`,
                 code: cause.code,
                 cause
               })
