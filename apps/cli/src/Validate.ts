@@ -3,7 +3,8 @@
  * file (`--json`: as one document): the format it was read as, each toolset (kind, how it starts,
  * its policy) with secrets masked, what would run or be read when it connects (loading runs and
  * reads nothing), control characters escaped (a config from someone else's repository is
- * hostile text), and each skipped entry and warning with its reason. A config that cannot be
+ * hostile text), and each skipped entry and warning with its reason — a command not found here
+ * among them (`Executable`). A config that cannot be
  * used is the command's result too: the file, its format and every problem one a line on stdout
  * (`ConfigProblems`), exit 2. `--check` also starts each toolset through the registry, lists its
  * tools and stops it: a dry run that finds a missing binary, a wrong URL, an allow-list entry
@@ -17,6 +18,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Failure, Shown, UsageError } from "./CliError.ts"
 import * as ConfigProblems from "./ConfigProblems.ts"
+import * as Executable from "./Executable.ts"
 import * as Open from "./Open.ts"
 import * as Printable from "./Printable.ts"
 
@@ -264,7 +266,7 @@ export const run = Effect.fn("toolvisor.validate")(function* (options: {
   readonly json: boolean
 }) {
   const inputs = yield* Open.inputs(options.input)
-  const loaded = yield* ConfigLoader.load(options.config, { inputs }).pipe(
+  const read = yield* ConfigLoader.load(options.config, { inputs }).pipe(
     Effect.catchTag("ConfigError", (error) =>
       Effect.andThen(
         Console.log(options.json ? Printable.json(ConfigProblems.json(error)) : ConfigProblems.text(error)),
@@ -272,6 +274,7 @@ export const run = Effect.fn("toolvisor.validate")(function* (options: {
       )
     )
   )
+  const loaded = { ...read, warnings: [...(read.warnings ?? []), ...Executable.warnings(read)] }
   if (options.json) yield* Console.log(Printable.json(report(options.config, loaded)))
   else for (const line of describe(options.config, loaded)) yield* Console.log(Printable.line(line))
   if (options.check) yield* check(loaded, options.json ? Console.error : Console.log)

@@ -86,6 +86,38 @@ describe("toolvisor validate", () => {
     assert.include(result.stderr, "toolset(s) that did not start: missing")
   })
 
+  it("warns of a command this machine does not have, without starting anything; one it has passes", async () => {
+    const dir = NodePath.dirname(writeConfig("{}", "scratch.json"))
+    const script = NodePath.join(dir, "server.sh")
+    NodeFs.writeFileSync(script, "#!/bin/sh\n", { mode: 0o755 })
+    const config = writeConfig(
+      JSON.stringify({
+        mcpServers: {
+          typo: { command: "nxp", args: ["-y", "some-server"] },
+          relative: { command: "./not-there.sh", cwd: dir },
+          script: { command: "./server.sh", cwd: dir },
+          own: { command: "my-server", env: { PATH: dir } },
+          found: { command: "server.sh", env: { PATH: `/nonexistent:${dir}` } }
+        }
+      }),
+      ".mcp.json"
+    )
+    const result = await runCli(["validate", config])
+    assert.strictEqual(result.code, 0, result.stdout + result.stderr)
+    assert.include(
+      result.stdout,
+      'warning mcpServers.typo.command: typo: "nxp" is not found on PATH, so the toolset cannot start here'
+    )
+    assert.include(
+      result.stdout,
+      `warning mcpServers.relative.command: relative: "${dir}/not-there.sh" is not an executable file\n`
+    )
+    assert.include(result.stdout, 'warning mcpServers.own.command: own: "my-server" is not found on PATH')
+    assert.notInclude(result.stdout, "warning mcpServers.script")
+    assert.notInclude(result.stdout, "warning mcpServers.found")
+    assert.include(result.stdout, "valid: 1 agent(s), 5 toolset(s), 3 warning(s)")
+  })
+
   it("--check flags a defer entry that matches no tool, with the name it probably meant", async () => {
     const config = writeConfig(
       yaml([
