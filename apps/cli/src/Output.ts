@@ -18,20 +18,34 @@ export const truncate = (text: string, width: number): string => {
 
 /**
  * Rows of `name  toolset  rest`, as the catalogs of tools, prompts and resources show them: each
- * cell escaped, the first two columns padded, each line cut to `width`.
+ * cell escaped, the first two columns padded, each line cut to `width`. A name is shown whole (it
+ * is what a call names), but one longer than its column's share of the line (a server's 200
+ * characters) overflows its own row instead of widening every row.
  */
 export const columns = (
   rows: ReadonlyArray<readonly [string, string, string]>,
   width: number
 ): ReadonlyArray<string> => {
   const shown = rows.map((row) => row.map(Printable.line))
-  const nameWidth = Math.max(4, ...shown.map((r) => r[0]?.length ?? 0))
-  const toolsetWidth = Math.max(7, ...shown.map((r) => r[1]?.length ?? 0))
+  const nameWidth = columnWidth(
+    shown.map((r) => r[0] ?? ""),
+    4,
+    Math.max(24, Math.floor(width * 0.4))
+  )
+  const toolsetWidth = columnWidth(
+    shown.map((r) => r[1] ?? ""),
+    7,
+    24
+  )
   return shown.map(([name = "", toolset = "", rest = ""]) => {
     const head = `${name.padEnd(nameWidth)}  ${toolset.padEnd(toolsetWidth)}  `
     return `${head}${truncate(rest, Math.max(10, width - head.length))}`.trimEnd()
   })
 }
+
+/** As wide as its widest cell that fits in `cap`, and at least `least`. */
+const columnWidth = (cells: ReadonlyArray<string>, least: number, cap: number): number =>
+  Math.max(least, ...cells.map((cell) => cell.length).filter((length) => length <= cap))
 
 const colours: { readonly [S in State.State]: string } = {
   Stopped: "2",
