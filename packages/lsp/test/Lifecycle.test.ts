@@ -61,6 +61,8 @@ describe("LspToolset lifecycle", () => {
       })
       const error = yield* Effect.flip(toolset.start)
       assert.strictEqual(error._tag, "InitTimeout")
+      // Which setting to raise, for the server that is only slow.
+      assert.include(error.message, "silent: did not connect within 1s (lifecycle.startup_timeout;")
       assert.strictEqual((yield* toolset.state).state, "Stopped")
       assert.lengthOf(processesWith(marker), 1)
       yield* close

@@ -231,7 +231,10 @@ class Actor<A> implements Supervisor.Supervisor<A>, Sessions.Host<A>, Phase.Sett
     const millis = this.policy.startupTimeout === undefined ? 0 : Duration.toMillis(this.policy.startupTimeout)
     return new LifecycleError.InitTimeout({
       toolset: this.name,
-      message: `${this.name}: did not connect within ${Duration.format(Duration.millis(millis))}`,
+      // The commonest cause is a server slower than the default, not a broken one: say which setting.
+      message:
+        `${this.name}: did not connect within ${Duration.format(Duration.millis(millis))} (lifecycle.startup_timeout; ` +
+        "a server that installs itself on its first start, as npx and uvx do, may need longer)",
       afterMillis: millis
     })
   }
