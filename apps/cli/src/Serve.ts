@@ -76,6 +76,19 @@ const groupFlag = (group: Option.Option<string>, config: AgentConfig.Config) =>
         : Effect.succeed({ group: name })
   })
 
+/**
+ * Which agent is served, told when the config has several: without `--agent` it is the first,
+ * and a host that finds another agent's tools missing would not know why.
+ */
+const agentNotice = (config: AgentConfig.Config, agent: string) => {
+  const names = config.agents.map((a) => a.name)
+  return names.length < 2
+    ? Effect.void
+    : Effect.logInfo(
+        `serving agent ${agent}'s tools; the config has ${names.length} agents (${names.join(", ")}): --agent NAME serves another`
+      )
+}
+
 /** The config's registry, asking the gateway's sessions what its servers ask their client. */
 const open = (options: Options, clients: GatewayClients.Clients) =>
   Open.open(options).pipe(Effect.provide(clients.layer))
@@ -95,6 +108,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   if (Option.isNone(options.http)) {
     const { registry, config } = yield* open(options, clients)
     const group = yield* groupFlag(options.group, config)
+    yield* agentNotice(config, registry.agent)
     return yield* Gateway.serve(registry, { ...served(registry, config), ...group })
   }
   if (Option.isSome(options.group)) {
@@ -106,6 +120,7 @@ const command = Effect.fn("toolvisor.serve")(function* (options: Options) {
   const sessions = yield* sessionLimits(options)
   const gate = yield* StatusServer.gate(options, McpHttp.endpoint)
   const { registry, config, path } = yield* open(options, clients)
+  yield* agentNotice(config, registry.agent)
   const routes = yield* StatusServer.handler(registry, gate, {
     required: StatusServer.required(config),
     config: NodePath.basename(path),

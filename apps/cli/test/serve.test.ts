@@ -151,10 +151,44 @@ describe("toolvisor serve --http", () => {
       const deadline = Date.now() + 30_000
       while (!stderr.includes("serving MCP at") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       assert.match(stderr, /^\d\d:\d\d:\d\d\.\d{3} INFO serving MCP at http:\/\/127\.0\.0\.1:\d+\/mcp$/m)
+      // One agent: nothing to choose, nothing said.
+      assert.notInclude(stderr, "serving agent")
     } finally {
       child.kill("SIGTERM")
       await new Promise((resolve) => child.on("exit", resolve))
       assert.isFalse(child.pid !== undefined && isAlive(child.pid))
+    }
+  })
+
+  it("with several agents, says which one it serves and how to serve another", async () => {
+    const config = writeConfig(
+      [
+        "agents:",
+        "  root:",
+        "    toolsets:",
+        ...mcpEntry("fx"),
+        "  reviewer:",
+        "    toolsets:",
+        ...mcpEntry("fy")
+      ].join("\n")
+    )
+    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["serve", config]), {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stderr = ""
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    try {
+      const deadline = Date.now() + 30_000
+      while (!stderr.includes("serving MCP on stdio") && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50))
+      assert.include(
+        stderr,
+        "INFO serving agent root's tools; the config has 2 agents (root, reviewer): --agent NAME serves another"
+      )
+    } finally {
+      child.kill("SIGTERM")
+      await new Promise((resolve) => child.on("exit", resolve))
     }
   })
 })
