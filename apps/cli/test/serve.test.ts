@@ -136,31 +136,33 @@ describe("toolvisor serve --http", () => {
     }
   })
 
-  it("serves on a free port and says where, in the one log format", async () => {
-    const child = NodeChildProcess.spawn(
-      process.execPath,
-      cliArgs(["serve", watched(NodePath.join(freshDir(), "pid")), "--http", "0"]),
-      {
-        cwd: root,
-        stdio: ["pipe", "pipe", "pipe"]
-      }
-    )
+  /** Runs `serve` until its stderr says `until`, hands that stderr to `check`, then stops it with SIGTERM. */
+  const served = async (args: ReadonlyArray<string>, until: string, check: (stderr: string) => void) => {
+    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["serve", ...args]), {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
     let stderr = ""
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     try {
       const deadline = Date.now() + 30_000
-      while (!stderr.includes("serving MCP at") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-      assert.match(stderr, /^\d\d:\d\d:\d\d\.\d{3} INFO serving MCP at http:\/\/127\.0\.0\.1:\d+\/mcp$/m)
-      // One agent: nothing to choose, nothing said.
-      assert.notInclude(stderr, "serving agent")
+      while (!stderr.includes(until) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      check(stderr)
     } finally {
       child.kill("SIGTERM")
       await new Promise((resolve) => child.on("exit", resolve))
       assert.isFalse(child.pid !== undefined && isAlive(child.pid))
     }
-  })
+  }
 
-  it("with several agents, says which one it serves and how to serve another", async () => {
+  it("serves on a free port and says where, in the one log format", () =>
+    served([watched(NodePath.join(freshDir(), "pid")), "--http", "0"], "serving MCP at", (stderr) => {
+      assert.match(stderr, /^\d\d:\d\d:\d\d\.\d{3} INFO serving MCP at http:\/\/127\.0\.0\.1:\d+\/mcp$/m)
+      // One agent: nothing to choose, nothing said.
+      assert.notInclude(stderr, "serving agent")
+    }))
+
+  it("with several agents, says which one it serves and how to serve another", () => {
     const config = writeConfig(
       [
         "agents:",
@@ -172,23 +174,11 @@ describe("toolvisor serve --http", () => {
         ...mcpEntry("fy")
       ].join("\n")
     )
-    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["serve", config]), {
-      cwd: root,
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stderr = ""
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-    try {
-      const deadline = Date.now() + 30_000
-      while (!stderr.includes("serving MCP on stdio") && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 50))
+    return served([config], "serving MCP on stdio", (stderr) =>
       assert.include(
         stderr,
         "INFO serving agent root's tools; the config has 2 agents (root, reviewer): --agent NAME serves another"
       )
-    } finally {
-      child.kill("SIGTERM")
-      await new Promise((resolve) => child.on("exit", resolve))
-    }
+    )
   })
 })
