@@ -25,11 +25,14 @@ export interface Backlog {
   readonly watch: (res: NodeHttp.ServerResponse) => void
   /**
    * Before `message` is sent: false once the client has left more than `bound` unread, when the
-   * session is to be dropped (`drop`).
+   * session is to be dropped (`drop`), and for ever after.
    */
   readonly admit: (message: unknown) => boolean
-  /** Destroys every open response of the session: what waits in them is let go, not flushed. */
-  readonly drop: () => void
+  /**
+   * Destroys every open response of the session: what waits in them is let go, not flushed.
+   * True the first time only, so the session is closed and its end told once.
+   */
+  readonly drop: () => boolean
   /** Bytes the client has not read, as counted now. */
   readonly unread: () => number
 }
@@ -40,6 +43,7 @@ export const make = (limit: number = bound): Backlog => {
   const stalled = new Set<NodeHttp.ServerResponse>()
   /** Bytes sent while a response was stalled, less those written since. */
   let pending = 0
+  let dropped = false
 
   const unstall = (res: NodeHttp.ServerResponse) => {
     stalled.delete(res)
@@ -73,13 +77,17 @@ export const make = (limit: number = bound): Backlog => {
       })
     },
     admit: (message) => {
+      if (dropped) return false
       if (stalled.size === 0) return true
       if (unread() > limit) return false
       pending += Buffer.byteLength(JSON.stringify(message) ?? "")
       return true
     },
     drop: () => {
+      if (dropped) return false
+      dropped = true
       for (const res of open) res.destroy()
+      return true
     },
     unread
   }

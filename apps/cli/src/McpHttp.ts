@@ -33,11 +33,10 @@ export const endpoint = "/mcp" as const
 /** The legacy SSE transport's paths: its stream (`/sse`, `/sse/<group>`) and where its client posts. */
 export const sse = { stream: "/sse", messages: "/messages" } as const
 
-/** A session whose client left too much unread: it is told, its responses destroyed, the send failed. */
+/** A session whose client left too much unread: its responses destroyed, its end told once, the send failed. */
 const overflowed = (backlog: McpBacklog.Backlog, dropped: () => void) => {
-  dropped()
   // Destroyed, not ended: an end would wait behind what the client does not read.
-  backlog.drop()
+  if (backlog.drop()) dropped()
   return Promise.reject(new Error("the client does not read what it is sent"))
 }
 
