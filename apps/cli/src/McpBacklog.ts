@@ -29,8 +29,9 @@ export interface Backlog {
    */
   readonly admit: (message: unknown) => boolean
   /**
-   * Destroys every open response of the session: what waits in them is let go, not flushed.
-   * True the first time only, so the session is closed and its end told once.
+   * Destroys the session's responses that hold what the client did not read: it is let go, not
+   * flushed. The others end as the session's close ends them (a legacy POST gets its 202). True
+   * the first time only, so the session is closed and its end told once.
    */
   readonly drop: () => boolean
   /** Bytes the client has not read, as counted now. */
@@ -86,7 +87,7 @@ export const make = (limit: number = bound): Backlog => {
     drop: () => {
       if (dropped) return false
       dropped = true
-      for (const res of open) res.destroy()
+      for (const res of open) if (stalled.has(res) || res.writableLength > 0) res.destroy()
       return true
     },
     unread
