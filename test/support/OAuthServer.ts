@@ -45,6 +45,8 @@ export interface OAuthServer {
   readonly revoke: (token: string, clientId: string) => Promise<void>
   readonly preRegistered: { readonly clientId: string }
   readonly machine: { readonly clientId: string; readonly clientSecret: string }
+  /** A second machine client: another principal, for what one must not reach of the other's. */
+  readonly otherMachine: { readonly clientId: string; readonly clientSecret: string }
 }
 
 const listen = (app: (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse) => void) =>
@@ -84,6 +86,7 @@ export const make = (options: Options) =>
     })
     const grantCounts = new Map<string, number>()
     const machine = { clientId: "machine", clientSecret: "machine-secret-7c1d0e" }
+    const otherMachine = { clientId: "other-machine", clientSecret: "other-secret-2b9f4a" }
     const preRegistered = { clientId: "pre-registered" }
 
     const provider = new Provider(issuer, {
@@ -95,13 +98,13 @@ export const make = (options: Options) =>
           grant_types: ["authorization_code", "refresh_token"],
           response_types: ["code"]
         },
-        {
-          client_id: machine.clientId,
-          client_secret: machine.clientSecret,
+        ...[machine, otherMachine].map(({ clientId, clientSecret }) => ({
+          client_id: clientId,
+          client_secret: clientSecret,
           grant_types: ["client_credentials"],
           response_types: [],
           redirect_uris: []
-        }
+        }))
       ],
       jwks: { keys: [{ ...jwk, kid: "test", use: "sig", alg: "RS256" }] },
       scopes: ["openid", "offline_access", "mcp:tools"],
@@ -232,7 +235,8 @@ export const make = (options: Options) =>
         if (!response.ok) throw new Error(`revocation failed: ${response.status} ${await response.text()}`)
       },
       preRegistered,
-      machine
+      machine,
+      otherMachine
     } satisfies OAuthServer
   })
 

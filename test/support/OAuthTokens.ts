@@ -20,11 +20,15 @@ export const endpoints = (server: OAuthServer.OAuthServer) =>
     return { token: field(metadata, "token_endpoint"), jwks: field(metadata, "jwks_uri") }
   })
 
-/** A JWT access token for `resource`, issued to the server's machine client. */
-export const forResource = (server: OAuthServer.OAuthServer, resource: string) =>
+/** A JWT access token for `resource`, issued to the server's machine client (or `client`). */
+export const forResource = (
+  server: OAuthServer.OAuthServer,
+  resource: string,
+  client: OAuthServer.OAuthServer["machine"] = server.machine
+) =>
   Effect.flatMap(endpoints(server), ({ token }) =>
     Effect.promise(async () => {
-      const { clientId, clientSecret } = server.machine
+      const { clientId, clientSecret } = client
       const response = await fetch(token, {
         method: "POST",
         headers: {

@@ -98,6 +98,11 @@ interface Session extends McpSessions.Session {
   readonly transport: StreamableHTTPServerTransport | SSEServerTransport
   /** What its client has not read, over every response of the session. */
   readonly backlog: McpBacklog.Backlog
+  /**
+   * Who opened it, as the gate knows them (a JWT's issuer and subject): a request with another
+   * principal's credential finds no such session. Undefined with the static token or none.
+   */
+  readonly principal: string | undefined
   /** The group of the path it was opened on; `undefined` for `/mcp` and `/sse`. */
   readonly group: string | undefined
 }
@@ -168,11 +173,12 @@ export const listen = (
     let closing = false
 
     /**
-     * Marks the session in use until the response is over (a stream stays open for long), and
-     * counts what the response is written but its client has not read.
+     * The session `id` of `principal`, marked in use until the response is over (a stream stays
+     * open for long), counting what the response is written but its client has not read. Another
+     * principal's session is not found: knowing its id does not let a user into it.
      */
-    const use = (id: string, res: NodeHttp.ServerResponse) => {
-      const session = table.enter(id)
+    const use = (id: string, res: NodeHttp.ServerResponse, principal: string | undefined) => {
+      const session = table.enter(id, (found) => found.principal === principal)
       if (session !== undefined) {
         res.once("close", () => table.leave(id))
         session.backlog.watch(res)
@@ -190,7 +196,8 @@ export const listen = (
       res: NodeHttp.ServerResponse,
       body: unknown,
       opening: McpSessions.Opening<Session>,
-      group: string | undefined
+      group: string | undefined,
+      principal: string | undefined
     ) =>
       Effect.gen(function* () {
         const server = newServer(group)
@@ -200,8 +207,8 @@ export const listen = (
             sessionIdGenerator: () => NodeCrypto.randomUUID(),
             eventStore: McpEvents.make(),
             onsessioninitialized: (id) => {
-              opening.add(id, { server, transport, backlog, group, close: closeServer(server) })
-              use(id, res)
+              opening.add(id, { server, transport, backlog, principal, group, close: closeServer(server) })
+              use(id, res, principal)
             }
           },
           backlog,
@@ -224,22 +231,22 @@ export const listen = (
         )
       }).pipe(Effect.ensuring(Effect.sync(opening.done)))
 
-    /** The gate, then the group: undefined when the request may go on, else it has been answered. */
+    /** The gate, then the group: who may go on, or undefined when the request has been answered. */
     const admit = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
       Effect.gen(function* () {
-        const refusal = yield* gate.check(req.headers, "protected")
-        if (refusal !== undefined) {
-          yield* reject(res, refusal.status, refusal.message, refusal.headers)
-          return false
+        const admitted = yield* gate.admit(req.headers, "protected")
+        if ("status" in admitted) {
+          yield* reject(res, admitted.status, admitted.message, admitted.headers)
+          return undefined
         }
         // Past the gate only: who may not connect learns no group's name.
         if (group !== undefined && !groups.has(group)) {
           // The path is the caller's: a long one is cut, not echoed whole.
           const asked = group.slice(0, 100)
           yield* reject(res, 404, `Not found: ${options.unknownGroup?.(asked) ?? `no tool group "${asked}"`}`)
-          return false
+          return undefined
         }
-        return true
+        return admitted
       })
 
     /** A place for a new session, or the 503 that says there is none. */
@@ -258,13 +265,14 @@ export const listen = (
 
     const mcp = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
       Effect.gen(function* () {
-        if (!(yield* admit(req, res, group))) return
+        const admitted = yield* admit(req, res, group)
+        if (admitted === undefined) return
         // Read before a session is looked up or a place taken: a body that never comes holds nothing.
         const body = req.method === "POST" ? yield* RequestBody.read(req, res) : undefined
         if (req.method === "POST" && body === undefined) return
         const sessionId = req.headers["mcp-session-id"]
         if (sessionId !== undefined) {
-          const session = typeof sessionId === "string" ? use(sessionId, res) : undefined
+          const session = typeof sessionId === "string" ? use(sessionId, res, admitted.principal) : undefined
           const { transport } = session ?? {}
           // A session answers on its own path only: its id on another group's path, or an SSE session's, finds nothing.
           if (
@@ -280,7 +288,7 @@ export const listen = (
           return yield* reject(res, 400, "Bad Request: no session; POST initialize first")
         }
         const opening = yield* place(res)
-        if (opening !== undefined) yield* open(req, res, body, opening, group)
+        if (opening !== undefined) yield* open(req, res, body, opening, group, admitted.principal)
       })
 
     /**
@@ -289,7 +297,8 @@ export const listen = (
      */
     const sseStream = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, group: string | undefined) =>
       Effect.gen(function* () {
-        if (!(yield* admit(req, res, group))) return
+        const admitted = yield* admit(req, res, group)
+        if (admitted === undefined) return
         if (req.method !== "GET")
           return yield* reject(res, 405, `Method not allowed: GET ${sse.stream} opens a session`)
         const opening = yield* place(res)
@@ -305,8 +314,16 @@ export const listen = (
         yield* Effect.tryPromise(() => server.connect(transport)).pipe(
           Effect.tap(() =>
             Effect.sync(() => {
-              opening.add(transport.sessionId, { server, transport, backlog, group, close: closeServer(server) })
-              use(transport.sessionId, res)
+              const { principal } = admitted
+              opening.add(transport.sessionId, {
+                server,
+                transport,
+                backlog,
+                principal,
+                group,
+                close: closeServer(server)
+              })
+              use(transport.sessionId, res, principal)
             })
           ),
           Effect.ensuring(Effect.sync(opening.done))
@@ -319,9 +336,10 @@ export const listen = (
      */
     const sseMessage = (req: NodeHttp.IncomingMessage, res: NodeHttp.ServerResponse, url: URL) =>
       Effect.gen(function* () {
-        if (!(yield* admit(req, res, undefined))) return
+        const admitted = yield* admit(req, res, undefined)
+        if (admitted === undefined) return
         const id = url.searchParams.get("sessionId")
-        const session = id === null ? undefined : use(id, res)
+        const session = id === null ? undefined : use(id, res, admitted.principal)
         const { transport } = session ?? {}
         if (req.method !== "POST" || !(transport instanceof SSEServerTransport)) {
           return yield* reject(res, 404, `Session not found: open one with GET ${sse.stream}`)

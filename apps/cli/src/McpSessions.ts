@@ -37,8 +37,11 @@ export interface Opening<S extends Session> {
 export interface Table<S extends Session> {
   /** Holds a place for a new session; undefined when `max` are open or opening. */
   readonly open: () => Opening<S> | undefined
-  /** The session, marked in use until `leave`; undefined when there is no such session (or no more). */
-  readonly enter: (id: string) => S | undefined
+  /**
+   * The session, marked in use until `leave`; undefined when there is no such session (or no
+   * more), or when `admits` says it is not the caller's.
+   */
+  readonly enter: (id: string, admits?: (session: S) => boolean) => S | undefined
   /** One request or stream of the session ended; its idle time starts when the last one has. */
   readonly leave: (id: string) => void
   /** Forgets a closed session. */
@@ -94,9 +97,9 @@ export const make = <S extends Session>(options: Options): Effect.Effect<Table<S
       }
     }
 
-    const enter = (id: string): S | undefined => {
+    const enter = (id: string, admits: (session: S) => boolean = () => true): S | undefined => {
       const entry = entries.get(id)
-      if (entry === undefined) return undefined
+      if (entry === undefined || !admits(entry.session)) return undefined
       entry.active += 1
       return entry.session
     }

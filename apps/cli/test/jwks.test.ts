@@ -101,6 +101,57 @@ describe("serve --http --jwt-issuer", () => {
     })
   )
 
+  it.live(
+    "a session is its opener's: another user's valid token with its id finds no session, to call, read or end",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(freePort)
+        const base = `http://127.0.0.1:${port}`
+        const url = `${base}/mcp`
+        const server = yield* OAuthServer.make({ callbackPort: 1, resources: [url] })
+        const session = yield* serve(["--http", String(port), "--jwt-issuer", server.issuer, "--jwt-audience", url])
+        yield* Effect.promise(() =>
+          until(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true)
+        ).pipe(Effect.catch(() => Effect.die(new Error(`serve did not start:\n${session.stderr}`))))
+        const alice = { authorization: `Bearer ${yield* OAuthTokens.forResource(server, url)}` }
+        const bob = { authorization: `Bearer ${yield* OAuthTokens.forResource(server, url, server.otherMachine)}` }
+        const opened = yield* post(url, alice)
+        assert.strictEqual(opened.status, 200)
+        const id = opened.headers.get("mcp-session-id") ?? ""
+        yield* Effect.promise(() => opened.text())
+        const request = (who: Readonly<Record<string, string>>, method: string, body?: unknown) =>
+          Effect.promise(async () => {
+            const response = await fetch(url, {
+              method,
+              headers: {
+                ...who,
+                "mcp-session-id": id,
+                "mcp-protocol-version": "2025-06-18",
+                "content-type": "application/json",
+                accept: "application/json, text/event-stream",
+                ...(method === "GET" ? { "last-event-id": "1" } : {})
+              },
+              ...(body === undefined ? {} : { body: JSON.stringify(body) })
+            })
+            return { status: response.status, text: method === "GET" && response.ok ? "" : await response.text() }
+          })
+        const call = {
+          jsonrpc: "2.0",
+          id: 2,
+          method: "tools/call",
+          params: { name: "fx_echo", arguments: { message: "mine" } }
+        }
+        for (const method of ["POST", "GET", "DELETE"]) {
+          const tried = yield* request(bob, method, method === "POST" ? call : undefined)
+          assert.strictEqual(tried.status, 404, `${method}: ${tried.text}`)
+          assert.include(tried.text, "Session not found")
+        }
+        const mine = yield* request(alice, "POST", call)
+        assert.strictEqual(mine.status, 200)
+        assert.include(mine.text, "mine")
+      })
+  )
+
   it.live("an issuer whose keys cannot be found is one line at start, and --jwt-issuer needs an audience", () =>
     Effect.gen(function* () {
       const server = yield* OAuthServer.make({ callbackPort: 1 })

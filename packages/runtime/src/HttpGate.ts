@@ -41,10 +41,17 @@ export interface Refusal {
   readonly headers: Readonly<Record<string, string>>
 }
 
+/** A request the gate let through, with who its credential speaks for (see `BearerAuth.Identified`). */
+export interface Admitted {
+  readonly principal: string | undefined
+}
+
 /** What a route asks before it answers, and what tells a client how to authenticate when refused. */
 export interface Gate {
   /** Refuses a request that fails the Host, Origin or credential check; undefined when it may proceed. */
   readonly check: (headers: Headers, access: Access) => Effect.Effect<Refusal | undefined>
+  /** `check`, saying who an admitted request's credential speaks for: what it opens is that principal's. */
+  readonly admit: (headers: Headers, access: Access) => Effect.Effect<Refusal | Admitted>
   /** The protected-resource metadata document (RFC 9728), as a client that reached us by `Host` sees it. */
   readonly metadata: (headers: Headers) => OAuthProtectedResourceMetadata
   /** Where that document is served: the root form and the one with the resource's path (RFC 9728 §3.1). */
@@ -117,17 +124,17 @@ export const make = (options: Options): Effect.Effect<Gate, BearerAuth.JwksError
     })
     const refused = (status: 403 | 503, message: string): Refusal => ({ status, message, headers: {} })
 
-    const check = (headers: Headers, access: Access): Effect.Effect<Refusal | undefined> => {
+    const admit = (headers: Headers, access: Access): Effect.Effect<Refusal | Admitted> => {
       const host = hostOf(headers)
       if (!hostAllowed(options.host, host)) return Effect.succeed(refused(403, "Forbidden: invalid Host header"))
       if (crossOrigin(header(headers, "origin"), host)) {
         return Effect.succeed(refused(403, "Forbidden: cross-origin request"))
       }
-      if (access === "public" || !auth.required) return Effect.succeed(undefined)
-      return Effect.map(auth.verify(header(headers, "authorization")), (verdict) => {
+      if (access === "public" || !auth.required) return Effect.succeed({ principal: undefined })
+      return Effect.map(auth.identify(header(headers, "authorization")), ({ verdict, principal }) => {
         switch (verdict) {
           case "accepted":
-            return undefined
+            return { principal }
           case "unverifiable":
             return refused(503, "Service Unavailable: the authorization server's keys are out of reach")
           default:
@@ -135,6 +142,8 @@ export const make = (options: Options): Effect.Effect<Gate, BearerAuth.JwksError
         }
       })
     }
+    const check = (headers: Headers, access: Access): Effect.Effect<Refusal | undefined> =>
+      Effect.map(admit(headers, access), (found) => ("status" in found ? found : undefined))
 
     const metadata = (headers: Headers): OAuthProtectedResourceMetadata => ({
       // Served only past the gate, so `Host` is there; the bound address is the type's fallback.
@@ -146,7 +155,7 @@ export const make = (options: Options): Effect.Effect<Gate, BearerAuth.JwksError
 
     const metadataPaths =
       resourcePath === "/" ? [metadataRoot] : [metadataRoot, `${metadataRoot}${resourcePath}` as const]
-    return { check, metadata, metadataPaths }
+    return { check, admit, metadata, metadataPaths }
   })
 
 /** The gate as a Layer; fails when the JWT issuer's keys cannot be fetched, so a bad setup stops the app at start. */

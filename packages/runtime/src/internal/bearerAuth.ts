@@ -35,12 +35,24 @@ export interface Options {
  */
 export type Verdict = "accepted" | "missing" | "invalid" | "unverifiable"
 
+/**
+ * A verdict with who the credential speaks for: a JWT's issuer and subject (`sub`, else the
+ * client's `client_id` or `azp`), so what one user opened another cannot use; `undefined` for
+ * the static token, which everyone who holds it shares.
+ */
+export interface Identified {
+  readonly verdict: Verdict
+  readonly principal?: string | undefined
+}
+
 export interface BearerAuth {
   /** Whether a credential is configured at all; without one every request is accepted. */
   readonly required: boolean
   /** The authorization server clients are sent to for a token, when JWTs are accepted. */
   readonly issuer: string | undefined
   readonly verify: (authorization: string | undefined) => Effect.Effect<Verdict>
+  /** `verify`, with who an accepted credential speaks for. */
+  readonly identify: (authorization: string | undefined) => Effect.Effect<Identified>
 }
 
 /** The authorization server's keys could not be found at start: its metadata is missing or names none. */
@@ -151,7 +163,7 @@ const jwtVerifier = (jwt: Jwt) =>
       return yield* new JwksError({ issuer: jwt.issuer, message: `the JWKS address is not a URL: ${jwksUrl}` })
     }
     const keys = keySet(new URL(jwksUrl))
-    return (token: string): Effect.Effect<Verdict> =>
+    return (token: string): Effect.Effect<Identified> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.tryPromise({
           try: () =>
@@ -164,30 +176,39 @@ const jwtVerifier = (jwt: Jwt) =>
             }),
           catch: (cause) => cause
         }).pipe(
-          Effect.as<Verdict>("accepted"),
-          Effect.catch((cause) =>
-            // A token that fails a check is invalid; keys out of reach say nothing about the token.
-            cause instanceof Jose.errors.JOSEError && !outOfReachError(cause)
-              ? Effect.as(Effect.logDebug(`a bearer token was refused: ${cause.code}`), "invalid" as const)
-              : Effect.as(
-                  outOfReach.warn(jwksUrl, `cannot check a bearer token: the keys at ${jwksUrl} are out of reach`),
-                  "unverifiable" as const
-                )
+          Effect.map(({ payload }): Identified => ({ verdict: "accepted", principal: principalOf(payload) })),
+          Effect.catch(
+            (cause): Effect.Effect<Identified> =>
+              // A token that fails a check is invalid; keys out of reach say nothing about the token.
+              cause instanceof Jose.errors.JOSEError && !outOfReachError(cause)
+                ? Effect.as(Effect.logDebug(`a bearer token was refused: ${cause.code}`), { verdict: "invalid" })
+                : Effect.as(
+                    outOfReach.warn(jwksUrl, `cannot check a bearer token: the keys at ${jwksUrl} are out of reach`),
+                    { verdict: "unverifiable" }
+                  )
           )
         )
       )
   })
+
+/** Who a verified token speaks for: its issuer and subject, else the client it was issued to. */
+const principalOf = (payload: Jose.JWTPayload): string => {
+  const client = payload.client_id ?? payload.azp
+  const who = payload.sub ?? (typeof client === "string" ? `client ${client}` : "")
+  return JSON.stringify([payload.iss ?? "", who])
+}
 
 /** Checks credentials as configured; with JWTs, finds the issuer's keys first, so a wrong issuer fails at start. */
 export const make = (options: Options): Effect.Effect<BearerAuth, JwksError> =>
   Effect.gen(function* () {
     const { token, jwt } = options
     const verifyJwt = jwt === undefined ? undefined : yield* jwtVerifier(jwt)
-    const verify = (authorization: string | undefined): Effect.Effect<Verdict> => {
+    const identify = (authorization: string | undefined): Effect.Effect<Identified> => {
       const given = bearerToken(authorization)
-      if (given === undefined) return Effect.succeed(authorization === undefined ? "missing" : "invalid")
-      if (token !== undefined && sameToken(token, given)) return Effect.succeed("accepted")
-      return verifyJwt === undefined ? Effect.succeed("invalid") : verifyJwt(given)
+      if (given === undefined) return Effect.succeed({ verdict: authorization === undefined ? "missing" : "invalid" })
+      if (token !== undefined && sameToken(token, given)) return Effect.succeed({ verdict: "accepted" })
+      return verifyJwt === undefined ? Effect.succeed({ verdict: "invalid" }) : verifyJwt(given)
     }
-    return { required: token !== undefined || jwt !== undefined, issuer: jwt?.issuer, verify }
+    const verify = (authorization: string | undefined) => Effect.map(identify(authorization), (found) => found.verdict)
+    return { required: token !== undefined || jwt !== undefined, issuer: jwt?.issuer, verify, identify }
   })
