@@ -14,6 +14,7 @@ import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
+import { TestClock } from "effect/testing"
 import * as HttpGate from "../src/HttpGate.ts"
 import * as StatusFeed from "../src/internal/statusFeed.ts"
 import * as StatusHttp from "../src/StatusHttp.ts"
@@ -178,6 +179,23 @@ describe("StatusFeed", () => {
         [[10, "snapshot"]]
       )
       assert.include(tooOld[0]?.data ?? "", '"toolset":"fx"')
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("an id of an earlier process (a restart) resumes nothing: the client gets a snapshot", () =>
+    Effect.gen(function* () {
+      const before = yield* setup()
+      yield* before.publish(0, 10)
+      yield* before.numbered(10)
+      // The restart: a new process, a new feed, its own first events.
+      yield* TestClock.adjust("3 seconds")
+      const after = yield* setup()
+      const [start] = yield* after.feed.subscribe().pipe(Stream.take(1), Stream.runCollect)
+      yield* after.publish(0, 12)
+      yield* after.numbered((start?.id ?? 0) + 12)
+      const [resumed] = yield* after.feed.subscribe(9).pipe(Stream.take(1), Stream.runCollect)
+      assert.deepStrictEqual([resumed?.event, resumed?.id], ["snapshot", (start?.id ?? 0) + 12])
+      assert.isAbove(start?.id ?? 0, 10)
     }).pipe(Effect.scoped)
   )
 

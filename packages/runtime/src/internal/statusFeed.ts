@@ -17,7 +17,12 @@ import * as Inspection from "../Inspection.ts"
 import * as StatusJson from "../StatusJson.ts"
 import type * as ToolsetRegistry from "../ToolsetRegistry.ts"
 
-/** One event as a client receives it: `id` grows by one per event, so a gap is visible. */
+/**
+ * One event as a client receives it: `id` grows by one per event, so a gap is visible. A feed's
+ * ids start at its start time in milliseconds times `idsPerMillisecond`, so an id from an
+ * earlier process (the client saw the feed before a restart) is below every id of this one and
+ * resumes nothing: the client gets a snapshot, not this process's events as if they followed its.
+ */
 export interface Event {
   readonly id: number
   readonly event: "snapshot" | "transition" | "catalog" | "heartbeat"
@@ -65,6 +70,9 @@ export interface Feed {
   readonly subscribers: Effect.Effect<number>
 }
 
+/** Far more events than a feed numbers in a millisecond of its life, so ids of two processes never meet. */
+const idsPerMillisecond = 1_000
+
 const hour = 3_600_000
 
 /** A flapping server changes state often: its last hour is kept to this many changes. */
@@ -103,8 +111,9 @@ export const make = (
     const slice = Math.max(1, Math.floor(bufferSize / 2))
     const history: Array<Event> = []
     const subscribers = new Set<Queue.Queue<Event, Cause.Done>>()
-    let lastId = 0
-    const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const started = yield* Clock.currentTimeMillis
+    let lastId = started * idsPerMillisecond
+    const startedAt = new Date(started).toISOString()
     /**
      * Each toolset's states over the last hour, oldest first, with the errors that caused them: a
      * page opened now draws the whole hour and lists its recent history.
