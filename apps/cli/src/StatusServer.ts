@@ -13,6 +13,8 @@ import * as HttpUrl from "@toolvisor/core/internal/httpUrl"
 import { HttpGate, StatusHttp, ToolsetRegistry } from "@toolvisor/runtime"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerError from "effect/http/HttpServerError"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -125,9 +127,14 @@ export const handler = (
   options: StatusHttp.Options
 ): Effect.Effect<HttpListen.Handler, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const app = yield* HttpRouter.toHttpEffect(Layer.merge(StatusHttp.layer(options), HttpGate.routes)).pipe(
+    const routed = yield* HttpRouter.toHttpEffect(Layer.merge(StatusHttp.layer(options), HttpGate.routes)).pipe(
       Effect.provideService(ToolsetRegistry.ToolsetRegistry, registry),
       Effect.provideService(HttpGate.HttpGate, gate)
+    )
+    const app = Effect.catchIf(
+      routed,
+      (error) => HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound",
+      () => Effect.map(HttpServerRequest.HttpServerRequest, StatusHttp.notFound)
     )
     const scope = yield* Effect.scope
     return yield* NodeHttpServer.makeHandler(app, { scope })

@@ -169,6 +169,23 @@ describe("serve --http: one gate for /mcp and the status routes", () => {
     }
   })
 
+  it("a path no route takes, or a method its route does not, is a JSON 404 that names the routes", async () => {
+    const { base } = await serve([], { TOOLVISOR_HTTP_TOKEN: token })
+    for (const [method, path] of [
+      ["GET", "/nowhere"],
+      ["POST", "/status"],
+      ["DELETE", "/toolsets/fx"]
+    ] as const) {
+      const response = await fetch(`${base}${path}`, { method, headers: bearer })
+      assert.strictEqual(response.status, 404, `${method} ${path}`)
+      assert.strictEqual(response.headers.get("content-type"), "application/json")
+      const { error } = (await response.json()) as { readonly error: string }
+      assert.include(error, `Not found: ${method} ${path}; the status routes are GET /status`)
+    }
+    // HEAD still finds its GET route.
+    assert.strictEqual((await fetch(`${base}/status`, { method: "HEAD", headers: bearer })).status, 200)
+  })
+
   it("every route forbids framing and sniffing: the dashboard, JSON, /mcp, refusals and 404s", async () => {
     const { base } = await serve([], { TOOLVISOR_HTTP_TOKEN: token })
     const responses = [

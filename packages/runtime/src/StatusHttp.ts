@@ -76,6 +76,23 @@ const control = (registry: ToolsetRegistry.Registry, name: string, action: Actio
 }
 
 /**
+ * What a request no route takes is told, in JSON like every refusal, with the routes there are:
+ * a client that asked the wrong way learns which, where the router's own 404 said nothing.
+ * Returned for the app to put where its router's `RouteNotFound` ends up (as the CLI does).
+ */
+export const notFound = (request: HttpServerRequest.HttpServerRequest): HttpServerResponse.HttpServerResponse => {
+  const path = (URL.parse(request.url, "http://status")?.pathname ?? "").slice(0, 100)
+  return HttpServerResponse.jsonUnsafe(
+    {
+      error:
+        `Not found: ${request.method} ${path}; the status routes are GET /status, /events, /stats, /metrics, ` +
+        "/healthz, /readyz, /toolsets/<name> and the dashboard at /, and POST /toolsets/<name>/<start|stop|restart>"
+    },
+    { status: 404, headers: HttpGate.securityHeaders }
+  )
+}
+
+/**
  * The routes, registered on the app's `HttpRouter`. The event feed lives as long as the layer, so
  * a client that reconnects finds the history it needs.
  */
