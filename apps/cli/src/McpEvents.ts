@@ -7,6 +7,12 @@
  * whole budget is not kept at all (a client that misses it reconnects without it: its id is then
  * unknown, which the SDK answers 400, and the client starts a new stream). The store belongs to
  * its session and goes with it: a session's events replay to that session only.
+ *
+ * A POST's stream ends with its answer; one resumed after it was answered would be held open by
+ * the SDK for events that never come (its request is over), so a client that lost the stream
+ * just after its answer — or after a cancellation, which the gateway answers — hung, and kept its
+ * session from going idle. `finishedAfter` gives such a stream's missed events, for the gateway
+ * to send and end the stream itself.
  */
 import type { EventStore } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
@@ -25,12 +31,28 @@ interface Stored {
   readonly stream: string
   /** Undefined for a priming event (the SDK's empty event that hands the client its first id): never replayed. */
   readonly message: JSONRPCMessage | undefined
+  /** An answer: on a POST's stream, its last event. */
+  readonly answer: boolean
   readonly bytes: number
   readonly at: number
 }
 
+/** One event to send again: its id and message. */
+export interface Missed {
+  readonly id: string
+  readonly message: JSONRPCMessage
+}
+
+export interface Store extends EventStore {
+  /**
+   * The events after `lastEventId` on its stream when that stream is over (its answer is
+   * stored); undefined when it is not, or the store does not know the id.
+   */
+  readonly finishedAfter: (lastEventId: string) => ReadonlyArray<Missed> | undefined
+}
+
 /** A bounded store; `now` is the clock its ages are read from. */
-export const make = (limits: Limits = defaults, now: () => number = Date.now): EventStore => {
+export const make = (limits: Limits = defaults, now: () => number = Date.now): Store => {
   const events = new Map<string, Stored>()
   let bytes = 0
   let next = 0
@@ -58,7 +80,8 @@ export const make = (limits: Limits = defaults, now: () => number = Date.now): E
       prune()
       if (size > limits.bytes) return id
       while (events.size > 0 && (events.size >= limits.events || bytes + size > limits.bytes)) dropOldest()
-      events.set(id, { stream, message: replayable ? message : undefined, bytes: size, at: now() })
+      const answer = replayable && "id" in message && ("result" in message || "error" in message)
+      events.set(id, { stream, message: replayable ? message : undefined, answer, bytes: size, at: now() })
       bytes += size
       return id
     },
@@ -76,6 +99,22 @@ export const make = (limits: Limits = defaults, now: () => number = Date.now): E
         else if (after && stored.stream === last.stream && stored.message !== undefined) await send(id, stored.message)
       }
       return last.stream
+    },
+    finishedAfter: (lastEventId) => {
+      prune()
+      const last = events.get(lastEventId)
+      if (last === undefined) return undefined
+      const missed: Array<Missed> = []
+      let after = false
+      let finished = last.answer
+      for (const [id, stored] of events) {
+        if (id === lastEventId) after = true
+        else if (after && stored.stream === last.stream) {
+          if (stored.message !== undefined) missed.push({ id, message: stored.message })
+          finished ||= stored.answer
+        }
+      }
+      return finished ? missed : undefined
     }
   }
 }

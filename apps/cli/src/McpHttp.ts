@@ -98,6 +98,8 @@ interface Session extends McpSessions.Session {
   readonly transport: StreamableHTTPServerTransport | SSEServerTransport
   /** What its client has not read, over every response of the session. */
   readonly backlog: McpBacklog.Backlog
+  /** What a streamable session sent, for a client that resumes a stream (`Last-Event-ID`). */
+  readonly events?: McpEvents.Store
   /**
    * Who opened it, as the gate knows them (a JWT's issuer and subject): a request with another
    * principal's credential finds no such session. Undefined with the static token or none.
@@ -138,6 +140,24 @@ const closeCancelled = (transport: StreamableHTTPServerTransport) => {
 
 /** The code LSP gives a cancelled request's answer; JSON-RPC and MCP name none. */
 const requestCancelled = -32800
+
+/** The missed events of a stream a GET resumes (`Last-Event-ID`) when that stream is over, else undefined. */
+const resumedFinished = (req: NodeHttp.IncomingMessage, session: Session) => {
+  const last = req.headers["last-event-id"]
+  return req.method === "GET" && typeof last === "string" ? session.events?.finishedAfter(last) : undefined
+}
+
+/** Sends a finished stream's missed events as the SDK writes them, and ends the stream. */
+const replayed = (res: NodeHttp.ServerResponse, sessionId: string, missed: ReadonlyArray<McpEvents.Missed>) =>
+  Effect.sync(() => {
+    res.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache, no-transform",
+      "mcp-session-id": sessionId
+    })
+    for (const { id, message } of missed) res.write(`event: message\nid: ${id}\ndata: ${JSON.stringify(message)}\n\n`)
+    res.end()
+  })
 
 /** Answers an HTTP request no transport saw, with a JSON-RPC error body as the SDK does. */
 const reject = (
@@ -202,12 +222,13 @@ export const listen = (
       Effect.gen(function* () {
         const server = newServer(group)
         const backlog = McpBacklog.make()
+        const events = McpEvents.make()
         const transport: StreamableHTTPServerTransport = new BoundedStreamableHTTPServerTransport(
           {
             sessionIdGenerator: () => NodeCrypto.randomUUID(),
-            eventStore: McpEvents.make(),
+            eventStore: events,
             onsessioninitialized: (id) => {
-              opening.add(id, { server, transport, backlog, principal, group, close: closeServer(server) })
+              opening.add(id, { server, transport, backlog, events, principal, group, close: closeServer(server) })
               use(id, res, principal)
             }
           },
@@ -282,6 +303,8 @@ export const listen = (
           ) {
             return yield* reject(res, 404, "Session not found: initialize a new session")
           }
+          const finished = resumedFinished(req, session)
+          if (finished !== undefined) return yield* replayed(res, transport.sessionId ?? "", finished)
           return yield* Effect.tryPromise(() => transport.handleRequest(req, res, body))
         }
         if (req.method !== "POST" || !RequestBody.isInitialize(body)) {

@@ -40,6 +40,25 @@ const setup = Effect.gen(function* () {
 const priming: JSONRPCMessage = JSON.parse("{}")
 
 describe("McpEvents", () => {
+  it.effect("a stream is finished once its answer is stored: what followed an id of it, or nothing", () =>
+    Effect.gen(function* () {
+      const store = McpEvents.make()
+      const put = (stream: string, message: JSONRPCMessage) => Effect.promise(() => store.storeEvent(stream, message))
+      const first = yield* put("post-1", progress(1))
+      yield* put("get", progress(9))
+      const second = yield* put("post-1", progress(2))
+      // Still running: the SDK's stream waits for the rest.
+      assert.isUndefined(store.finishedAfter(first))
+      const answer = yield* put("post-1", { jsonrpc: "2.0", id: 2, result: {} })
+      assert.deepStrictEqual(
+        store.finishedAfter(first)?.map((missed) => missed.id),
+        [second, answer]
+      )
+      assert.deepStrictEqual(store.finishedAfter(answer), [])
+      assert.isUndefined(store.finishedAfter("999"))
+    })
+  )
+
   it.effect("a replay sends what followed the last event on its stream, in order, without priming events", () =>
     Effect.gen(function* () {
       const { store, replay } = yield* setup

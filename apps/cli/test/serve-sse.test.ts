@@ -155,23 +155,33 @@ describe("serve: resumability and the legacy SSE transport", () => {
       )
     await until(callsDone, 30_000)
 
-    const resumed = await fetch(`${base}/mcp`, {
-      headers: { ...streamable(session), accept: "text/event-stream", "last-event-id": last ?? "" }
-    })
+    // The call is over: the resumed stream brings what was missed, its answer last, and ends (it
+    // was held open for events that never come, and kept the session from going idle).
+    const resume = (from: string) =>
+      fetch(`${base}/mcp`, {
+        headers: { ...streamable(session), accept: "text/event-stream", "last-event-id": from },
+        signal: AbortSignal.timeout(15_000)
+      })
+    const resumed = await resume(last ?? "")
     assert.strictEqual(resumed.status, 200)
     const after: Array<unknown> = []
     let answer: { readonly [key: string]: unknown } | undefined
+    let answerId: string | undefined
     for await (const event of events(resumed.body ?? new ReadableStream())) {
       const message = messageOf(event)
       const progress = progressOf(message)
       if (progress !== undefined) after.push(progress)
       if (message?.id === 2) {
         answer = message
-        break
+        answerId = event.id
       }
     }
     assert.deepStrictEqual(after, [3, 4, 5, 6])
     assert.include(JSON.stringify(answer?.result), "Long running operation completed")
+    // From the answer itself: nothing is missed, and the stream ends at once.
+    const fromAnswer = await resume(answerId ?? "")
+    assert.strictEqual(fromAnswer.status, 200)
+    assert.strictEqual(await fromAnswer.text(), "")
 
     // An id the store never had (or no longer has) is refused, and the client opens a new stream.
     const unknown = await fetch(`${base}/mcp`, {
