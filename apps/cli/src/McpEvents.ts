@@ -5,7 +5,7 @@
  * notifications of its standalone stream. A client is hostile until shown otherwise, so a store
  * is bounded three ways: events, bytes and age. The oldest go first; an event bigger than the
  * whole budget is not kept at all (a client that misses it reconnects without it: its id is then
- * unknown, which the SDK answers 400, and the client starts a new stream). The store belongs to
+ * unknown, which the gateway answers 400, and the client starts a new stream). The store belongs to
  * its session and goes with it: a session's events replay to that session only.
  *
  * A POST's stream ends with its answer; one resumed after it was answered would be held open by
@@ -49,6 +49,8 @@ export interface Store extends EventStore {
    * stored); undefined when it is not, or the store does not know the id.
    */
   readonly finishedAfter: (lastEventId: string) => ReadonlyArray<Missed> | undefined
+  /** Whether the store holds the event: one it never had, or no longer has, resumes nothing. */
+  readonly has: (eventId: string) => boolean
 }
 
 /** A bounded store; `now` is the clock its ages are read from. */
@@ -99,6 +101,10 @@ export const make = (limits: Limits = defaults, now: () => number = Date.now): S
         else if (after && stored.stream === last.stream && stored.message !== undefined) await send(id, stored.message)
       }
       return last.stream
+    },
+    has: (eventId) => {
+      prune()
+      return events.has(eventId)
     },
     finishedAfter: (lastEventId) => {
       prune()

@@ -141,10 +141,18 @@ const closeCancelled = (transport: StreamableHTTPServerTransport) => {
 /** The code LSP gives a cancelled request's answer; JSON-RPC and MCP name none. */
 const requestCancelled = -32800
 
-/** The missed events of a stream a GET resumes (`Last-Event-ID`) when that stream is over, else undefined. */
-const resumedFinished = (req: NodeHttp.IncomingMessage, session: Session) => {
+/**
+ * What the gateway answers itself of a GET that resumes a stream (`Last-Event-ID`): an id the
+ * session's store does not hold (the SDK's answer, "Invalid event ID format", sent a client
+ * looking for a parsing bug), or a stream that is over (see `McpEvents.finishedAfter`).
+ */
+const resumption = (req: NodeHttp.IncomingMessage, session: Session) => {
   const last = req.headers["last-event-id"]
-  return req.method === "GET" && typeof last === "string" ? session.events?.finishedAfter(last) : undefined
+  const { events } = session
+  if (req.method !== "GET" || typeof last !== "string" || events === undefined) return undefined
+  if (!events.has(last)) return { unknown: last.slice(0, 40) }
+  const missed = events.finishedAfter(last)
+  return missed === undefined ? undefined : { missed }
 }
 
 /** Sends a finished stream's missed events as the SDK writes them, and ends the stream. */
@@ -303,8 +311,15 @@ export const listen = (
           ) {
             return yield* reject(res, 404, "Session not found: initialize a new session")
           }
-          const finished = resumedFinished(req, session)
-          if (finished !== undefined) return yield* replayed(res, transport.sessionId ?? "", finished)
+          const resumed = resumption(req, session)
+          if (resumed !== undefined && "unknown" in resumed) {
+            return yield* reject(
+              res,
+              400,
+              `Bad Request: event ${resumed.unknown} is not in this session's history (it is too old, or never was); open a new stream without Last-Event-ID`
+            )
+          }
+          if (resumed !== undefined) return yield* replayed(res, transport.sessionId ?? "", resumed.missed)
           return yield* Effect.tryPromise(() => transport.handleRequest(req, res, body))
         }
         if (req.method !== "POST" || !RequestBody.isInitialize(body)) {

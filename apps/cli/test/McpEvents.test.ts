@@ -2,7 +2,7 @@
  * One session's event store on the TestClock, at its default bounds (512 events, 1 MiB, 5
  * minutes): a replay sends what followed the client's last event on that event's stream, in order
  * and without priming events; past any bound the oldest events go, and an id that went is
- * unknown (the SDK then answers 400 and the client opens a new stream).
+ * unknown (the gateway then answers 400 and the client opens a new stream).
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
