@@ -24,6 +24,58 @@ describe("call routing", () => {
     })
   )
 
+  it.live("calls made while a reload replaces their toolset wait for the new one; the name is never unknown", () =>
+    Effect.gen(function* () {
+      const { registry, close } = yield* open(config([fixtureEntry("one")]))
+      yield* registry.start
+      const before = text(yield* registry.callTool("pid", {}))
+      // A call in flight keeps the old server alive past its stdin's end: its stop takes a while.
+      const held = yield* Effect.forkChild(Effect.result(registry.callTool("sleep", { ms: 5_000 })), {
+        startImmediately: true
+      })
+      const reload = yield* Effect.forkChild(
+        registry.reload(config([fixtureEntry("one", { env: { CHANGED: "1" } })])),
+        { startImmediately: true }
+      )
+      const answers: Array<string> = []
+      while (reload.pollUnsafe() === undefined) {
+        const result = yield* Effect.result(registry.callTool("pid", {}))
+        assert.strictEqual(result._tag, "Success", result._tag === "Failure" ? result.failure.message : "")
+        if (result._tag === "Success") answers.push(text(result.success))
+        // The toolset answers at once; the loop asks again until the reload is over.
+        yield* Effect.yieldNow
+      }
+      yield* Fiber.join(reload)
+      assert.isAbove(answers.length, 0)
+      assert.notInclude(answers, before, "a call reached the replaced server")
+      assert.strictEqual((yield* registry.snapshot).find((s) => s.name === "one")?.state, "Ready")
+      yield* Fiber.join(held)
+      yield* close
+    })
+  )
+
+  it.live(
+    "a reload does not wait for what it started: one that adds a server hanging in initialize holds up no later one",
+    () =>
+      Effect.gen(function* () {
+        const { registry, close } = yield* open(config([fixtureEntry("one")]))
+        yield* registry.start
+        const hang = fixtureEntry("hang", { env: { FIXTURE_MODE: "hang" }, lifecycle: { startup_timeout: "0" } })
+        yield* registry.reload(config([fixtureEntry("one"), hang]))
+        // The user sees it hang, removes it and adds another: applied at once, not never.
+        const diff = yield* registry
+          .reload(config([fixtureEntry("one"), fixtureEntry("two")]))
+          .pipe(Effect.timeoutOption("5 seconds"))
+        assert.strictEqual(diff._tag, "Some", "the second reload waited for the hanging start")
+          const board = yield* registry.snapshot
+        assert.deepStrictEqual(
+          board.map((s) => s.name),
+          ["one", "two"]
+        )
+        yield* close
+      })
+  )
+
   it.live("every routed call records its latency under its toolset, and a failure its error tag", () =>
     Effect.gen(function* () {
       const { registry, close } = yield* open(config([fixtureEntry("alpha")]))

@@ -33,6 +33,8 @@ interface Running extends Routing.Entry {
   readonly mcp: Toolsets.Built["mcp"]
   /** Failures in a row seen by `reprobe`, so a failure is reported once per streak. */
   streak: number
+  /** False once a reload replaced it: its stop, and anything else it says, no longer speaks for its name. */
+  current: boolean
 }
 
 /**
@@ -126,6 +128,7 @@ export const make = (
         const unresolved = Unresolved.of(entry)
         const built = unresolved === undefined ? build(entry) : Unresolved.make(entry, unresolved)
         const { toolset, lsp, mcp } = yield* built.pipe(Scope.provide(scope))
+        const self: Running = { config: entry, toolset, lsp, mcp, scope, streak: 0, current: true }
         if (mcp !== undefined) {
           yield* mcp.logs.pipe(
             Stream.runForEach((event) => PubSub.publish(logHub, event)),
@@ -138,6 +141,7 @@ export const make = (
         }
         const counted = offeredCounts(entry, toolset)
         yield* toolset.events.pipe(
+          Stream.filter(() => self.current),
           Stream.runForEach((t) =>
             Effect.flatMap(counted(t.snapshot), (snapshot) =>
               PubSub.publish(hub, {
@@ -151,6 +155,7 @@ export const make = (
         )
         let listed = -1
         yield* toolset.changes.pipe(
+          Stream.filter(() => self.current),
           Stream.mapEffect(counted),
           Stream.runForEach((snapshot) =>
             Effect.suspend(() => {
@@ -168,9 +173,12 @@ export const make = (
           ),
           Effect.forkIn(scope, { startImmediately: true })
         )
-        running.set(entry.identity, { config: entry, toolset, lsp, mcp, scope, streak: 0 })
+        running.set(entry.identity, self)
         version += 1
       }).pipe(Effect.annotateLogs({ toolset: entry.name }))
+
+    /** Stops a toolset that left the registry and lets go of it: stop first, since closing a remote one's scope only lets go. */
+    const retire = (entry: Running) => Effect.andThen(entry.toolset.stop, Scope.close(entry.scope, Exit.void))
 
     const dismiss = (identity: string) =>
       Effect.suspend(() => {
@@ -178,10 +186,7 @@ export const make = (
         running.delete(identity)
         latest.delete(identity)
         version += 1
-        // Stop before closing: closing a remote toolset's scope only lets go of it.
-        return entry === undefined
-          ? Effect.void
-          : Effect.andThen(entry.toolset.stop, Scope.close(entry.scope, Exit.void))
+        return entry === undefined ? Effect.void : retire(entry)
       })
 
     /** Starts one toolset; an optional one that fails is logged (its Supervisor keeps trying). */
@@ -371,25 +376,42 @@ export const make = (
       return { recovered, failing }
     })
 
+    /**
+     * Applies a new config. A changed toolset is replaced, not removed and added: its successor
+     * takes its name at once and starts while it stops, so a call meanwhile waits for the new one
+     * (routing keeps the name's last listing) instead of finding no such tool, and `status` and
+     * `restart` know the name throughout. New toolsets start in the background: a server that
+     * hangs in `initialize` holds up no later reload, and a call to its tools waits for it.
+     */
     const reload = (next: AgentConfig.Config) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
           const diff = ToolsetDiff.diff(config, next)
           config = next
           version += 1
-          const gone = [...diff.removed.map((t) => t.identity), ...diff.changed.map(({ before }) => before.identity)]
-          yield* Effect.forEach(gone, dismiss, { concurrency: "unbounded", discard: true })
+          yield* Effect.forEach(
+            diff.removed.map((t) => t.identity),
+            dismiss,
+            { concurrency: "unbounded", discard: true }
+          )
+          const replaced = diff.changed.flatMap(({ before }) => {
+            const entry = running.get(before.identity)
+            if (entry !== undefined) entry.current = false
+            return entry === undefined ? [] : [entry]
+          })
           const fresh = [...diff.added, ...diff.changed.map(({ after }) => after)]
           yield* Effect.forEach(fresh, launch, { discard: true })
           const toStart = fresh.flatMap((t) => {
             const entry = running.get(t.identity)
             return entry === undefined || t.lazy ? [] : [entry]
           })
-          yield* Effect.forEach(toStart, (entry) => Effect.ignore(startOne(entry)), {
-            concurrency: "unbounded",
-            discard: true
-          })
+          yield* Effect.forEach(
+            toStart,
+            (entry) => Effect.forkIn(Effect.ignore(startOne(entry)), toolsetsScope, { startImmediately: true }),
+            { discard: true }
+          )
           yield* publishBoard
+          yield* Effect.forEach(replaced, retire, { concurrency: "unbounded", discard: true })
           return diff
         })
       )
