@@ -1,5 +1,6 @@
 /**
- * The `toolvisor` entry point. Ctrl-C and SIGTERM interrupt the command, whose scope stops
+ * The `toolvisor` entry point. Ctrl-C, SIGTERM and SIGHUP (the terminal or ssh session closed)
+ * interrupt the command, whose scope stops
  * every toolset, and then the process exits 0; failures become one clear line on stderr and an
  * exit code: 2 for usage and config errors, 1 for everything else. A config error is no log
  * line: it is the command's result, printed whole (every problem on its own line) whatever the
@@ -112,7 +113,7 @@ const exitFlushed = (code: number, signalled: boolean): void => {
   const pending = [process.stdout, process.stderr].filter((stream) => stream.writableLength > 0)
   const leave = () => process.exit(code)
   if (pending.length === 0) leave()
-  process.once("SIGINT", leave).once("SIGTERM", leave)
+  for (const signal of shutdownSignals) process.once(signal, leave)
   if (signalled) setTimeout(leave, signalledFlushMillis)
   let left = pending.length
   for (const stream of pending) {
@@ -124,6 +125,12 @@ const exitFlushed = (code: number, signalled: boolean): void => {
     stream.on("drain", settle).on("error", settle).on("close", settle)
   }
 }
+
+/**
+ * The signals that end a command gracefully. SIGHUP is a closed terminal or ssh session: left to
+ * Node it killed the process at once, with no answer to calls in flight and no stop of its servers.
+ */
+const shutdownSignals: ReadonlyArray<NodeJS.Signals> = ["SIGINT", "SIGTERM", "SIGHUP"]
 
 /** How long a shutdown a signal asked for waits for a reader to take what is left of the output. */
 const signalledFlushMillis = 1_000
@@ -139,11 +146,9 @@ const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
     signalled = signal
     fiber.interruptUnsafe(fiber.id)
   }
-  process.on("SIGINT", onSignal)
-  process.on("SIGTERM", onSignal)
+  for (const signal of shutdownSignals) process.on(signal, onSignal)
   fiber.addObserver((exit) => {
-    process.off("SIGINT", onSignal)
-    process.off("SIGTERM", onSignal)
+    for (const signal of shutdownSignals) process.off(signal, onSignal)
     if (signalled !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
       const { code, message } = SignalExit.outcome(signalled)
       if (message !== undefined) process.stderr.write(`${Log.plain("WARN", message)}\n`)

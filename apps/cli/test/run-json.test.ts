@@ -179,7 +179,7 @@ describe("toolvisor run --json", () => {
     }
   })
 
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     it(`${signal} answers every call first: Interrupted for the 64 in flight, NotSent for those still waiting`, async () => {
       const { config, served } = counted()
       const session = new Session(["run", config, "--json"])
