@@ -117,7 +117,9 @@ const interrupted = (cmd: string): Failure => ({
   tag: "Interrupted",
   message:
     cmd === "call"
-      ? "the run is shutting down and this call had no answer yet: it was sent, so it may have run"
+      ? // Under way, it may be waiting for its toolset to be back (a backoff) and never have reached
+        // the server: whether it did is not known here, so it is said to maybe have run, the safe side.
+        "the run is shutting down and this call had no answer yet: it was under way (it may have reached its server), so it may have run"
       : `the run is shutting down and this ${cmd} had no answer yet: it had started, so it may have taken effect`
 })
 
