@@ -233,8 +233,12 @@ export interface Registry {
    * may change them without its status changing, and `prompts` and `resources` then show it.
    */
   readonly listingChanges: Stream.Stream<McpSurfaces.ListingChange>
-  /** Applies a new config: starts added, stops removed, restarts changed, leaves the rest alone. */
-  readonly reload: (config: AgentConfig.Config) => Effect.Effect<ToolsetDiff.Diff>
+  /**
+   * Applies a new config: starts added, stops removed, restarts changed, leaves the rest alone.
+   * A config without the agent the registry serves by default is refused, whole: every call,
+   * catalog and search without an agent would fail from then on, while the toolsets ran on.
+   */
+  readonly reload: (config: AgentConfig.Config) => Effect.Effect<ToolsetDiff.Diff, UnknownAgent>
 }
 
 /** The registry as a service: `yield* ToolsetRegistry` in a program given one of the Layers below. */

@@ -67,13 +67,31 @@ describe("call routing", () => {
           .reload(config([fixtureEntry("one"), fixtureEntry("two")]))
           .pipe(Effect.timeoutOption("5 seconds"))
         assert.strictEqual(diff._tag, "Some", "the second reload waited for the hanging start")
-          const board = yield* registry.snapshot
+        const board = yield* registry.snapshot
         assert.deepStrictEqual(
           board.map((s) => s.name),
           ["one", "two"]
         )
         yield* close
       })
+  )
+
+  it.live("a reload whose config lost the agent the registry serves is refused whole; calls go on", () =>
+    Effect.gen(function* () {
+      const one = fixtureEntry("one")
+      const { registry, close } = yield* open(config([one]))
+      yield* registry.start
+      const renamed = config([one, fixtureEntry("two")], [{ name: "main", toolsets: [one.identity] }])
+      const refused = yield* Effect.flip(registry.reload(renamed))
+      assert.strictEqual(refused._tag, "UnknownAgent")
+      assert.include(refused.message, 'the new config has no agent "root"')
+      assert.deepStrictEqual(
+        (yield* registry.snapshot).map((s) => s.name),
+        ["one"]
+      )
+      assert.isNotEmpty(text(yield* registry.callTool("pid", {})))
+      yield* close
+    })
   )
 
   it.live("every routed call records its latency under its toolset, and a failure its error tag", () =>

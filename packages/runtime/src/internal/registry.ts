@@ -386,6 +386,14 @@ export const make = (
     const reload = (next: AgentConfig.Config) =>
       lock.withPermits(1)(
         Effect.gen(function* () {
+          if (!next.agents.some((agent) => agent.name === defaultAgent)) {
+            const known = next.agents.map((agent) => agent.name)
+            return yield* new ToolsetRegistry.UnknownAgent({
+              agent: defaultAgent,
+              known,
+              message: `the new config has no agent "${defaultAgent}", the one this registry serves (it has: ${known.join(", ")}); restart to serve another`
+            })
+          }
           const diff = ToolsetDiff.diff(config, next)
           config = next
           version += 1
