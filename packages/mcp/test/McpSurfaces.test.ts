@@ -70,7 +70,10 @@ describe("MCP surfaces of server-everything", () => {
       assert.strictEqual(missing._tag === "McpRequestFailed" ? missing.method : "", "prompts/get")
       // The server's SDK words its error as the client's SDK does again: the prefix is said once.
       const invalid = yield* Effect.flip(toolset.getPrompt("args-prompt", {}))
-      assert.include(invalid.message, "everything/args-prompt: MCP error -32602: Invalid arguments for prompt args-prompt")
+      assert.include(
+        invalid.message,
+        "everything/args-prompt: MCP error -32602: Invalid arguments for prompt args-prompt"
+      )
       yield* close
     })
   )
