@@ -145,7 +145,7 @@ describe.runIf(Procfs.available)("the watchdog", () => {
       if (pid === undefined) return assert.fail("no watchdog")
       assert.isEmpty(more, "one watchdog, however many servers")
       assert.strictEqual(Procfs.stat(pid)?.pgrp, pid, "it leads its own group")
-      assert.deepStrictEqual(cmdline(pid).slice(-3), [Owner.envKey, mark, "10"])
+      assert.deepStrictEqual(cmdline(pid).slice(-3), [Owner.envKey, mark, "5"])
       const env = Procfs.environ(pid)
       assert.isFalse(env?.has(Owner.envKey) || env?.has(Owner.serverKey), "it carries no mark")
       assert.isBelow(rss(pid), 8 * 1024, "resident kB")
