@@ -80,7 +80,11 @@ export const isLoopback = (host: string): boolean => loopbackNames.has(host)
 
 const metadataRoot = "/.well-known/oauth-protected-resource" as const
 
-/** One header's value; a repeated one counts as malformed, so every check fails closed on it. */
+/**
+ * One header's value. Node keeps the first of a repeated `Authorization`, `Host` or `Origin` (so
+ * a valid first credential is what is checked); a header it gives as a list counts as malformed,
+ * so a check fails closed on it.
+ */
 const header = (headers: Headers, name: string): string | undefined => {
   const value = headers[name]
   return value === undefined || typeof value === "string" ? value : ""
