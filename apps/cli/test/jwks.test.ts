@@ -24,6 +24,19 @@ const serve = (args: ReadonlyArray<string>) =>
       })
   )
 
+/** `serve --http` with `--jwt-issuer` a real authorization server whose tokens name it as audience, once it answers. */
+const behindIssuer = Effect.gen(function* () {
+  const port = yield* Effect.promise(freePort)
+  const base = `http://127.0.0.1:${port}`
+  const url = `${base}/mcp`
+  const server = yield* OAuthServer.make({ callbackPort: 1, resources: [url] })
+  const session = yield* serve(["--http", String(port), "--jwt-issuer", server.issuer, "--jwt-audience", url])
+  yield* Effect.promise(() =>
+    until(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true)
+  ).pipe(Effect.catch(() => Effect.die(new Error(`serve did not start:\n${session.stderr}`))))
+  return { base, url, server }
+})
+
 const initialize = JSON.stringify({
   jsonrpc: "2.0",
   id: 1,
@@ -43,14 +56,7 @@ const post = (url: string, headers: Readonly<Record<string, string>> = {}) =>
 describe("serve --http --jwt-issuer", () => {
   it.live("an SDK client finds the issuer through the 401, gets a token for the gateway and calls a tool", () =>
     Effect.gen(function* () {
-      const port = yield* Effect.promise(freePort)
-      const base = `http://127.0.0.1:${port}`
-      const url = `${base}/mcp`
-      const server = yield* OAuthServer.make({ callbackPort: 1, resources: [url] })
-      const session = yield* serve(["--http", String(port), "--jwt-issuer", server.issuer, "--jwt-audience", url])
-      yield* Effect.promise(() =>
-        until(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true)
-      ).pipe(Effect.catch(() => Effect.die(new Error(`serve did not start:\n${session.stderr}`))))
+      const { base, url, server } = yield* behindIssuer
 
       // The metadata names the issuer, so a client knows where to get a token.
       const metadata = JSON.parse(
@@ -105,14 +111,7 @@ describe("serve --http --jwt-issuer", () => {
     "a session is its opener's: another user's valid token with its id finds no session, to call, read or end",
     () =>
       Effect.gen(function* () {
-        const port = yield* Effect.promise(freePort)
-        const base = `http://127.0.0.1:${port}`
-        const url = `${base}/mcp`
-        const server = yield* OAuthServer.make({ callbackPort: 1, resources: [url] })
-        const session = yield* serve(["--http", String(port), "--jwt-issuer", server.issuer, "--jwt-audience", url])
-        yield* Effect.promise(() =>
-          until(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true)
-        ).pipe(Effect.catch(() => Effect.die(new Error(`serve did not start:\n${session.stderr}`))))
+        const { url, server } = yield* behindIssuer
         const alice = { authorization: `Bearer ${yield* OAuthTokens.forResource(server, url)}` }
         const bob = { authorization: `Bearer ${yield* OAuthTokens.forResource(server, url, server.otherMachine)}` }
         const opened = yield* post(url, alice)
