@@ -16,10 +16,10 @@
  * (`GatewayClients`).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { ServerCapabilities } from "@modelcontextprotocol/sdk/types.js"
 import { ToolGroups } from "@toolvisor/config"
+import { StdioServer } from "@toolvisor/mcp"
 import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
@@ -214,7 +214,13 @@ export const connect = (
       }),
       McpHttp.closeServer
     )
-    yield* Effect.forkScoped(notices(shared, initial, () => [server]))
+    // Heard only once the client said it is initialized: until then it lists nothing, and a
+    // notification before the answer to `initialize` is one a strict client refuses.
+    let initialized = false
+    server.oninitialized = () => {
+      initialized = true
+    }
+    yield* Effect.forkScoped(notices(shared, initial, () => (initialized ? [server] : [])))
   })
 
 /**
@@ -269,7 +275,7 @@ export const serve = (
       yield* Effect.logInfo(`serving MCP at ${url}`)
       return yield* Effect.never
     }
-    yield* connect(registry, new StdioServerTransport(), options)
+    yield* connect(registry, yield* StdioServer.make(), options)
     yield* start
     yield* Effect.logInfo(`serving MCP on stdio${options.group === undefined ? "" : `, tool group ${options.group}`}`)
     // A stdio client ends the session by closing our stdin: then stop every toolset and exit.

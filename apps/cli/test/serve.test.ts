@@ -17,6 +17,54 @@ const freshDir = () => NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "toolvi
 const watched = (pidFile: string) =>
   writeConfig(yaml([mcpEntry("fx", [`        env: { FIXTURE_PID_FILE: "${pidFile}" }`])]))
 
+/** `serve` on `config` over stdio, spoken to line by line: what it answered to an id, and what it wrote. */
+const rawServe = (config: string) => {
+  const child = NodeChildProcess.spawn(process.execPath, cliArgs(["serve", config]), {
+    cwd: root,
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  const lines = () =>
+    stdout
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l))
+  const send = (message: { readonly [key: string]: unknown }) =>
+    child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`)
+  const answer = async (id: number) => {
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      const found = lines().find((m) => m.id === id)
+      if (found !== undefined) return found
+      if (Date.now() > deadline) throw new Error(`no answer to ${id}; stdout:\n${stdout}\nstderr:\n${stderr}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  /** Initializes the session, then calls `tool` until its toolset is Ready and answers it. */
+  const ready = async (tool: string) => {
+    send({
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+    })
+    await answer(1)
+    send({ method: "notifications/initialized" })
+    // Until the toolset is Ready the call may fail (as an isError result): ask until it answers.
+    let echoed = ""
+    for (let id = 10; id < 200 && !echoed.includes("through the gateway"); id++) {
+      send({ id, method: "tools/call", params: { name: tool, arguments: { message: "through the gateway" } } })
+      echoed = JSON.stringify(await answer(id))
+      if (!echoed.includes("through the gateway")) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    assert.include(echoed, "through the gateway")
+  }
+  return { child, send, answer, ready, exited, lines, output: () => ({ stdout, stderr }) }
+}
+
 describe("toolvisor serve over stdio", () => {
   it("writes nothing but JSON-RPC on stdout, with noisy servers, warnings and errors around", async () => {
     const config = writeConfig(
@@ -33,46 +81,9 @@ describe("toolvisor serve over stdio", () => {
         "        shell: { hello: { cmd: echo hi } }"
       ].join("\n")
     )
-    const child = NodeChildProcess.spawn(process.execPath, cliArgs(["serve", config]), {
-      cwd: root,
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-    const send = (message: { readonly [key: string]: unknown }) =>
-      child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`)
-    const answer = async (id: number) => {
-      const deadline = Date.now() + 30_000
-      for (;;) {
-        const found = stdout
-          .split("\n")
-          .filter((l) => l.trim() !== "")
-          .map((l) => JSON.parse(l))
-          .find((m) => m.id === id)
-        if (found !== undefined) return found
-        if (Date.now() > deadline) throw new Error(`no answer to ${id}; stdout:\n${stdout}\nstderr:\n${stderr}`)
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-    }
+    const { child, send, answer, ready, exited, output } = rawServe(config)
     try {
-      send({
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
-      })
-      await answer(1)
-      send({ method: "notifications/initialized" })
-      // Until the toolset is Ready the call may fail (as an isError result): ask until it answers.
-      let echoed = ""
-      for (let id = 10; id < 200 && !echoed.includes("through the gateway"); id++) {
-        send({ id, method: "tools/call", params: { name: "fx_echo", arguments: { message: "through the gateway" } } })
-        echoed = JSON.stringify(await answer(id))
-        if (!echoed.includes("through the gateway")) await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      assert.include(echoed, "through the gateway")
+      await ready("fx_echo")
       send({ id: 2, method: "tools/call", params: { name: "fx_noise", arguments: {} } })
       assert.include(JSON.stringify(await answer(2)), "after noise")
       send({ id: 3, method: "tools/list" })
@@ -80,10 +91,11 @@ describe("toolvisor serve over stdio", () => {
       send({ id: 4, method: "no/such/method" })
       assert.property(await answer(4), "error")
       child.stdin.end()
-      assert.strictEqual(await exited, 0, stderr)
+      assert.strictEqual(await exited, 0, output().stderr)
     } finally {
       child.kill("SIGKILL")
     }
+    const { stdout, stderr } = output()
     for (const line of stdout.split("\n").filter((l) => l !== "")) {
       const message = JSON.parse(line)
       assert.strictEqual(message.jsonrpc, "2.0", `not JSON-RPC on stdout: ${line}`)
@@ -92,6 +104,38 @@ describe("toolvisor serve over stdio", () => {
     assert.match(stderr, /^\d\d:\d\d:\d\d\.\d{3} WARN .*script/m)
     assert.match(stderr, /^\d\d:\d\d:\d\d\.\d{3} WARN optional toolset did not start: .*gone/m)
     assert.notInclude(stderr, "fiber=")
+  })
+
+  it("a request past 16 MiB, one nested too deep and a malformed one are each answered with an error, and the session goes on", async () => {
+    const { child, send, answer, ready, exited, lines, output } = rawServe(writeConfig(yaml([mcpEntry("fx")])))
+    try {
+      await ready("fx_echo")
+      // Nothing came before the answer to initialize (the toolset's Ready made its tools change).
+      assert.strictEqual(lines()[0]?.id, 1)
+      const call = (id: number, args: string) =>
+        child.stdin.write(
+          `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"fx_echo","arguments":${args}}}\n`
+        )
+      call(2, `{"message":"${"x".repeat(17 * 1024 * 1024)}"}`)
+      call(3, `{"message":"deep","x":${"[".repeat(100_000)}${"]".repeat(100_000)}}`)
+      child.stdin.write(`{"jsonrpc":"2.0","id":4,"method":5}\n`)
+      const [huge, deep, malformed] = await Promise.all([answer(2), answer(3), answer(4)])
+      assert.strictEqual(huge.error?.code, -32600)
+      assert.match(huge.error?.message, /over the limit of 16 MiB; it was not handled/)
+      assert.strictEqual(deep.error?.code, -32600)
+      assert.include(deep.error?.message, "nested deeper than 64 levels")
+      assert.deepStrictEqual(malformed.error, {
+        code: -32600,
+        message: "not a valid JSON-RPC request; it was not handled"
+      })
+      send({ id: 5, method: "tools/call", params: { name: "fx_echo", arguments: { message: "still here" } } })
+      assert.include(JSON.stringify(await answer(5)), "still here")
+      child.stdin.end()
+      assert.strictEqual(await exited, 0, output().stderr)
+    } finally {
+      child.kill("SIGKILL")
+    }
+    assert.match(output().stderr, /WARN dropped a message from the client: it is 1\d\.\d MiB, over the limit of 16 MiB/)
   })
 })
 

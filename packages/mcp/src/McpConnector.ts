@@ -268,13 +268,11 @@ const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, Lifecycle
     })
     const context = yield* Effect.context<never>()
     const warn = (message: string) => Effect.runForkWith(context)(Effect.logWarning(message))
-    const transport = new PipeTransport(proc.stdout, proc.stdin, {
-      garbage: (count, last) =>
-        warn(
-          `${name}: ignored ${count} ${count === 1 ? "line" : "lines"} on stdout that ${count === 1 ? "is" : "are"} not JSON-RPC; the last: ${Redaction.redact(last)}`
-        ),
-      dropped: (refused) => warn(`${name}: dropped a message from the server: it is ${refused.message}`)
-    })
+    const transport = new PipeTransport(
+      proc.stdout,
+      proc.stdin,
+      PipeTransport.warnings((message) => warn(`${name}: ${message}`), { stream: "stdout", from: "the server" })
+    )
     return {
       transport,
       guard: proc.whileRunning,

@@ -261,14 +261,45 @@ describe("PipeTransport", () => {
     assert.deepStrictEqual(next, { jsonrpc: "2.0", id: 2, result: {} })
   })
 
-  it("a refused message that answers no request of ours (a request from the server, or no id) is only reported", async () => {
-    const { fromServer, received, dropped, settle } = await open()
+  it("a refused message that answers no request of ours is reported, and a request among them answered with an error", async () => {
+    const { fromServer, received, dropped, writes, settle } = await open()
     const deep = `${"[".repeat(1000)}${"]".repeat(1000)}`
     fromServer.write(`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"deep":${deep}}}\n`)
     fromServer.write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"deep":${deep}}}\n`)
     await settle()
+    await settle()
     assert.deepStrictEqual(received, [])
     assert.strictEqual(dropped.length, 2)
     assert.isTrue(dropped.every((refused) => refused.tooDeep))
+    assert.deepStrictEqual(
+      writes.map((w) => JSON.parse(w)),
+      [
+        {
+          jsonrpc: "2.0",
+          id: 3,
+          error: { code: -32600, message: "the request is nested deeper than 64 levels, the limit; it was not handled" }
+        }
+      ]
+    )
+  })
+
+  it("a request that is not valid JSON-RPC is answered with an error; one without an id only counted", async () => {
+    const { fromServer, received, garbage, writes, settle } = await open()
+    fromServer.write(`{"jsonrpc":"2.0","id":"r1","method":5}\n`)
+    fromServer.write(`{"jsonrpc":"2.0","method":{}}\n`)
+    await settle()
+    await settle()
+    assert.deepStrictEqual(received, [])
+    assert.strictEqual(garbage[0]?.count, 1)
+    assert.deepStrictEqual(
+      writes.map((w) => JSON.parse(w)),
+      [
+        {
+          jsonrpc: "2.0",
+          id: "r1",
+          error: { code: -32600, message: "not a valid JSON-RPC request; it was not handled" }
+        }
+      ]
+    )
   })
 })

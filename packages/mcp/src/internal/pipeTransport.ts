@@ -1,10 +1,11 @@
 /**
- * An MCP SDK `Transport` over the pipes of a process that `ServerProcess` spawned, so the core
- * owns the process (its group, its stderr, its shutdown) and the SDK only speaks JSON-RPC.
- * Unlike the SDK's own stdio transport, a line that is not JSON-RPC (a banner, a stray
- * `console.log`) is counted and skipped instead of breaking the session, and a line too long to
- * keep or nested too deep to parse safely fails the request it answers at once, as a
- * `RawMessage.Refused`, while the lines after it are read as usual.
+ * An MCP SDK `Transport` over a pair of pipes: those of a process that `ServerProcess` spawned, so
+ * the core owns the process (its group, its stderr, its shutdown) and the SDK only speaks
+ * JSON-RPC; or this process's stdin and stdout, when it serves MCP (`StdioServer`). Unlike the
+ * SDK's own stdio transports, a line that is not JSON-RPC (a banner, a stray `console.log`) is
+ * counted and skipped instead of breaking the session, and a line too long to keep or nested too
+ * deep to parse safely fails the request it answers at once, as a `RawMessage.Refused` (a request
+ * from the other side is answered with an error), while the lines after it are read as usual.
  */
 import type * as NodeStream from "node:stream"
 import { StringDecoder } from "node:string_decoder"
@@ -14,7 +15,7 @@ import {
   JSONRPCMessageSchema,
   type JSONRPCResultResponse
 } from "@modelcontextprotocol/sdk/types.js"
-import { RawMessage } from "@toolvisor/core"
+import { RawMessage, Redaction } from "@toolvisor/core"
 import * as SendGuard from "./sendGuard.ts"
 
 /**
@@ -47,15 +48,24 @@ interface Oversized {
 /** The JSON-RPC code of the error that stands for a malformed answer: JSON-RPC's "internal error". */
 const malformedAnswer = -32603
 
+/** The JSON-RPC code of the error that answers a request that could not be read: "invalid request". */
+const invalidRequest = -32600
+
 /** The id of what says it is a JSON-RPC 2.0 answer (an id, a result or an error, no method), or `undefined`. */
 const answerId = (message: unknown): string | number | undefined => {
   if (typeof message !== "object" || message === null || "method" in message || !("id" in message)) return undefined
   if (!("jsonrpc" in message && message.jsonrpc === "2.0" && ("result" in message || "error" in message))) {
     return undefined
   }
-  const { id } = message
-  return typeof id === "string" || Number.isSafeInteger(id) ? (id as string | number) : undefined
+  return idOf(message)
 }
+
+/** The id of what says it is a request (a method and an id), valid or not, or `undefined`. */
+const requestId = (message: unknown): string | number | undefined =>
+  typeof message === "object" && message !== null && "method" in message && "id" in message ? idOf(message) : undefined
+
+const idOf = ({ id }: { readonly id: unknown }): string | number | undefined =>
+  typeof id === "string" || Number.isSafeInteger(id) ? (id as string | number) : undefined
 
 /**
  * A result response in the plain shape a busy session carries most: exactly `jsonrpc`, `id` and an
@@ -88,23 +98,40 @@ export class NotDelivered extends Error {
   }
 }
 
-/** What the transport tells its owner about the server's output, for the log. */
+/** What the transport tells its owner about what the other side sent, for the log. */
 export interface Events {
   /**
    * Lines that are not JSON-RPC: the first at once, then at most one report per 10 s, and one at
    * the end, each with how many came since the last and the last of them.
    */
   readonly garbage: (count: number, last: string) => void
-  /** A message refused for its size or depth that answers no request of ours (no id, or a request from the server). */
+  /**
+   * A message refused for its size or depth that answers no request of ours: a notification, or a
+   * request from the other side (which is also answered with an error).
+   */
   readonly dropped: (refused: RawMessage.Refused) => void
 }
 
 export class PipeTransport implements Transport {
+  /** Events logged through `warn`: `stream` is where the other side writes, `from` who it is. */
+  static warnings(
+    warn: (message: string) => void,
+    { stream, from }: { readonly stream: string; readonly from: string }
+  ): Events {
+    return {
+      garbage: (count, last) =>
+        warn(
+          `ignored ${count} ${count === 1 ? "line" : "lines"} on ${stream} that ${count === 1 ? "is" : "are"} not JSON-RPC; the last: ${Redaction.redact(last)}`
+        ),
+      dropped: (refused) => warn(`dropped a message from ${from}: it is ${refused.message}`)
+    }
+  }
+
   onclose?: (() => void) | undefined
   onerror?: ((error: Error) => void) | undefined
   onmessage?: ((message: JSONRPCMessage) => void) | undefined
 
-  /** Decodes the server's output, keeping a character split between two reads whole. */
+  /** Decodes what the other side writes, keeping a character split between two reads whole. */
   private readonly decoder = new StringDecoder("utf8")
   /** The pieces of the line being read, and their length in characters. */
   private pending: Array<string> = []
@@ -262,7 +289,12 @@ export class PipeTransport implements Transport {
     const message = JSONRPCMessageSchema.safeParse(parsed)
     if (message.success) return this.onmessage?.(message.data)
     const id = answerId(parsed)
-    if (id === undefined) return this.skip(line)
+    if (id === undefined) {
+      // A request the other side waits for: it learns at once that it will not be handled.
+      const request = requestId(parsed)
+      if (request !== undefined) this.answerInvalid(request, "not a valid JSON-RPC request; it was not handled")
+      return this.skip(line)
+    }
     // An answer to one of our requests, malformed (`"result": "garbage"`): it fails that request
     // now, where skipping it left the request (an initialize, a call) to its deadline.
     this.onmessage?.({
@@ -272,11 +304,22 @@ export class PipeTransport implements Transport {
     })
   }
 
-  /** A refused answer fails the request it answers, through the SDK's own path for an error answer. */
+  /**
+   * A refused answer fails the request it answers, through the SDK's own path for an error answer.
+   * A refused request is answered with an error, so its sender does not wait for it in vain.
+   */
   private refuse(found: RawMessage.Found, refused: RawMessage.Refused) {
     const answer = RawMessage.errorAnswer(found, refused)
-    if (answer === undefined) this.events.dropped(refused)
-    else this.onmessage?.(answer)
+    if (answer !== undefined) return this.onmessage?.(answer)
+    this.events.dropped(refused)
+    if (found.isRequest && found.id !== undefined) {
+      this.answerInvalid(found.id, `the request is ${refused.message}; it was not handled`)
+    }
+  }
+
+  /** Answers the other side's request `id` with "invalid request"; a write that fails changes nothing. */
+  private answerInvalid(id: string | number, message: string) {
+    this.send({ jsonrpc: "2.0", id, error: { code: invalidRequest, message } }).catch(() => undefined)
   }
 
   private skip(line: string) {
