@@ -23,8 +23,13 @@ export interface Definition<S extends Schema.ConstraintDecoder<unknown>> {
 const File = Schema.NonEmptyString.annotate({
   description: "Path of the file, absolute or relative to the workspace root"
 })
-const Line = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({ description: "1-based line number" })
-const Character = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
+/**
+ * A 1-based line or column, at most LSP's largest `uinteger` (2³¹ − 1): a larger one was sent as it
+ * was, and clangd read 2³² + 1 as line 1 — a rename there renamed another symbol.
+ */
+const Count = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2 ** 31 - 1 }))
+const Line = Count.annotate({ description: "1-based line number" })
+const Character = Count.annotate({
   description: "1-based column (UTF-16 code units)"
 })
 
