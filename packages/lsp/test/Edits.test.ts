@@ -20,6 +20,15 @@ const insert = (text: string): Protocol.TextEdit => ({
   newText: text
 })
 
+const replace = (
+  [startLine, startCharacter]: readonly [number, number],
+  [endLine, endCharacter]: readonly [number, number],
+  newText: string
+): Protocol.TextEdit => ({
+  range: { start: { line: startLine, character: startCharacter }, end: { line: endLine, character: endCharacter } },
+  newText
+})
+
 describe("Edits", () => {
   it.effect("an edit that names any file outside is refused whole, naming it, and writes nothing", () =>
     Effect.gen(function* () {
@@ -110,6 +119,25 @@ describe("Edits", () => {
           changes: {
             [main]: [{ range: { start: { line: -1, character: 0 }, end: { line: 0, character: 0 } }, newText: "" }]
           }
+        },
+        // A range that ends before it starts wrote the file's text twice; overlapping ones garbled it.
+        { changes: { [main]: [replace([0, 6], [0, 0], "")] } },
+        {
+          documentChanges: [
+            {
+              textDocument: { uri: main, version: null },
+              edits: [replace([0, 0], [1, 2], "X"), replace([0, 1], [0, 2], "Y")]
+            }
+          ]
+        },
+        {
+          documentChanges: [
+            inside,
+            {
+              textDocument: { uri: main, version: null },
+              edits: [replace([0, 1], [0, 3], "Y"), insert("x"), replace([0, 0], [0, 2], "X")]
+            }
+          ]
         }
       ]) {
         const error = yield* Effect.flip(Edits.applyWorkspaceEdit(workspace, malformed))
@@ -117,10 +145,12 @@ describe("Edits", () => {
         assert.include(error.message, "the server's edit is malformed: ")
       }
       assert.deepStrictEqual(snapshot(base), before)
-      const unformattable = yield* Effect.flip(
-        Edits.applyToFile(workspace, "file", NodePath.join(root, "src/main.ts"), [{ newText: "x" }])
-      )
-      assert.strictEqual(unformattable._tag, "MalformedEdit")
+      for (const edits of [[{ newText: "x" }], [replace([0, 0], [0, 4], "a"), replace([0, 3], [0, 5], "b")]]) {
+        const unformattable = yield* Effect.flip(
+          Edits.applyToFile(workspace, "file", NodePath.join(root, "src/main.ts"), edits)
+        )
+        assert.strictEqual(unformattable._tag, "MalformedEdit")
+      }
       assert.deepStrictEqual(snapshot(base), before)
 
       const format = yield* Effect.flip(
@@ -161,6 +191,35 @@ describe("Edits", () => {
       const into = NodePath.join(root, "outdir/new.ts")
       yield* Edits.applyWorkspaceEdit(allowed, { documentChanges: [{ kind: "create", uri: uri(into) }] })
       assert.isTrue(NodeFs.existsSync(into))
+    })
+  )
+
+  it.effect("a rename onto a file that exists replaces it only when the server asks to overwrite it", () =>
+    Effect.gen(function* () {
+      const { root } = escapes()
+      const workspace = Workspace.make(root)
+      const [from, onto] = [NodePath.join(root, "src/from.ts"), NodePath.join(root, "src/onto.ts")]
+      const rename = (options?: { readonly overwrite?: boolean; readonly ignoreIfExists?: boolean }) => {
+        NodeFs.writeFileSync(from, "from\n")
+        NodeFs.writeFileSync(onto, "keep me\n")
+        return Edits.applyWorkspaceEdit(workspace, {
+          documentChanges: [{ kind: "rename", oldUri: uri(from), newUri: uri(onto), ...(options && { options }) }]
+        })
+      }
+      for (const options of [undefined, { overwrite: false }]) {
+        const refused = yield* Effect.flip(rename(options))
+        assert.strictEqual(refused._tag, "EditFailed")
+        assert.include(refused.message, "did not ask to overwrite it")
+        assert.strictEqual(NodeFs.readFileSync(onto, "utf8"), "keep me\n")
+        assert.isTrue(NodeFs.existsSync(from))
+      }
+      yield* rename({ ignoreIfExists: true })
+      assert.strictEqual(NodeFs.readFileSync(onto, "utf8"), "keep me\n")
+      assert.isTrue(NodeFs.existsSync(from))
+      // Overwrite wins over ignoreIfExists, as the protocol says.
+      yield* rename({ overwrite: true, ignoreIfExists: true })
+      assert.strictEqual(NodeFs.readFileSync(onto, "utf8"), "from\n")
+      assert.isFalse(NodeFs.existsSync(from))
     })
   )
 })

@@ -171,6 +171,17 @@ describe("text edits", () => {
     assert.strictEqual(Edits.applyTextEdits(text, edits), "const x = 1\r\nconst b = x\r\n")
     assert.strictEqual(Edits.offsetAt("ab\ncd", { line: 1, character: 99 }), 5)
   })
+
+  it("inserts where another edit starts go before what it puts there, in their order", () => {
+    const at = (start: number, end: number, newText: string) => ({
+      range: { start: { line: 0, character: start }, end: { line: 0, character: end } },
+      newText
+    })
+    assert.strictEqual(
+      Edits.applyTextEdits("abcd", [at(1, 3, "X"), at(1, 1, "1"), at(1, 1, "2"), at(3, 3, "3")]),
+      "a12X3d"
+    )
+  })
 })
 
 describe("router state", () => {

@@ -53,7 +53,10 @@ export const offsetAt = (text: string, position: Protocol.Position): number => {
   return Math.min(offset + position.character, lineEnd)
 }
 
-/** Applies edits that do not overlap (the protocol guarantees it), last first. */
+/**
+ * Applies edits that do not overlap (`wellFormed` checked it), last first. Of edits that start at
+ * one place, inserts go before the edit that replaces from there, and in their order.
+ */
 export const applyTextEdits = (text: string, edits: ReadonlyArray<Protocol.TextEdit>): string =>
   edits
     .map((edit, index) => ({
@@ -62,8 +65,35 @@ export const applyTextEdits = (text: string, edits: ReadonlyArray<Protocol.TextE
       newText: edit.newText,
       index
     }))
-    .sort((a, b) => b.start - a.start || b.index - a.index)
+    .sort((a, b) => b.start - a.start || b.end - a.end || b.index - a.index)
     .reduce((out, edit) => out.slice(0, edit.start) + edit.newText + out.slice(edit.end), text)
+
+/** Orders positions: negative when `a` comes first. */
+const compare = (a: Protocol.Position, b: Protocol.Position) => a.line - b.line || a.character - b.character
+
+/**
+ * The edits of one file `at`, if the protocol allows them: no range ends before it starts, and no
+ * two overlap. A server's edit is hostile input: a reversed range wrote a file's text twice, and
+ * overlapping ones garbled it. Offsets grow with positions, so checking positions is enough.
+ */
+const wellFormed = <E extends Protocol.TextEdit>(
+  edits: ReadonlyArray<E>,
+  at: string
+): Result.Result<ReadonlyArray<E>, MalformedEdit> => {
+  const malformed = (why: string) =>
+    Result.fail(new MalformedEdit({ message: `the server's edit is malformed: ${at}: ${why}; nothing was written` }))
+  const reversed = edits.findIndex((edit) => compare(edit.range.end, edit.range.start) < 0)
+  if (reversed >= 0) return malformed(`edit ${reversed}'s range ends before it starts`)
+  const order = edits
+    .map((edit, index) => ({ range: edit.range, index }))
+    .sort((a, b) => compare(a.range.start, b.range.start) || compare(a.range.end, b.range.end) || a.index - b.index)
+  for (let i = 1; i < order.length; i++) {
+    const [before, after] = [order[i - 1]!, order[i]!]
+    if (compare(after.range.start, before.range.end) < 0)
+      return malformed(`edits ${before.index} and ${after.index} overlap`)
+  }
+  return Result.succeed(edits)
+}
 
 const attempt = <A>(path: string, run: () => Promise<A>) =>
   Effect.tryPromise({
@@ -106,7 +136,12 @@ const DocumentChange = Schema.Union([
     uri: Schema.String,
     options: Schema.optionalKey(Schema.Struct({ overwrite: Flag, ignoreIfExists: Flag }))
   }),
-  Schema.Struct({ kind: Schema.Literal("rename"), oldUri: Schema.String, newUri: Schema.String }),
+  Schema.Struct({
+    kind: Schema.Literal("rename"),
+    oldUri: Schema.String,
+    newUri: Schema.String,
+    options: Schema.optionalKey(Schema.Struct({ overwrite: Flag, ignoreIfExists: Flag }))
+  }),
   Schema.Struct({
     kind: Schema.Literal("delete"),
     uri: Schema.String,
@@ -146,7 +181,13 @@ interface Located {
 type Step =
   | { readonly kind: "edit"; readonly file: Located; readonly edits: ReadonlyArray<Protocol.TextEdit> }
   | { readonly kind: "create"; readonly file: Located; readonly overwrite: boolean; readonly ignoreIfExists: boolean }
-  | { readonly kind: "rename"; readonly from: Located; readonly file: Located }
+  | {
+      readonly kind: "rename"
+      readonly from: Located
+      readonly file: Located
+      readonly overwrite: boolean
+      readonly ignoreIfExists: boolean
+    }
   | {
       readonly kind: "delete"
       readonly file: Located
@@ -160,17 +201,23 @@ const locate = (workspace: Workspace.Workspace, at: string, uri: string): Result
     (path) => ({ at, uri, path })
   )
 
+/** The edits of a located file, checked. */
+const editStep = (
+  located: Result.Result<Located, Refused>,
+  edits: typeof TextEdits.Type,
+  at: string
+): Result.Result<Step, Refused> =>
+  Result.flatMap(located, (file) =>
+    Result.map(wellFormed(plainEdits(edits), at), (checked): Step => ({ kind: "edit", file, edits: checked }))
+  )
+
 const stepOf = (
   workspace: Workspace.Workspace,
   change: typeof DocumentChange.Type,
   at: string
 ): Result.Result<Step, Refused> => {
   if (!("kind" in change)) {
-    return Result.map(locate(workspace, `${at}.textDocument.uri`, change.textDocument.uri), (file) => ({
-      kind: "edit",
-      file,
-      edits: plainEdits(change.edits)
-    }))
+    return editStep(locate(workspace, `${at}.textDocument.uri`, change.textDocument.uri), change.edits, `${at}.edits`)
   }
   switch (change.kind) {
     case "create":
@@ -182,7 +229,13 @@ const stepOf = (
       }))
     case "rename":
       return Result.flatMap(locate(workspace, `${at}.oldUri`, change.oldUri), (from) =>
-        Result.map(locate(workspace, `${at}.newUri`, change.newUri), (file) => ({ kind: "rename", from, file }))
+        Result.map(locate(workspace, `${at}.newUri`, change.newUri), (file) => ({
+          kind: "rename",
+          from,
+          file,
+          overwrite: change.options?.overwrite === true,
+          ignoreIfExists: change.options?.ignoreIfExists === true
+        }))
       )
     case "delete":
       return Result.map(locate(workspace, `${at}.uri`, change.uri), (file) => ({
@@ -203,10 +256,7 @@ const plan = (
     edit.documentChanges !== undefined
       ? edit.documentChanges.map((change, index) => stepOf(workspace, change, `documentChanges[${index}]`))
       : Object.entries(edit.changes ?? {}).map(([uri, edits]) =>
-          Result.map(
-            locate(workspace, "changes", uri),
-            (file): Step => ({ kind: "edit", file, edits: plainEdits(edits) })
-          )
+          editStep(locate(workspace, "changes", uri), edits, `changes[${JSON.stringify(uri)}]`)
         )
   )
 
@@ -223,6 +273,12 @@ const refusedWhole = (error: Refused): Refused => {
         message
       })
 }
+
+const exists = (path: string) =>
+  NodeFs.lstat(path).then(
+    () => true,
+    () => false
+  )
 
 /** Right before a file is written, it is checked again: a symlink may have been swapped in since. */
 const recheck = (workspace: Workspace.Workspace, file: Located) =>
@@ -246,7 +302,14 @@ const run = (workspace: Workspace.Workspace, step: Step): Effect.Effect<Change, 
         return { path, kind: "create", edits: 0 }
       case "rename":
         yield* recheck(workspace, step.from)
-        yield* attempt(path, () => NodeFs.rename(step.from.path, path))
+        yield* attempt(path, async () => {
+          // A rename replaces what it lands on: only when the server says so (as VS Code does).
+          if (!step.overwrite && (await exists(path))) {
+            if (step.ignoreIfExists) return
+            throw new Error(`it exists, and the server's rename of ${step.from.path} did not ask to overwrite it`)
+          }
+          await NodeFs.rename(step.from.path, path)
+        })
         return { path, kind: "rename", edits: 0 }
       case "delete":
         yield* attempt(path, () => NodeFs.rm(path, { recursive: step.recursive, force: step.ignoreIfNotExists }))
@@ -276,7 +339,7 @@ export const applyToFile = (
   edits: unknown
 ): Effect.Effect<Change, EditFailed | Refused> =>
   Effect.gen(function* () {
-    const decoded = plainEdits(yield* decodeTextEdits(edits))
+    const decoded = yield* Effect.fromResult(wellFormed(plainEdits(yield* decodeTextEdits(edits)), argument))
     yield* recheck(workspace, { at: argument, uri: path, path })
     yield* editFile(workspace, path, decoded)
     return { path, kind: "edit", edits: decoded.length }
