@@ -107,6 +107,15 @@ export const make = (options: Options): Effect.Effect<LspToolset, never, Scope.S
         case "EditFailed":
         case "MalformedEdit":
           return Effect.succeed(ToolResults.failure(`${tool}: ${error.message}`))
+        case "MalformedAnswer":
+          return Effect.fail(
+            new Toolset.ToolCallFailed({
+              toolset: name,
+              tool,
+              message: `${name}/${tool}: ${Redaction.redact(error.message)}`,
+              cause: error.cause
+            })
+          )
         case "ResponseFailed":
           return Effect.fail(
             new Toolset.ToolCallFailed({

@@ -123,6 +123,27 @@ describe("a hostile language server", () => {
   )
 
   it.live(
+    "an answer not in the protocol's shape fails its call with a typed error, at once; the session stays Ready",
+    () =>
+      Effect.gen(function* () {
+        for (const contents of [null, 42, [1, 2]]) {
+          const { toolset, close } = yield* open({ name: "odd", spec: raw([{ result: { contents } }]), policy })
+          yield* toolset.start
+          const { error, millis } = yield* failedHover(toolset, 1)
+          assert.isBelow(millis, 5_000)
+          assert.strictEqual(error._tag, "ToolCallFailed", JSON.stringify(contents))
+          assert.match(
+            error.message,
+            /^odd\/lsp_hover: the server's answer is not what the protocol gives \(.+\); the request ran$/
+          )
+          assert.notInclude(error.message, "    at ")
+          assert.strictEqual((yield* toolset.state).state, "Ready")
+          yield* close
+        }
+      })
+  )
+
+  it.live(
     "diagnostics for thousands of files: only the workspace's are kept, as many as the limits say; answers list a few and count the rest",
     () =>
       Effect.gen(function* () {

@@ -21,6 +21,15 @@ export class ResponseFailed extends Schema.TaggedError<ResponseFailed>()("Respon
   message: Schema.String
 }) {}
 
+/**
+ * The server answered, but not in the shape the protocol gives its answer (a hover whose contents
+ * are null, a location without a range): reading it failed. The request ran.
+ */
+export class MalformedAnswer extends Schema.TaggedError<MalformedAnswer>()("MalformedAnswer", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {}
+
 export type RequestError = ResponseFailed | LifecycleError.LifecycleError
 
 export interface Requests {

@@ -19,7 +19,7 @@ import * as Edits from "./edits.ts"
 import * as FileArgument from "./fileArgument.ts"
 import * as Paths from "./paths.ts"
 import * as Render from "./render.ts"
-import type * as Requests from "./requests.ts"
+import * as Requests from "./requests.ts"
 import * as ToolResults from "./toolResults.ts"
 import * as TypeHierarchy from "./typeHierarchy.ts"
 
@@ -51,7 +51,12 @@ const hierarchyResult = (
   )
 }
 
-export type HandlerError = Requests.RequestError | Documents.FileProblem | Edits.EditFailed | Edits.Refused
+export type HandlerError =
+  | Requests.RequestError
+  | Requests.MalformedAnswer
+  | Documents.FileProblem
+  | Edits.EditFailed
+  | Edits.Refused
 
 export interface Handler {
   readonly definition: LspTools.Definition<Schema.ConstraintDecoder<unknown>>
@@ -69,6 +74,19 @@ type Run<S extends Schema.ConstraintDecoder<unknown>> = (
 
 type Definitions = typeof LspTools.definitions
 
+/**
+ * A server's answer is hostile input, read where it is rendered: an answer not in the protocol's
+ * shape makes the reading throw, and that is the server's fault, told as such — not a defect of
+ * ours with a stack trace.
+ */
+const malformed = (defect: unknown) =>
+  Effect.fail(
+    new Requests.MalformedAnswer({
+      message: `the server's answer is not what the protocol gives (${defect instanceof Error ? defect.message : String(defect)}); the request ran`,
+      cause: defect
+    })
+  )
+
 const bind = <S extends Schema.ConstraintDecoder<unknown>>(
   definition: LspTools.Definition<S>,
   run: Run<S>
@@ -79,7 +97,7 @@ const bind = <S extends Schema.ConstraintDecoder<unknown>>(
     call: (session, args) => {
       const decoded = validate(args)
       return Result.isSuccess(decoded)
-        ? run(session, decoded.success)
+        ? Effect.catchDefect(run(session, decoded.success), malformed)
         : Effect.succeed(ToolResults.failure(decoded.failure))
     }
   }
