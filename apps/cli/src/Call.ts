@@ -42,7 +42,18 @@ export const run = Effect.fn("toolvisor.call")(function* (options: Options) {
   const shown = yield* CallProgress.show(registry, tool)
   const result = yield* registry.callTool(tool, args, undefined, shown.options).pipe(
     Effect.ensuring(shown.done),
-    Effect.tapError((error) => (options.json ? Console.log(Output.failureJson(error, { tool })) : Effect.void))
+    Effect.tapError((error) => (options.json ? Console.log(Output.failureJson(error, { tool })) : Effect.void)),
+    // A bug's failure too: a script reading stdout gets its line, whatever ended the call.
+    Effect.tapDefect((defect) =>
+      options.json
+        ? Console.log(
+            Output.failureJson(
+              { _tag: "Defect", message: defect instanceof Error ? defect.message : String(defect) },
+              { tool }
+            )
+          )
+        : Effect.void
+    )
   )
   yield* Console.log(options.json ? Printable.json(result) : Output.resultText(result))
   if (result.isError === true) return yield* new Failure({ message: `${tool} reported an error` })
