@@ -98,4 +98,21 @@ describe("envFile", () => {
       }
     })
   )
+
+  it.live("a NUL byte in the file fails the start naming its line and key, never quoting a value", () =>
+    Effect.gen(function* () {
+      const path = NodePath.join(folder(), "nul.env")
+      NodeFs.writeFileSync(path, "# keys\nOTHER=1\nAPI_KEY=sk-secret-abcdef123456\0x\n")
+      const error = yield* Effect.flip((yield* open(path)).start)
+      assert.strictEqual(error._tag, "ServerUnavailable")
+      assert.strictEqual(
+        error.message,
+        `local: the env file ${path}: line 3 (the value of API_KEY) has a NUL byte, which no environment value can hold`
+      )
+      // /proc/self/environ is a regular file to procfs, its variables NUL-separated: ours, not to be shown.
+      const environ = yield* Effect.flip((yield* open("/proc/self/environ")).start)
+      assert.include(environ.message, "line 1 (the value of ")
+      assert.notInclude(environ.message, process.env.PATH ?? "/usr/bin")
+    })
+  )
 })

@@ -40,6 +40,19 @@ const readBounded = async (path: string): Promise<string> => {
   return text
 }
 
+/**
+ * Where a text no env file holds has a NUL byte: no environment value can carry one, and the
+ * spawn that refused it quoted the value — a secret, or with `/proc/self/environ` as the file,
+ * our own environment. Only the line and its key are named.
+ */
+const nulAt = (text: string): string | undefined => {
+  const at = text.indexOf("\0")
+  if (at < 0) return undefined
+  const number = text.slice(0, at).split("\n").length
+  const key = line.exec(text.split("\n")[number - 1]?.split("\0")[0] ?? "")?.[1]
+  return `line ${number}${key === undefined ? "" : ` (the value of ${key})`} has a NUL byte, which no environment value can hold`
+}
+
 /** The file's variables, or the start failure that names the toolset and the file. */
 export const read = (
   toolset: string,
@@ -53,4 +66,13 @@ export const read = (
         message: `${toolset}: cannot read the env file ${path}: ${reasonOf(cause)}`,
         cause
       })
-  }).pipe(Effect.map(parse))
+  }).pipe(
+    Effect.flatMap((text) => {
+      const nul = nulAt(text)
+      return nul === undefined
+        ? Effect.succeed(parse(text))
+        : Effect.fail(
+            new LifecycleError.ServerUnavailable({ toolset, message: `${toolset}: the env file ${path}: ${nul}` })
+          )
+    })
+  )
