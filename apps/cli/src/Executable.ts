@@ -8,6 +8,7 @@
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import type { AgentConfig } from "@toolvisor/config"
+import { Redaction } from "@toolvisor/core"
 
 /** The warnings for every toolset whose command is not there. */
 export const warnings = (
@@ -17,7 +18,10 @@ export const warnings = (
 ): ReadonlyArray<AgentConfig.Warning> =>
   config.toolsets.flatMap((toolset) => {
     const problem = missing(toolset, env, cwd)
-    return problem === undefined ? [] : [{ path: `${toolset.path}.command`, message: `${toolset.name}: ${problem}` }]
+    // The command may hold a secret (`command: ${API_TOKEN}`): masked as everything validate prints.
+    const message =
+      problem === undefined ? undefined : Redaction.make(toolset.secrets).text(`${toolset.name}: ${problem}`)
+    return message === undefined ? [] : [{ path: `${toolset.path}.command`, message }]
   })
 
 /** Why the toolset's command cannot start here, or undefined when it can (or is not ours to say). */

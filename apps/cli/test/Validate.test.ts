@@ -118,6 +118,26 @@ describe("toolvisor validate", () => {
     assert.include(result.stdout, "valid: 1 agent(s), 5 toolset(s), 3 warning(s)")
   })
 
+  it("a command that is a secret is masked in its warning, and a nameless entry is not named after it", async () => {
+    const secret = "sk-live-abcdef123456"
+    const env = { ...process.env, API_TOKEN: secret }
+    const mcp = writeConfig(JSON.stringify({ mcpServers: { b: { command: "${API_TOKEN}" } } }), ".mcp.json")
+    const nameless = writeConfig(
+      ["version: 2", "agents:", "  root:", "    toolsets:", "      - type: mcp", "        command: ${API_TOKEN}"].join(
+        "\n"
+      )
+    )
+    for (const config of [mcp, nameless]) {
+      for (const json of [[], ["--json"]]) {
+        const result = await runCli(["validate", config, ...json], { env })
+        assert.strictEqual(result.code, 0, result.stdout + result.stderr)
+        assert.include(result.stdout, "is not found on PATH")
+        assert.notInclude(result.stdout + result.stderr, secret)
+      }
+    }
+    assert.include((await runCli(["validate", nameless], { env })).stdout, "  mcp (mcp) stdio: ***")
+  })
+
   it("--check flags a defer entry that matches no tool, with the name it probably meant", async () => {
     const config = writeConfig(
       yaml([

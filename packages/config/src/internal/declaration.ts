@@ -128,6 +128,15 @@ const nameFrom = (transport: AgentConfig.Transport): string =>
       ? new URL(transport.url).host
       : transport.url
 
+/**
+ * The name of an entry that has none: from what it runs, unless that shows a secret (`command:
+ * ${API_TOKEN}`), which a name would print everywhere; then its type's.
+ */
+const nameOf = (type: Declare["type"], transport: AgentConfig.Transport, secrets: ReadonlyArray<string>): string => {
+  const name = nameFrom(transport)
+  return secrets.some((secret) => name.includes(secret)) ? type : name
+}
+
 export interface Declare {
   readonly path: string
   readonly headersHelper?: string | undefined
@@ -202,6 +211,15 @@ export const declare = (input: Declare, context: Context): Outcome => {
     lazy: input.lazy ?? false,
     ...(input.logLevel === undefined ? {} : { logLevel: input.logLevel })
   }
+  // A reference still in the transport (an unset variable) is text of the file, not a secret.
+  const secrets = [
+    ...new Set([
+      ...input.secrets,
+      ...literalSecrets(transport).filter(
+        (value) => input.unresolved.length === 0 || !Interpolation.hasReference(value)
+      )
+    ])
+  ]
   const declaration: Declaration = {
     ...signed,
     path: input.path,
@@ -212,18 +230,10 @@ export const declare = (input: Declare, context: Context): Outcome => {
       command: input.source.command,
       url: input.source.url
     }),
-    derivedName: input.name ?? input.ref ?? nameFrom(transport),
+    derivedName: input.name ?? input.ref ?? nameOf(input.type, transport, secrets),
     named: input.name !== undefined,
     sourcePath: input.sourcePath ?? input.path,
-    // A reference still in the transport (an unset variable) is text of the file, not a secret.
-    secrets: [
-      ...new Set([
-        ...input.secrets,
-        ...literalSecrets(transport).filter(
-          (value) => input.unresolved.length === 0 || !Interpolation.hasReference(value)
-        )
-      ])
-    ],
+    secrets,
     unresolved: input.unresolved
   }
   return { _tag: "Declared", declaration }
