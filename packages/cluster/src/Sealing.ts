@@ -50,3 +50,16 @@ export const open = (k: Key, sealed: string): string | undefined => {
     return undefined
   }
 }
+
+/**
+ * A keyed digest (HMAC-SHA-256, under a key of its own made from the cluster key): what stands for
+ * a sealed definition in the clear. Its plain SHA-256 signature let anyone who reads the database
+ * test guesses of the secrets inside it, offline.
+ */
+export const digest = (k: Key, text: string): string =>
+  NodeCrypto.createHmac(
+    "sha256",
+    Buffer.from(NodeCrypto.hkdfSync("sha256", k.bytes, "toolvisor", "toolset-digest", 32))
+  )
+    .update(text)
+    .digest("hex")

@@ -247,6 +247,16 @@ describe("toolsets hosted as cluster entities (in-process test runner)", () => {
       assert.include(ToolsetEntity.open(spec, undefined), Sealing.envKey)
     })
 
+    it("the persisted signature and entity id confirm no guess of the secrets: keyed, the same under the same key", () => {
+      const entry = sealedEntry("/tmp/x")
+      const spec = ToolsetEntity.toSpec(entry, Sealing.key("right"))
+      // The plain signature is what anyone can compute from a config and a guessed secret.
+      assert.notInclude(JSON.stringify(spec), entry.signature.slice(0, 16))
+      assert.notInclude(ToolsetEntity.entityId(spec), entry.signature.slice(0, 16))
+      assert.strictEqual(ToolsetEntity.toSpec(entry, Sealing.key("right")).signature, spec.signature)
+      assert.notStrictEqual(ToolsetEntity.toSpec(entry, Sealing.key("other")).signature, spec.signature)
+    })
+
     it("a remote toolset's oauth block travels sealed with its transport; its client secret never in the clear", () => {
       const secret = "cs-5e4d3c2b1a"
       const remote = {

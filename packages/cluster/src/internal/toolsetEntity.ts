@@ -66,7 +66,8 @@ export type Opened = Spec & { readonly transport: Reach }
 
 /**
  * The spec of a config entry. With a cluster key, an entry that holds secrets has its transport
- * and secrets sealed, so that the persisted start request does not hold them in the clear.
+ * and secrets sealed, so that the persisted start request does not hold them in the clear, and
+ * its signature keyed, so that it does not confirm a guess of them either.
  */
 export const toSpec = (config: AgentConfig.ToolsetConfig, key?: Sealing.Key): Spec => {
   const transport = reachOf(config.transport)
@@ -84,7 +85,12 @@ export const toSpec = (config: AgentConfig.ToolsetConfig, key?: Sealing.Key): Sp
   }
   if (key === undefined || config.secrets.length === 0) return spec
   const sealed = Sealing.seal(key, Schema.encodeSync(SealedPart)({ transport, secrets: config.secrets }))
-  return { ...spec, transport: { _tag: "sealed", data: sealed }, secrets: [] }
+  return {
+    ...spec,
+    signature: Sealing.digest(key, config.signature),
+    transport: { _tag: "sealed", data: sealed },
+    secrets: []
+  }
 }
 
 const reachOf = (transport: AgentConfig.Transport): Reach => {
