@@ -29,7 +29,17 @@ const messageOf = (error: unknown): string => {
     return String(error)
   }
   const tag = "_tag" in error && typeof error._tag === "string" ? error._tag : undefined
-  return tag === undefined || worded.has(tag) ? error.message : `${tag}: ${error.message}`
+  return tag === undefined || worded.has(tag) ? error.message : `${tag}: ${error.message}${databaseSaid(error)}`
+}
+
+/**
+ * What PostgreSQL said under a SQL error's words: the driver's "Query failed" alone did not say
+ * "permission denied for schema public" (the error's reason, then the server's own error).
+ */
+const databaseSaid = (error: object): string => {
+  const said =
+    "_tag" in error && error._tag === "SqlError" && "cause" in error ? (error.cause as Error)?.cause : undefined
+  return said instanceof Error ? `: ${said.message}` : ""
 }
 
 const cli = Command.runWith(toolvisor, { version })

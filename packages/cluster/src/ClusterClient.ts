@@ -45,6 +45,19 @@ export class ClusterUnavailable extends Schema.TaggedError<ClusterUnavailable>()
 }) {}
 
 /**
+ * What the database said: the driver's message ("PgConnection: Failed to connect"), and under it
+ * PostgreSQL's own ("password authentication failed for user …"), which alone says what to fix.
+ */
+const reasonOf = (error: Error): string => {
+  let said = error.message
+  let cause = error.cause
+  for (let depth = 0; cause instanceof Error && depth < 4; depth++, cause = cause.cause) {
+    if (!said.includes(cause.message)) said = `${said}: ${cause.message}`
+  }
+  return said
+}
+
+/**
  * The cluster's PostgreSQL client, checked with one query when built: the cluster's own layers
  * treat a database they cannot reach as a defect, which would surface as a stack trace. Its
  * sessions are named for `member`, which is how a runner finds out who holds a shard.
@@ -55,7 +68,7 @@ export const database = (url: string, member = "client") =>
       Effect.mapError(
         (cause) =>
           new ClusterUnavailable({
-            message: `cannot reach the cluster's PostgreSQL at ${Redaction.redact(url)}: ${cause.message}`,
+            message: `cannot reach the cluster's PostgreSQL at ${Redaction.redact(url)}: ${reasonOf(cause)}`,
             cause
           })
       )

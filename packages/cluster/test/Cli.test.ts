@@ -227,6 +227,27 @@ describe("the CLI as a cluster client", () => {
         assert.include(unreachable.stderr, "cannot reach the cluster's PostgreSQL at postgres://me:***@127.0.0.1:1/x")
         assert.notInclude(unreachable.stderr, "s3cret-pw")
         assert.notInclude(unreachable.stderr, "    at ")
+        // What PostgreSQL says, under the driver's "Failed to connect" or "Query failed", says what to fix.
+        const { postgres: url } = yield* Setup
+        const missing = yield* runCli([
+          "runner",
+          "--postgres",
+          url.replace(/\/postgres$/, "/nosuchdb"),
+          "--port",
+          "24479"
+        ])
+        assert.strictEqual(missing.code, 1)
+        assert.include(missing.stderr, `PgConnection: Failed to connect: database "nosuchdb" does not exist`)
+        ChildProcess.execFileSync("psql", [url, "-qc", "DROP ROLE IF EXISTS nopriv; CREATE ROLE nopriv LOGIN"])
+        const unprivileged = yield* runCli([
+          "runner",
+          "--postgres",
+          url.replace("toolvisor@", "nopriv@"),
+          "--port",
+          "24479"
+        ])
+        assert.strictEqual(unprivileged.code, 1)
+        assert.include(unprivileged.stderr, "Query failed: permission denied for schema public")
         // A second runner at the address of the one this suite started: the port is taken, and the
         // running one's server is left alone.
         const { postgres, config, settings } = yield* Setup
