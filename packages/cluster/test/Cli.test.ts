@@ -171,6 +171,40 @@ describe("the CLI as a cluster client", () => {
     )
 
     it.effect(
+      "run --json answers what it is sent as it starts once the cluster's toolsets are known, as a local run does",
+      () =>
+        Effect.gen(function* () {
+          const { postgres, config, settings } = yield* Setup
+          const child = ChildProcess.spawn(
+            process.execPath,
+            [cli, "run", config, "--json", "--cluster", postgres, "--cluster-settings", settings],
+            { stdio: ["pipe", "pipe", "pipe"] }
+          )
+          // Sent before anything is known of the toolset, which is Ready on its runner (the tests before started it).
+          child.stdin.write(`${JSON.stringify({ cmd: "call", id: "c", tool: "notes_pid" })}\n`)
+          const answer = yield* Effect.promise(
+            () =>
+              new Promise<{ type: string; tag?: string; message?: string }>((resolve) => {
+                let buffered = ""
+                child.stdout.on("data", (chunk: Buffer) => {
+                  buffered += chunk.toString()
+                  const found = buffered
+                    .split("\n")
+                    .filter((l) => l.startsWith("{"))
+                    .map((l) => JSON.parse(l) as { type: string; id?: string })
+                    .find((l) => l.id === "c")
+                  if (found !== undefined) resolve(found)
+                })
+              })
+          )
+          const exited = new Promise<number | null>((resolve) => child.once("exit", resolve))
+          child.stdin.end()
+          assert.strictEqual(answer.type, "result", JSON.stringify(answer))
+          assert.strictEqual(yield* Effect.promise(() => exited), 0)
+        })
+    )
+
+    it.effect(
       "clients and runners share one settings source; a member whose timers differ is refused, saying how",
       () =>
         Effect.gen(function* () {

@@ -71,10 +71,13 @@ export const make = (
     const within = (limit: Duration.Duration | undefined) =>
       limit === undefined ? undefined : Duration.sum(limit, requestTimeout)
 
+    // Until its first reading the toolset's state is not known. An eager one is started with the
+    // registry: Starting, so a call made meanwhile waits for it, as for a local toolset, instead of
+    // failing "not ready (Stopped)" while it is Ready on its runner.
     const latest = yield* SubscriptionRef.make<State.StatusSnapshot>({
       name,
       kind,
-      state: "Stopped",
+      state: config.lazy ? "Stopped" : "Starting",
       since: yield* Clock.currentTimeMillis,
       restarts: 0,
       attempt: 0,
@@ -142,8 +145,11 @@ export const make = (
       return Effect.andThen(
         move,
         Effect.flatMap(SubscriptionRef.get(latest), (shown) =>
-          // A new owner builds the toolset (Stopped) and starts it at once: not worth showing.
-          shown.lastError?.tag === "Relocating" && snapshot.state === "Stopped" && snapshot.lastError === undefined
+          // A new owner builds the toolset (Stopped) and starts it at once, as does the first runner
+          // while a start is on its way: not worth showing.
+          (shown.lastError?.tag === "Relocating" || (shown.state === "Starting" && starting > 0)) &&
+          snapshot.state === "Stopped" &&
+          snapshot.lastError === undefined
             ? Effect.void
             : publish({ ...snapshot, name })
         )
@@ -204,10 +210,14 @@ export const make = (
       Effect.catch((error) => Effect.logDebug(error.message))
     )
 
-    const start = Effect.gen(function* () {
+    /** Starts in flight: meanwhile a runner's Stopped is the toolset before the start reached it. */
+    let starting = 0
+    const startOnce = Effect.gen(function* () {
       const now = yield* SubscriptionRef.get(latest)
       // "Should run" is recorded once per start from stopped, not on every start of a running toolset.
       if (!State.isUsable(now.state)) {
+        if (State.isTerminal(now.state))
+          yield* publish({ ...now, state: "Starting", since: yield* Clock.currentTimeMillis })
         yield* entity
           .Ensure({ spec }, { discard: true })
           .pipe(deadline("its start request", requestTimeout)<void, never>)
@@ -215,6 +225,31 @@ export const make = (
       yield* entity
         .Start({ spec })
         .pipe(deadline("start", within(config.policy.startupTimeout)), Effect.andThen(refresh))
+    }).pipe(
+      // A start that failed before any reading shows it: what is known is the failure.
+      Effect.tapError((error) =>
+        Effect.flatMap(SubscriptionRef.get(latest), (shown) =>
+          shown.state === "Starting"
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                publish({
+                  ...shown,
+                  state: "Stopped",
+                  since: now,
+                  lastError: { tag: error._tag, message: error.message }
+                })
+              )
+            : Effect.void
+        )
+      )
+    )
+    const start = Effect.suspend(() => {
+      starting += 1
+      return Effect.ensuring(
+        startOnce,
+        Effect.sync(() => {
+          starting -= 1
+        })
+      )
     })
 
     const callLimit = within(config.policy.callTimeout) ?? requestTimeout
