@@ -277,7 +277,24 @@ const stdio = (name: string, spec: McpSpec.Stdio): Effect.Effect<Link, Lifecycle
       transport,
       guard: proc.whileRunning,
       established: proc.established,
-      ended: proc.ended,
+      // An exit with our requests unanswered is no clean end, whatever its code: the server left a
+      // caller waiting (the SDK's servers exit 0 when a line past their read limit closes them).
+      ended: Effect.andThen(
+        proc.ended,
+        Effect.suspend(() =>
+          transport.unanswered === 0
+            ? Effect.void
+            : Effect.fail(
+                new LifecycleError.ServerCrashed({
+                  toolset: name,
+                  message: `${name}: the server exited with ${transport.unanswered} ${transport.unanswered === 1 ? "request" : "requests"} unanswered`,
+                  exitCode: 0,
+                  signal: null,
+                  stderr: proc.stderrTail()
+                })
+              )
+        )
+      ),
       pid: proc.pid,
       secrets: Object.values(fromFile)
     }

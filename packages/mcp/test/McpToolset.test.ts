@@ -493,7 +493,7 @@ describe("McpToolset over stdio", () => {
     Effect.gen(function* () {
       const { toolset, close } = yield* open({ name: "quitter", spec: fixture(), policy: fastPolicy() })
       yield* toolset.start
-      yield* Effect.ignore(toolset.callTool("quit", {}))
+      assert.strictEqual(textOf(yield* toolset.callTool("quit", {})), "bye")
       const failed = yield* inState(toolset, "Failed")
       // Failed with no lastError, the snapshot gave no reason, and calls failed as "not running (Failed)".
       assert.strictEqual(failed.lastError?.tag, "ServerCrashed")
@@ -502,6 +502,23 @@ describe("McpToolset over stdio", () => {
       assert.include(call.message, "clean close")
       yield* close
     })
+  )
+
+  it.live(
+    "a server that exits with code 0 leaving a call unanswered crashed: the call may have run, and it restarts",
+    () =>
+      Effect.gen(function* () {
+        const { toolset, close } = yield* open({ name: "vanisher", spec: fixture(), policy: fastPolicy() })
+        yield* toolset.start
+        const pid = (yield* toolset.state).pid
+        const error = yield* Effect.flip(toolset.callTool("vanish", {}))
+        assert.strictEqual(error._tag, "ServerCrashed")
+        assert.include(error.message, "vanisher: the server exited with 1 request unanswered")
+        const ready = yield* inState(toolset, "Ready")
+        assert.notStrictEqual(ready.pid, pid)
+        assert.strictEqual(ready.restarts, 1)
+        yield* close
+      })
   )
 
   it.live("lines on stdout that are not JSON-RPC are skipped; the session works", () =>

@@ -143,6 +143,8 @@ export class PipeTransport implements Transport {
   private closed = false
   /** The lines sent during this tick, and the promise of their write. */
   private batch: { readonly lines: Array<string>; readonly written: Promise<void> } | undefined
+  /** The ids of our requests not answered yet (a cancelled one is not waited for). */
+  private readonly awaiting = new Set<string | number>()
   /** Writes handed to the pipe and not yet confirmed. */
   private writing = 0
   /** Set while a close waits for the writes in progress to settle. */
@@ -182,7 +184,26 @@ export class PipeTransport implements Transport {
     }
     if (this.batch === undefined) this.batch = this.startBatch()
     this.batch.lines.push(line)
+    this.track(message)
     return this.batch.written
+  }
+
+  /** Our requests the other side has not answered: one that ends leaving some did not end cleanly. */
+  get unanswered(): number {
+    return this.awaiting.size
+  }
+
+  private track(message: JSONRPCMessage) {
+    if (!("method" in message)) return
+    if ("id" in message) this.awaiting.add(message.id)
+    else if (message.method === "notifications/cancelled")
+      this.awaiting.delete(message.params?.requestId as string | number)
+  }
+
+  /** A message for the SDK; an answer settles our request. */
+  private receive(message: JSONRPCMessage) {
+    if ("id" in message && !("method" in message)) this.awaiting.delete(message.id as string | number)
+    this.onmessage?.(message)
   }
 
   private startBatch() {
@@ -285,9 +306,9 @@ export class PipeTransport implements Transport {
     } catch {
       return this.skip(line)
     }
-    if (isPlainResult(parsed)) return this.onmessage?.(parsed)
+    if (isPlainResult(parsed)) return this.receive(parsed)
     const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (message.success) return this.onmessage?.(message.data)
+    if (message.success) return this.receive(message.data)
     const id = answerId(parsed)
     if (id === undefined) {
       // A request the other side waits for: it learns at once that it will not be handled.
@@ -297,7 +318,7 @@ export class PipeTransport implements Transport {
     }
     // An answer to one of our requests, malformed (`"result": "garbage"`): it fails that request
     // now, where skipping it left the request (an initialize, a call) to its deadline.
-    this.onmessage?.({
+    this.receive({
       jsonrpc: "2.0",
       id,
       error: { code: malformedAnswer, message: `the server's answer is not a valid JSON-RPC response` }
@@ -310,7 +331,7 @@ export class PipeTransport implements Transport {
    */
   private refuse(found: RawMessage.Found, refused: RawMessage.Refused) {
     const answer = RawMessage.errorAnswer(found, refused)
-    if (answer !== undefined) return this.onmessage?.(answer)
+    if (answer !== undefined) return this.receive(answer)
     this.events.dropped(refused)
     if (found.isRequest && found.id !== undefined) {
       this.answerInvalid(found.id, `the request is ${refused.message}; it was not handled`)
