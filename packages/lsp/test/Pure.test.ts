@@ -102,6 +102,17 @@ describe("argument validation", () => {
     }
     const direction = LspTools.validate(LspTools.callHierarchy, { file: "a", line: 1, character: 1, direction: "up" })
     assert.isTrue(Result.isFailure(direction) && direction.failure.includes('"incoming" | "outgoing"'))
+    // Past LSP's largest uinteger a position wraps in a server (clangd read 2^32 + 1 as line 1).
+    const wraps = LspTools.validate(LspTools.rename, {
+      file: "a.c",
+      line: 2 ** 32 + 1,
+      character: 2 ** 31,
+      new_name: "b"
+    })
+    assert.isTrue(
+      Result.isFailure(wraps) && wraps.failure.includes('at ["line"]') && wraps.failure.includes('at ["character"]')
+    )
+    assert.isTrue(Result.isSuccess(LspTools.validate(LspTools.hover, { file: "a.c", line: 2 ** 31 - 1, character: 1 })))
   })
   it("a validator built once decodes good arguments the same as every time, and still names bad ones", () => {
     const validate = LspTools.validator(LspTools.inlayHints)
