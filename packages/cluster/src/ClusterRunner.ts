@@ -123,7 +123,7 @@ const assemble = (options: Options, timers: Settings.Resolved) => {
   )
   return bounded(hosting, limit, stopLeftovers).pipe(
     Layer.provideMerge(Fence.layer()),
-    Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`))),
+    Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`), timers.rebalanceCooldown)),
     // Before the runner joins: one whose lane cannot listen must not take shards.
     Layer.provide(lanes),
     Layer.provide(config),

@@ -62,7 +62,9 @@ export const shardingConfig = (timers: Partial<Timers> = {}): Partial<ShardingCo
     refreshAssignmentsInterval: t.assignmentsRefresh,
     entityMessagePollInterval: t.messagePoll,
     entityTerminationTimeout: t.shutdownGrace,
-    runnerJoinDebounce: t.rebalanceCooldown,
+    // The cooldown is a fence in the store (`Lease`), the same in every member's view; Effect's
+    // debounce held a join back only in the views of members that saw the cluster before it.
+    runnerJoinDebounce: 0,
     entityMaxIdleTime: Duration.infinity
   }
 }

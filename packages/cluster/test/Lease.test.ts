@@ -14,8 +14,10 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
+import * as SqlClient from "effect/sql/SqlClient"
 import { TestClock } from "effect/testing"
 import * as ClusterClient from "../src/ClusterClient.ts"
+import * as Fences from "../src/internal/fences.ts"
 import * as Lease from "../src/internal/lease.ts"
 import * as Postgres from "./Postgres.ts"
 
@@ -38,15 +40,9 @@ const members = (addresses: ReadonlyArray<RunnerAddress.RunnerAddress>) =>
 /** A member's lease over `inner`: a 10 s lease refreshed every second, and `cooldown`. */
 const lease = (inner: RunnerStorage.RunnerStorage["Service"], name: string, cooldown: Duration.Input) =>
   Effect.gen(function* () {
-    const { storage } = yield* Lease.make(name).pipe(
+    const { storage } = yield* Lease.make(name, cooldown).pipe(
       Effect.provideService(RunnerStorage.RunnerStorage, inner),
-      Effect.provide(
-        ShardingConfig.layer({
-          shardLockExpiration: "10 seconds",
-          shardLockRefreshInterval: "1 second",
-          runnerJoinDebounce: cooldown
-        })
-      )
+      Effect.provide(ShardingConfig.layer({ shardLockExpiration: "10 seconds", shardLockRefreshInterval: "1 second" }))
     )
     yield* storage.getRunners
     return storage
@@ -135,6 +131,35 @@ describe("the lease's fence", () => {
         // The fence's end is the store's clock: a second after it began, it is shown healthy again.
         yield* shownHealthy(storage, self, true)
       }).pipe(Effect.provide(TestClock.layer()))
+    )
+
+    it.effect(
+      "a runner that joins a cluster others serve sits out the cooldown in every member's view, a new client's too; the first does not",
+      () =>
+        Effect.gen(function* () {
+          const [first, late] = [RunnerAddress.make("127.0.0.1", 24535), RunnerAddress.make("127.0.0.1", 24536)]
+          const runner = (address: RunnerAddress.RunnerAddress) =>
+            Runner.make({ address, groups: ["default"], weight: 1 })
+          const inner = yield* members([])
+          const a = yield* lease(inner, "runner 127.0.0.1:24535", "30 seconds")
+          yield* a.register(runner(first), true)
+          assert.isTrue(yield* healthyIn(a, first))
+          assert.deepStrictEqual(yield* a.acquire(first, [shard(4)]), [shard(4)])
+          const b = yield* lease(inner, "runner 127.0.0.1:24536", "30 seconds")
+          yield* b.register(runner(late), true)
+          // Fenced before it registered: no member, however new, ever saw it serve.
+          const client = Fences.apply(yield* inner.getRunners, yield* Fences.current(yield* SqlClient.SqlClient))
+          assert.deepStrictEqual(
+            client.map(([r, up]) => [r.address.port, up]),
+            [
+              [24535, true],
+              [24536, false]
+            ]
+          )
+          assert.isFalse(yield* healthyIn(a, late))
+          assert.isFalse(yield* healthyIn(b, late))
+          assert.deepStrictEqual(yield* b.acquire(late, [shard(5)]), [], "took a shard during its cooldown")
+        }).pipe(Effect.provide(TestClock.layer()))
     )
   })
 })

@@ -67,8 +67,11 @@ export const interval = (config: ShardingConfig.ShardingConfig["Service"]): Dura
     Duration.divideUnsafe(Duration.fromInputUnsafe(config.shardLockExpiration), 3)
   )
 
-/** Builds the lease and the runner storage that keeps it; `name` is the runner's session name. */
-export const make = (name: string) =>
+/**
+ * Builds the lease and the runner storage that keeps it; `name` is the runner's session name, and
+ * `cooldown` how long a runner that joins, or comes back from a pause, takes no shard.
+ */
+export const make = (name: string, cooldown: Duration.Input) =>
   Effect.gen(function* () {
     const config = yield* ShardingConfig.ShardingConfig
     const sql = yield* SqlClient.SqlClient
@@ -86,7 +89,7 @@ export const make = (name: string) =>
      * shards went elsewhere, and its own view of who owns what is stale until the cluster has
      * seen it back for a cooldown. Until then it takes no shard.
      */
-    const cooldown = Duration.toMillis(Duration.fromInputUnsafe(config.runnerJoinDebounce))
+    const cooldownMillis = Duration.toMillis(Duration.fromInputUnsafe(cooldown))
     let fencedUntil = 0
     yield* Fences.ensure(sql)
     /** The healthy runners, as the cluster last read them. */
@@ -102,11 +105,11 @@ export const make = (name: string) =>
      */
     const fenced = (address: RunnerAddress.RunnerAddress, at: number, why: string) => {
       const first = at >= fencedUntil
-      fencedUntil = at + cooldown
-      const record = Fences.record(sql, address, cooldown).pipe(
+      fencedUntil = at + cooldownMillis
+      const record = Fences.record(sql, address, cooldownMillis).pipe(
         Effect.timeout(every),
         Effect.retry(Schedule.spaced(every)),
-        Effect.timeout(cooldown),
+        Effect.timeout(cooldownMillis),
         Effect.catchCause((cause) => Effect.logWarning("could not record this runner's fence in the store", cause)),
         Effect.forkIn(scope),
         Effect.asVoid
@@ -114,7 +117,7 @@ export const make = (name: string) =>
       return first
         ? Effect.andThen(
             Effect.logWarning(
-              `${why}: this runner takes no shard for the next ${Duration.format(Duration.millis(cooldown))}`
+              `${why}: this runner takes no shard for the next ${Duration.format(Duration.millis(cooldownMillis))}`
             ),
             record
           )
@@ -240,10 +243,28 @@ export const make = (name: string) =>
       )
     }
 
+    /**
+     * A runner that joins a cluster already served is fenced for the cooldown before it registers,
+     * in the store, so that every member leaves it out of the assignment for the same time: a
+     * client started a moment ago as much as a runner up for hours. (Effect's own join debounce,
+     * off here, held a join back only in the views of members that had seen the cluster without
+     * it: a new client sent the newcomer calls, which waited out the cooldown for their shards.)
+     */
+    const joining = (address: RunnerAddress.RunnerAddress) =>
+      Effect.flatMap(Effect.all([inner.getRunners, Fences.current(sql)]), ([runners, fences]) =>
+        Fences.apply(runners, fences).some(([runner, up]) => up && !Equal.equals(runner.address, address))
+          ? Effect.andThen(
+              fenced(address, now(), "this runner joins a cluster that others serve"),
+              Fences.record(sql, address, cooldownMillis).pipe(Effect.timeout(every), Effect.ignore)
+            )
+          : Effect.void
+      )
+
     return {
       lease,
       storage: RunnerStorage.RunnerStorage.of({
         ...inner,
+        register: (runner, healthy) => Effect.andThen(joining(runner.address), inner.register(runner, healthy)),
         /**
          * The runners, with those seen before an outage kept until a lease after the store is
          * back: a runner's heartbeat is stale then only because the store was away, and the
@@ -295,14 +316,15 @@ export const make = (name: string) =>
  * the `application_name` of the runner's sessions.
  */
 export const layer = (
-  name: string
+  name: string,
+  cooldown: Duration.Input
 ): Layer.Layer<
   Lease | RunnerStorage.RunnerStorage,
   SqlError.SqlError,
   SqlClient.SqlClient | ShardingConfig.ShardingConfig
 > =>
   Layer.effectContext(
-    Effect.map(make(name), ({ lease, storage }) =>
+    Effect.map(make(name, cooldown), ({ lease, storage }) =>
       Context.make(Lease, lease).pipe(Context.add(RunnerStorage.RunnerStorage, storage))
     )
   ).pipe(Layer.provide(Layer.orDie(SqlRunnerStorage.layer)))
