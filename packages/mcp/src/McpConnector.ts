@@ -38,6 +38,7 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as BoundedResponse from "./internal/boundedResponse.ts"
 import * as EnvFile from "./internal/envFile.ts"
 import * as HeadersHelper from "./internal/headersHelper.ts"
 import * as OAuthProvider from "./internal/oauthProvider.ts"
@@ -377,13 +378,14 @@ const authRequestTimeout = 5_000
  * long-lived signal, and `fetch` keeps an abort listener on a request's signal until the request
  * is collected: a busy session piled up thousands on that one signal (and Node warned of a leak).
  * Each request gets a signal of its own that follows it (`AbortSignal.any`), which takes the
- * listener and goes with the request. A request without a signal gets `orElse`, if any.
+ * listener and goes with the request. A request without a signal gets `orElse`, if any. What
+ * the server answers is bounded as a stdio server's lines are (`BoundedResponse`).
  */
 const requestFetch =
   (orElse?: () => AbortSignal): FetchLike =>
   (input, init) => {
     const signal = init?.signal ? AbortSignal.any([init.signal]) : orElse?.()
-    return fetch(input, signal === undefined ? init : { ...init, signal })
+    return fetch(input, signal === undefined ? init : { ...init, signal }).then(BoundedResponse.bounded)
   }
 
 /**

@@ -113,6 +113,52 @@ describe("a hostile MCP server", () => {
     })
   )
 
+  it.live(
+    "an answer past 16 MiB over streamable HTTP fails its call as it passes the limit; the session stays up",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* freePort
+        yield* ServerProcess.spawn("huge-http", {
+          command: process.execPath,
+          args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
+          env: { PORT: String(port) }
+        })
+        yield* awaitListening(port)
+        const { toolset, close } = yield* started("remote", McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }))
+        const { error, millis } = yield* failureOf(toolset, "huge")
+        assert.isBelow(millis, 10_000)
+        assert.strictEqual(error._tag, "ToolCallFailed")
+        assert.match(error.message, /more than 16\.\d MiB, over the limit of 16 MiB; the call ran/)
+        assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
+        yield* close
+      })
+  )
+
+  it.live(
+    "a session stream whose one event never ends costs at most the limit per event, not all the memory there is",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* freePort
+        yield* ServerProcess.spawn("endless-http", {
+          command: process.execPath,
+          args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
+          env: { PORT: String(port), HOSTILE_GET: "endless" }
+        })
+        yield* awaitListening(port)
+        const before = process.memoryUsage().rss
+        const { toolset, close } = yield* started("remote", McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }))
+        // Unbounded, the stream grew this process by hundreds of MB a second until it died.
+        let peak = before
+        for (let i = 0; i < 20; i++) {
+          yield* Effect.sleep("200 millis")
+          peak = Math.max(peak, process.memoryUsage().rss)
+          yield* Effect.ignore(toolset.callTool("echo", { message: "still" }))
+        }
+        assert.isBelow((peak - before) / 2 ** 20, 400)
+        yield* close
+      })
+  )
+
   it.live("arguments nested 100 000 deep are refused before they are sent: the call did not run", () =>
     Effect.gen(function* () {
       const { toolset, close } = yield* started("everything", everythingStdio())
