@@ -116,7 +116,8 @@ const byMessage: ReadonlyArray<readonly [ReadonlyArray<string>, Make]> = [
       "premature close",
       "stream closed",
       "unexpected end",
-      "end of file"
+      "end of file",
+      "did not answer within"
     ],
     transport
   ]

@@ -9,7 +9,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   type ClientCapabilities,
   ErrorCode,
@@ -38,11 +38,11 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as BoundedResponse from "./internal/boundedResponse.ts"
 import * as EnvFile from "./internal/envFile.ts"
 import * as HeadersHelper from "./internal/headersHelper.ts"
 import * as OAuthProvider from "./internal/oauthProvider.ts"
 import { PipeTransport } from "./internal/pipeTransport.ts"
+import * as RemoteFetch from "./internal/remoteFetch.ts"
 import * as SchemaError from "./internal/schemaError.ts"
 import * as SendGuard from "./internal/sendGuard.ts"
 import * as TokenStore from "./internal/tokenStore.ts"
@@ -370,24 +370,6 @@ const remote = (
 const helperHeaders = (name: string, helper: HeadersHelper.Spec) =>
   Effect.mapError(HeadersHelper.run(name, helper), HeadersHelper.unavailable)
 
-/** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
-const authRequestTimeout = 5_000
-
-/**
- * `fetch` for a remote session's requests. The SDK's transports give every request the same
- * long-lived signal, and `fetch` keeps an abort listener on a request's signal until the request
- * is collected: a busy session piled up thousands on that one signal (and Node warned of a leak).
- * Each request gets a signal of its own that follows it (`AbortSignal.any`), which takes the
- * listener and goes with the request. A request without a signal gets `orElse`, if any. What
- * the server answers is bounded as a stdio server's lines are (`BoundedResponse`).
- */
-const requestFetch =
-  (orElse?: () => AbortSignal): FetchLike =>
-  (input, init) => {
-    const signal = init?.signal ? AbortSignal.any([init.signal]) : orElse?.()
-    return fetch(input, signal === undefined ? init : { ...init, signal }).then(BoundedResponse.bounded)
-  }
-
 /**
  * Every remote server without a configured `Authorization` header gets an OAuth provider: a server
  * that answers 401 is then reached with the stored login, and one without a login fails with
@@ -400,14 +382,14 @@ const oauthOptions = (
 ) =>
   Effect.gen(function* () {
     const configured = Object.keys(headers ?? {}).some((header) => header.toLowerCase() === "authorization")
-    if (configured) return { fetch: requestFetch() }
+    if (configured) return { fetch: RemoteFetch.make() }
     const provider = OAuthProvider.make({
       name,
       serverUrl: spec.url,
       oauth: spec.oauth,
       store: yield* TokenStore.Current,
       redactor: yield* Redaction.Current,
-      fetch: requestFetch(() => AbortSignal.timeout(authRequestTimeout))
+      fetch: RemoteFetch.forAuth()
     })
     return { authProvider: provider, fetch: provider.fetch }
   })

@@ -177,6 +177,7 @@ export const login = (options: LoginOptions): Effect.Effect<Outcome, LifecycleEr
           try: () =>
             sdkAuth(provider, {
               serverUrl: spec.url,
+              fetchFn: OAuthProvider.securely(name, spec.url),
               ...(resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl }),
               ...(scope === undefined ? {} : { scope }),
               ...(authorizationCode === undefined ? {} : { authorizationCode })

@@ -4,6 +4,7 @@
  * servers and its own token directory.
  */
 import * as NodeFs from "node:fs"
+import * as NodeHttp from "node:http"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
@@ -55,6 +56,92 @@ const setup = (options: { readonly accessTokenTTL?: number } = {}) =>
   })
 
 const whoami = (toolset: McpToolset.McpToolset) => Effect.map(toolset.callTool("whoami", {}), textOf)
+
+/**
+ * A protected MCP server on loopback whose resource metadata names `authorizationServer` (itself
+ * when undefined), and whose other documents (the authorization server's metadata) `drip`: one
+ * space a second, never ending.
+ */
+const hostileServer = (authorizationServer?: string) =>
+  Effect.acquireRelease(
+    Effect.callback<NodeHttp.Server & { readonly base: string }>((resume) => {
+      const drips = new Set<NodeJS.Timeout>()
+      const server = NodeHttp.createServer((req, res) => {
+        const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+        const path = new URL(req.url ?? "/", base).pathname
+        if (path === "/mcp") {
+          return res
+            .writeHead(401, {
+              "www-authenticate": `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`
+            })
+            .end()
+        }
+        if (path.startsWith("/.well-known/oauth-protected-resource")) {
+          const body = { resource: `${base}/mcp`, authorization_servers: [authorizationServer ?? base] }
+          return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body))
+        }
+        res.writeHead(200, { "content-type": "application/json" }).write("{")
+        const drip = setInterval(() => res.write(" "), 1000)
+        drips.add(drip)
+        res.on("close", () => clearInterval(drip))
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resume(
+          Effect.succeed(
+            Object.assign(server, { base: `http://127.0.0.1:${(server.address() as { port: number }).port}` })
+          )
+        )
+      )
+      server.on("close", () => {
+        for (const drip of drips) clearInterval(drip)
+      })
+    }),
+    (server) =>
+      Effect.sync(() => {
+        server.close(() => undefined)
+        server.closeAllConnections()
+      })
+  )
+
+describe("OAuth against hostile servers", () => {
+  const login = (url: string) =>
+    Effect.gen(function* () {
+      const store = yield* tempStore
+      const started = Date.now()
+      const error = yield* Effect.flip(
+        OAuth.login({
+          name: "remote",
+          spec: McpSpec.Http.make({ url }),
+          open: () => Effect.void,
+          timeout: "1 second"
+        }).pipe(Effect.provideService(TokenStore.Current, store))
+      )
+      return { error, millis: Date.now() - started }
+    })
+
+  it.live("an authorization server that drips its metadata fails the login within its requests' deadlines", () =>
+    Effect.gen(function* () {
+      const server = yield* hostileServer()
+      const { error, millis } = yield* login(`${server.base}/mcp`)
+      assert.isBelow(millis, 20_000)
+      assert.strictEqual(error._tag, "TransportError")
+      assert.match(error.message, /^remote: transport failure: http:\/\/127\.0\.0\.1:\d+ did not answer within 5 s/)
+    })
+  )
+
+  it.live("a login through a plain-HTTP authorization server on another host is refused before anything is sent", () =>
+    Effect.gen(function* () {
+      const server = yield* hostileServer("http://192.0.2.2:39366")
+      const { error, millis } = yield* login(`${server.base}/mcp`)
+      assert.isBelow(millis, 5_000)
+      assert.strictEqual(error._tag, "AuthRequired")
+      assert.include(
+        error.message,
+        "refused to log in through http://192.0.2.2:39366: it is plain HTTP on another host"
+      )
+    })
+  )
+})
 
 describe("OAuth against oidc-provider", () => {
   it.live("first login registers a client dynamically, stores the tokens 0600, and a call goes through", () =>

@@ -28,6 +28,7 @@ import type {
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Classify, LifecycleError, Redaction } from "@toolvisor/core"
 import type * as McpSpec from "../McpSpec.ts"
+import * as RemoteFetch from "./remoteFetch.ts"
 import type * as TokenStore from "./tokenStore.ts"
 
 /** A token this close to expiry is refreshed before it is sent (docker-agent uses the same 30 s). */
@@ -92,11 +93,35 @@ export const classify = (name: string, cause: unknown): LifecycleError.Lifecycle
     ? authRequired(name, cause.message, cause)
     : Classify.classify(name, cause)
 
+const isLoopback = (host: string) => host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host)
+
+/**
+ * Where a login may send its codes, verifier and tokens: over HTTPS, to this machine, or to the
+ * server's own origin (its requests carry the token as they are). A server, or metadata, naming a
+ * plain-HTTP authorization server elsewhere would have them travel in the clear: refused.
+ */
+const refuseInsecure = (name: string, serverUrl: string, url: string | URL) => {
+  const target = new URL(String(url))
+  if (target.protocol === "https:" || isLoopback(target.hostname) || target.origin === new URL(serverUrl).origin) return
+  throw authRequired(
+    name,
+    `refused to log in through ${target.origin}: it is plain HTTP on another host, so the login's codes and tokens would travel in the clear`
+  )
+}
+
+/** `fetch`, for a login's requests to `serverUrl` and its authorization server: only where `refuseInsecure` allows. */
+export const securely =
+  (name: string, serverUrl: string, fetch: FetchLike = RemoteFetch.forAuth()): FetchLike =>
+  async (url, init) => {
+    refuseInsecure(name, serverUrl, url)
+    return fetch(url, init)
+  }
+
 /** Builds the provider; nothing is read from the store until the SDK asks. */
 export const make = (options: Options): Provider => {
   const { name, serverUrl, oauth, store } = options
   const now = options.now ?? Date.now
-  const network: FetchLike = options.fetch ?? ((url, init) => fetch(url, init))
+  const network = securely(name, serverUrl, options.fetch ?? RemoteFetch.forAuth())
   const key: TokenStore.Key = { serverUrl, clientId: oauth?.clientId }
   const clientCredentials = usesClientCredentials(oauth)
   const origin = new URL(serverUrl).origin
@@ -287,6 +312,7 @@ export const make = (options: Options): Provider => {
       }),
     redirectToAuthorization: async (authorizationUrl) => {
       if (options.interactive === undefined) throw authRequired(name, "the server asks for a login")
+      refuseInsecure(name, serverUrl, authorizationUrl)
       await options.interactive.open(authorizationUrl)
     },
     saveCodeVerifier: (verifier) => {

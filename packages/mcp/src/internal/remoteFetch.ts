@@ -1,5 +1,6 @@
 /**
- * What a remote server's answer over HTTP may cost us: what a stdio server's may
+ * `fetch` for a remote server, its OAuth authorization server included. What such a server
+ * answers over HTTP may cost us what a stdio server's may
  * (`RawMessage.maxBytes`, `JsonLimits.maxDepth`). `fetch` hands the SDK a body of any size, and
  * its event-stream parser keeps an event until it ends: one `data:` line that never ended grew a
  * gateway past 3 GB in 15 s, and it died, with every other toolset. So:
@@ -9,6 +10,7 @@
  *   the stream (a POST's answer, or the session's stream, which the transport then opens again);
  * - any other body is cut at the limit.
  */
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { RawMessage } from "@toolvisor/core"
 
 const lf = 10
@@ -75,4 +77,32 @@ export const bounded = async (response: Response): Promise<Response> => {
   const init = { status: response.status, statusText: response.statusText, headers: response.headers }
   if (type.includes("application/json")) return new Response(await readJson(body), init)
   return new Response(limited(body, type.includes("text/event-stream")), init)
+}
+
+/**
+ * `fetch` for a remote session's requests, their answers bounded. The SDK's transports give every
+ * request the same long-lived signal, and `fetch` keeps an abort listener on a request's signal
+ * until the request is collected: a busy session piled up thousands on that one signal (and Node
+ * warned of a leak). Each request gets a signal of its own that follows it (`AbortSignal.any`),
+ * which takes the listener and goes with the request. A request without a signal gets `orElse`.
+ */
+export const make =
+  (orElse?: () => AbortSignal): FetchLike =>
+  (input, init) => {
+    const signal = init?.signal ? AbortSignal.any([init.signal]) : orElse?.()
+    return fetch(input, signal === undefined ? init : { ...init, signal }).then(bounded)
+  }
+
+/** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
+export const authRequestTimeout = 5_000
+
+/** `make` for OAuth's requests: each within `authRequestTimeout`, its body included (a server that drips one held a login for ever). */
+export const forAuth = (): FetchLike => {
+  const bounded = make(() => AbortSignal.timeout(authRequestTimeout))
+  return (input, init) =>
+    bounded(input, init).catch((cause: unknown) => {
+      if (!(cause instanceof Error && cause.name === "TimeoutError")) throw cause
+      const origin = new URL(String(input)).origin
+      throw new Error(`${origin} did not answer within ${authRequestTimeout / 1000} s`, { cause })
+    })
 }
