@@ -524,7 +524,7 @@ const leftOut = (
   const invalid = [...dropped.invalid]
   const parts = [
     twice.length === 0 ? "" : `listed ${twice.length} name(s) more than once, the first of each kept: ${quoted(twice)}`,
-    dropped.unnamed === 0 ? "" : `${dropped.unnamed} item(s) without a name left out`,
+    dropped.unnamed === 0 ? "" : `listed ${dropped.unnamed} item(s) without a name, left out`,
     invalid.length === 0
       ? ""
       : `listed ${invalid.length} tool(s) whose definition MCP's schema rejects, left out: ${quoted(invalid)}`,
@@ -533,7 +533,7 @@ const leftOut = (
       : `listed ${heavy.length} item(s) of more than ${maxItemChars / 1024 / 1024} MiB each, left out: ${quoted(heavy)}`,
     dropped.past === 0
       ? ""
-      : `${dropped.past} item(s) past what a listing keeps (${maxListing} items, ${maxListingChars / 1024 / 1024} MiB) left out`
+      : `listed ${dropped.past} item(s) past what a listing keeps (${maxListing} items, ${maxListingChars / 1024 / 1024} MiB), left out`
   ].filter((part) => part !== "")
   return parts.length === 0 ? Effect.void : Effect.logWarning(`${name}: the server ${parts.join("; ")}`)
 }

@@ -74,7 +74,7 @@ const callbackServer = (name: string, port: number, isExpected: (state: string |
           page(
             code === null
               ? "the login was refused. You can close this window."
-              : "logged in. You can close this window."
+              : "authorized: Toolvisor finishes the login now, and its terminal says whether it did. You can close this window."
           )
         )
       Deferred.doneUnsafe(

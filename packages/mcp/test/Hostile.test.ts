@@ -209,8 +209,8 @@ describe("a hostile MCP server", () => {
       yield* close
       const [warning] = warnings.filter((w) => w.includes("the first of each kept"))
       assert.include(warning, 'odd: the server listed 1 name(s) more than once, the first of each kept: "echo"')
-      assert.include(warning, "1 item(s) without a name left out")
-      assert.include(warning, "6 item(s) past what a listing keeps (10000 items, 32 MiB) left out")
+      assert.include(warning, "listed 1 item(s) without a name, left out")
+      assert.include(warning, "listed 6 item(s) past what a listing keeps (10000 items, 32 MiB), left out")
     }).pipe(Effect.provide(capture))
   })
 
