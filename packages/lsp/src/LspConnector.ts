@@ -179,7 +179,11 @@ export const make = (options: Options): Session.Connector<LspSession> => ({
     const awaiting = new Set<StdoutReader.RequestId>()
     const reader = StdoutReader.make(proc.stdout, awaiting)
     const connection = yield* Effect.acquireRelease(
-      Effect.sync(() => Rpc.createMessageConnection(reader, StdinWriter.make(proc.stdin, awaiting))),
+      Effect.sync(() =>
+        Rpc.createMessageConnection(reader, StdinWriter.make(proc.stdin, awaiting), undefined, {
+          messageStrategy: reader.strategy
+        })
+      ),
       (connection) => Effect.sync(() => connection.dispose())
     )
     const requests = Requests.make(name, connection)

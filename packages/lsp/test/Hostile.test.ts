@@ -5,6 +5,8 @@
  * session at once; a flood of diagnostics leaves memory and answers bounded.
  */
 import * as NodePath from "node:path"
+import * as NodeV8 from "node:v8"
+import * as NodeVm from "node:vm"
 import { assert, describe, it } from "@effect/vitest"
 import type { Toolset } from "@toolvisor/core"
 import * as Effect from "effect/Effect"
@@ -172,6 +174,36 @@ describe("a hostile language server", () => {
         assert.lengthOf(lines, perDocument + 2)
         assert.strictEqual(lines.at(-1), `… ${5000 - perDocument} more`)
         assert.strictEqual(own.structuredContent?.count, 5000)
+        yield* close
+      })
+  )
+
+  it.live(
+    "a flood faster than it is handled waits in the server's pipe, not in this process: memory stays bounded",
+    () =>
+      Effect.gen(function* () {
+        // 20 000 publishes of 50 diagnostics each, about 90 MB, before the server answers.
+        const spec = fake("flood", undefined, fixtures, { FAKE_LSP_FLOOD: "10000", FAKE_LSP_FLOOD_EACH: "50" })
+        const { toolset, close } = yield* open({ name: "flood", spec, policy })
+        yield* toolset.start
+        // What is held, not what awaits collection: measured after a full collection.
+        NodeV8.setFlagsFromString("--expose-gc")
+        const gc = NodeVm.runInNewContext("gc") as () => void
+        const held = () => {
+          gc()
+          return process.memoryUsage().heapUsed
+        }
+        const before = held()
+        let peak = before
+        const sampler = setInterval(() => {
+          peak = Math.max(peak, held())
+        }, 100)
+        yield* toolset
+          .callTool("lsp_document_symbols", { file })
+          .pipe(Effect.ensuring(Effect.sync(() => clearInterval(sampler))))
+        // Unpaused, the connection's queue held the flood: hundreds of MB.
+        assert.isBelow((peak - before) / 2 ** 20, 60)
+        assert.strictEqual((yield* toolset.state).state, "Ready")
         yield* close
       })
   )

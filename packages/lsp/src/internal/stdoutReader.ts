@@ -51,6 +51,14 @@ const contentLength = (block: string): number | undefined => {
 const isMessage = (value: unknown): value is Rpc.Message =>
   Predicate.hasProperty(value, "jsonrpc") && value.jsonrpc === "2.0"
 
+/**
+ * What may wait in the connection, handed over and not yet handled: vscode-jsonrpc queues each
+ * message and handles one per turn of the event loop, while a read can hand it dozens; a server
+ * publishing diagnostics as fast as it can grew this process past 900 MB, its calls starved
+ * behind the queue. Past either bound the server's stdout is paused, and it waits in the pipe.
+ */
+export const maxQueued = { messages: 256, bytes: 32 * 1024 * 1024 }
+
 /** The id of a request of ours, as the writer sent it. */
 export type RequestId = Rpc.RequestMessage["id"]
 
@@ -64,6 +72,12 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
   #pendingBytes = 0
   #callback: Rpc.DataCallback | undefined
   #broken: string | undefined
+  /** The sizes of the messages handed to the connection and not yet handled, oldest first. */
+  #queued: Array<number> = []
+  #queuedBytes = 0
+  /** Set while the server's stdout is paused for the queue, with a check that nothing is stuck. */
+  #paused: NodeJS.Timeout | undefined
+  #handledSincePause = false
 
   constructor(stream: NodeStream.Readable, awaiting: Set<RequestId>) {
     super()
@@ -94,7 +108,46 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
 
   readonly #onClose = () => this.fireClose()
 
+  /**
+   * What the connection runs each message through (`ConnectionOptions.messageStrategy`): it counts
+   * the message handled, and reading resumes once the queue is down to half its bounds.
+   */
+  readonly strategy: Rpc.MessageStrategy = {
+    handleMessage: (message, next) => {
+      this.#queuedBytes -= this.#queued.shift() ?? 0
+      this.#handledSincePause = true
+      if (this.#paused !== undefined && this.#below(2)) this.#resume()
+      return next(message)
+    }
+  }
+
+  #below(divisor: number) {
+    return this.#queued.length <= maxQueued.messages / divisor && this.#queuedBytes <= maxQueued.bytes / divisor
+  }
+
+  #pause() {
+    this.#stream.pause()
+    this.#handledSincePause = false
+    // A message the connection drops unhandled (a cancelled request of the server's) is never
+    // counted off: a second in which nothing is handled means the queue is empty, whatever we count.
+    this.#paused = setInterval(() => {
+      if (this.#handledSincePause) this.#handledSincePause = false
+      else {
+        this.#queued = []
+        this.#queuedBytes = 0
+        this.#resume()
+      }
+    }, 1000)
+  }
+
+  #resume() {
+    clearInterval(this.#paused)
+    this.#paused = undefined
+    this.#stream.resume()
+  }
+
   #stop() {
+    if (this.#paused !== undefined) this.#resume()
     this.#stream.off("data", this.#onData)
     this.#stream.off("error", this.#onError)
     this.#stream.off("close", this.#onClose)
@@ -191,7 +244,7 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
     }
     if (!isMessage(message))
       return this.fireError(new Error(`the server sent JSON that is not JSON-RPC: ${text.slice(0, 100)}`))
-    this.#deliver(message)
+    this.#deliver(message, body.length)
   }
 
   /** A refused answer fails the request it answers; any other refused message is reported. */
@@ -201,8 +254,8 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
     else this.#deliver(answer)
   }
 
-  /** Passes `message` on, unless it answers a request that awaits no answer (any more). */
-  #deliver(message: Rpc.Message) {
+  /** Passes `message` (of `bytes`) on, unless it answers a request that awaits no answer (any more). */
+  #deliver(message: Rpc.Message, bytes = 0) {
     if (Rpc.Message.isResponse(message) && message.id !== null && !this.#awaiting.delete(message.id)) {
       return this.fireError(
         new Error(
@@ -210,7 +263,13 @@ export class StdoutReader extends Rpc.AbstractMessageReader implements Rpc.Messa
         )
       )
     }
+    // A cancellation is acted on as it arrives, and may never be queued: not counted.
+    if (!(Rpc.Message.isNotification(message) && message.method === "$/cancelRequest")) {
+      this.#queued.push(bytes)
+      this.#queuedBytes += bytes
+    }
     this.#callback?.(message)
+    if (this.#paused === undefined && !this.#below(1)) this.#pause()
   }
 
   /** The stream cannot be followed any more: reported, and the connection ends as if it had closed. */
