@@ -128,6 +128,12 @@ describe("the lease's fence", () => {
         yield* inner.setRunnerHealth(other, false)
         assert.isTrue(yield* healthyIn(storage, self), "no runner left to serve")
         yield* inner.setRunnerHealth(other, true)
+        // The other fenced too (runners started together): every member assigns them shards, and they take them.
+        const sql = yield* SqlClient.SqlClient
+        for (const runner of [self, other]) yield* Fences.record(sql, runner, 30_000)
+        yield* Effect.ignore(storage.getRunners)
+        assert.deepStrictEqual(yield* storage.acquire(self, [shard(6)]), [shard(6)], "no runner takes the shards")
+        for (const runner of [self, other]) yield* Fences.record(sql, runner, 0)
         // The fence's end is the store's clock: a second after it began, it is shown healthy again.
         yield* shownHealthy(storage, self, true)
       }).pipe(Effect.provide(TestClock.layer()))

@@ -20,6 +20,10 @@ export type Runners = Array<readonly [ClusterRunner.Runner, boolean]>
 
 const keyOf = (address: RunnerAddress.RunnerAddress) => `${address.host}:${address.port}`
 
+/** Whether the runner at `address` is among `fences`. */
+export const isFenced = (fences: ReadonlySet<string>, address: RunnerAddress.RunnerAddress): boolean =>
+  fences.has(keyOf(address))
+
 /** Creates the fences' table if it is missing. */
 export const ensure = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.SqlError> =>
   Tables.ensure(
@@ -53,7 +57,7 @@ export const current = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlySet<str
  * all: then the fenced ones serve rather than no one.
  */
 export const apply = (runners: Runners, fences: ReadonlySet<string>): Runners => {
-  const serving = (runner: ClusterRunner.Runner, up: boolean) => up && !fences.has(keyOf(runner.address))
+  const serving = (runner: ClusterRunner.Runner, up: boolean) => up && !isFenced(fences, runner.address)
   return runners.some(([runner, up]) => serving(runner, up))
     ? runners.map(([runner, up]) => [runner, serving(runner, up)] as const)
     : runners

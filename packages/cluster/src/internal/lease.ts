@@ -92,8 +92,8 @@ export const make = (name: string, cooldown: Duration.Input) =>
     const cooldownMillis = Duration.toMillis(Duration.fromInputUnsafe(cooldown))
     let fencedUntil = 0
     yield* Fences.ensure(sql)
-    /** The healthy runners, as the cluster last read them. */
-    let healthy: ReadonlyArray<RunnerAddress.RunnerAddress> = []
+    /** The runners that serve unfenced, as the cluster last read them: while another does, a fenced runner takes no shard. */
+    let unfenced: ReadonlyArray<RunnerAddress.RunnerAddress> = []
     /** The runners as read before the last outage, and when the store was found reachable again. */
     let beforeOutage: ReadonlyArray<readonly [ClusterRunner.Runner, boolean]> = []
     let reachableAgainAt = Number.NEGATIVE_INFINITY
@@ -284,13 +284,16 @@ export const make = (name: string, cooldown: Duration.Input) =>
               ]
             : runners
           const shown = Fences.apply(kept, fences)
-          healthy = shown.filter(([, up]) => up).map(([runner]) => runner.address)
+          unfenced = kept
+            .filter(([runner, up]) => up && !Fences.isFenced(fences, runner.address))
+            .map(([r]) => r.address)
           return shown
         }),
         acquire: (address, shardIds) => {
           const asked = now()
-          // Fenced, it waits for the cooldown — unless it is the only runner there is.
-          if (asked < fencedUntil && healthy.some((other) => !Equal.equals(other, address))) return Effect.succeed([])
+          // Fenced, it waits for the cooldown — unless no other runner serves unfenced (runners that
+          // started together may all be: then every member assigns them shards, and they take them).
+          if (asked < fencedUntil && unfenced.some((other) => !Equal.equals(other, address))) return Effect.succeed([])
           return Effect.map(inner.acquire(address, shardIds), (held) => confirm(held, asked))
         },
         refresh,

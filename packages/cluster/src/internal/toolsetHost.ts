@@ -173,7 +173,9 @@ export const layer = (options: Options = {}) =>
               Effect.matchEffect({
                 // Held open all the same: another runner (or this one, set up right) may run it later.
                 onFailure: (error) => Effect.logError(error.message),
-                onSuccess: (h) => Effect.forkIn(keepStarted(h), scope)
+                // Started at once, so the toolset is Starting before this request is done: a call
+                // re-delivered right behind it waited for a toolset Stopped and failed "is Stopped".
+                onSuccess: (h) => Effect.forkIn(keepStarted(h), scope, { startImmediately: true })
               })
             )
             yield* Deferred.await(yield* Ref.get(stopped))
