@@ -44,6 +44,19 @@ const failureOf = (toolset: McpToolset.McpToolset, tool: string, args: { readonl
   })
 
 /** An array nested `levels` deep, built without recursion. */
+/** `deep-answer-http.mjs` on a port of its own, with `env`, listening: the URL of its MCP endpoint. */
+const httpFixture = (env: Readonly<Record<string, string>> = {}) =>
+  Effect.gen(function* () {
+    const port = yield* freePort
+    yield* ServerProcess.spawn("hostile-http", {
+      command: process.execPath,
+      args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
+      env: { PORT: String(port), ...env }
+    })
+    yield* awaitListening(port)
+    return McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` })
+  })
+
 const nested = (levels: number): unknown => {
   let value: unknown = []
   for (let i = 1; i < levels; i++) value = [value]
@@ -93,38 +106,40 @@ describe("a hostile MCP server", () => {
     })
   )
 
-  it.live("a result nested 100 000 deep over streamable HTTP fails its call at once; the session stays up", () =>
-    Effect.gen(function* () {
-      const port = yield* freePort
-      yield* ServerProcess.spawn("deep-http", {
-        command: process.execPath,
-        args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
-        env: { PORT: String(port) }
+  it.live(
+    "a result nested 100 000 deep over streamable HTTP, as JSON or as an event, fails its call at once; the session stays up",
+    () =>
+      Effect.gen(function* () {
+        for (const env of [{}, { HOSTILE_SSE: "1" }]) {
+          const spec = yield* httpFixture(env)
+          const { toolset, close } = yield* started("remote", spec)
+          const { error, millis } = yield* failureOf(toolset, "deep")
+          assert.isBelow(millis, 10_000)
+          assert.strictEqual(error._tag, "ToolCallFailed")
+          assert.include(error.message, "nested deeper than 64")
+          assert.match(error.message, /the (call|request) ran/)
+          assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
+          yield* close
+        }
       })
-      yield* awaitListening(port)
-      const { toolset, close } = yield* started("remote", McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }))
-      const { error, millis } = yield* failureOf(toolset, "deep")
-      assert.isBelow(millis, 10_000)
-      assert.strictEqual(error._tag, "ToolCallFailed")
-      assert.include(error.message, "nested deeper than 64")
-      assert.include(error.message, "the call ran")
-      assert.strictEqual(textOf(yield* toolset.callTool("echo", { message: "in step" })), "in step")
-      yield* close
-    })
+  )
+
+  it.live("a listing nested 100 000 deep in an event stream fails the start, naming the limit, not the stack", () =>
+    Effect.gen(function* () {
+      const spec = yield* httpFixture({ HOSTILE_SSE: "1", HOSTILE_DEEP_LIST: "1" })
+      const toolset = yield* McpToolset.make({ name: "remote", spec, policy: fastPolicy({ restart: "never" }) })
+      const error = yield* Effect.flip(toolset.start)
+      assert.include(error.message, "nested deeper than 64 levels")
+      assert.notInclude(error.message, "call stack")
+    }).pipe(Effect.scoped)
   )
 
   it.live(
     "an answer past 16 MiB over streamable HTTP fails its call as it passes the limit; the session stays up",
     () =>
       Effect.gen(function* () {
-        const port = yield* freePort
-        yield* ServerProcess.spawn("huge-http", {
-          command: process.execPath,
-          args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
-          env: { PORT: String(port) }
-        })
-        yield* awaitListening(port)
-        const { toolset, close } = yield* started("remote", McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }))
+        const spec = yield* httpFixture()
+        const { toolset, close } = yield* started("remote", spec)
         const { error, millis } = yield* failureOf(toolset, "huge")
         assert.isBelow(millis, 10_000)
         assert.strictEqual(error._tag, "ToolCallFailed")
@@ -138,15 +153,9 @@ describe("a hostile MCP server", () => {
     "a session stream whose one event never ends costs at most the limit per event, not all the memory there is",
     () =>
       Effect.gen(function* () {
-        const port = yield* freePort
-        yield* ServerProcess.spawn("endless-http", {
-          command: process.execPath,
-          args: [NodePath.join(fixtures, "deep-answer-http.mjs")],
-          env: { PORT: String(port), HOSTILE_GET: "endless" }
-        })
-        yield* awaitListening(port)
+        const spec = yield* httpFixture({ HOSTILE_GET: "endless" })
         const before = process.memoryUsage().rss
-        const { toolset, close } = yield* started("remote", McpSpec.Http.make({ url: `http://127.0.0.1:${port}/mcp` }))
+        const { toolset, close } = yield* started("remote", spec)
         // Unbounded, the stream grew this process by hundreds of MB a second until it died.
         let peak = before
         for (let i = 0; i < 20; i++) {

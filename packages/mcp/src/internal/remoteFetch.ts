@@ -6,47 +6,108 @@
  * gateway past 3 GB in 15 s, and it died, with every other toolset. So:
  * - a JSON body is read here, whole, up to the limit, and checked for depth; past either, the
  *   request fails with the `RawMessage.Refused` that says which (it ran: its answer was dropped);
- * - an event stream passes as it comes, each event up to the limit; one that grows past it fails
+ * - an event stream passes as it comes, each event up to the limits; one that grows past them fails
  *   the stream (a POST's answer, or the session's stream, which the transport then opens again);
  * - any other body is cut at the limit.
  */
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { RawMessage } from "@toolvisor/core"
+import { JsonLimits, RawMessage } from "@toolvisor/core"
 
 const lf = 10
 const cr = 13
+const quote = 34
+const backslash = 92
 
 /**
- * Where the last event of `bytes` ends (just past its blank line: LF LF, CR CR or CR LF CR LF), or
- * -1; `before` is the byte before `bytes`, so a blank line split between two reads is found.
+ * One event stream, read as it passes: the size of the event being read and how deep its JSON
+ * nests, strings skipped. An event ends at a blank line (LF LF, CR CR, CR LF CR LF); a line's end
+ * also ends any string, since JSON has no raw line break in one.
  */
-const lastEventEnd = (bytes: Uint8Array, before: number): number => {
-  for (let i = bytes.length - 1; i >= 0; i--) {
-    const c = bytes[i]
-    if (c !== lf && c !== cr) continue
-    const previous = i > 0 ? bytes[i - 1] : before
-    if (previous === c) return i + 1
-    // CR LF CR LF: a line's CR LF, then the blank line's.
-    if (c === lf && previous === cr && i >= 3 && bytes[i - 2] === lf && bytes[i - 3] === cr) return i + 1
+class Events {
+  private size = 0
+  private depth = 0
+  private inString = false
+  private escaped = false
+  /** The current line's length so far, and whether the last byte was a CR (of a CR LF). */
+  private line = 0
+  private afterCr = false
+
+  /** What `bytes` makes of the event being read: a `Refused` past the bounds, else undefined. */
+  feed(bytes: Uint8Array): RawMessage.Refused | undefined {
+    for (let i = 0; i < bytes.length; i++) {
+      const c = bytes[i]!
+      if (c === lf || c === cr) {
+        const crLf = c === lf && this.afterCr
+        this.afterCr = c === cr
+        if (crLf) continue
+        if (this.line === 0) {
+          this.size = 0
+          this.depth = 0
+        }
+        this.line = 0
+        this.inString = false
+        continue
+      }
+      this.afterCr = false
+      this.line++
+      this.size++
+      if (this.inString) {
+        if (this.escaped) this.escaped = false
+        else if (c === backslash) this.escaped = true
+        else if (c === quote) this.inString = false
+      } else if (c === quote) this.inString = true
+      else if (c === 123 || c === 91) {
+        if (++this.depth > JsonLimits.maxDepth) return new RawMessage.Refused(this.size, true)
+      } else if (c === 125 || c === 93) this.depth--
+    }
+    return this.size > RawMessage.maxBytes ? new RawMessage.Refused(this.size, false, true) : undefined
   }
-  return -1
 }
 
-/** A stream of `body` that fails once one of its events, or (`events` false) the whole of it, passes the limit. */
-const limited = (body: ReadableStream<Uint8Array>, events: boolean): ReadableStream<Uint8Array> => {
+/**
+ * A stream of `body` that ends once one of its events (`events`), or the whole of it, passes the
+ * bounds. An event stream answering one request of ours (`answers`) then ends with an event of its
+ * own: the error answer to that request, so the call fails at once ("the request ran, but its
+ * answer was dropped") rather than at its deadline; any other fails.
+ */
+const limited = (
+  body: ReadableStream<Uint8Array>,
+  events: boolean,
+  answers: () => string | number | undefined
+): ReadableStream<Uint8Array> => {
+  const stream = events ? new Events() : undefined
   let size = 0
-  let last = -1
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
-        const end = events ? lastEventEnd(chunk, last) : -1
-        size = end < 0 ? size + chunk.length : chunk.length - end
-        last = chunk.length > 0 ? (chunk[chunk.length - 1] ?? -1) : last
-        if (size > RawMessage.maxBytes) controller.error(new RawMessage.Refused(size, false, true))
-        else controller.enqueue(chunk)
+        size += chunk.length
+        const refused =
+          stream?.feed(chunk) ?? (size > RawMessage.maxBytes ? new RawMessage.Refused(size, false, true) : undefined)
+        if (refused === undefined) return controller.enqueue(chunk)
+        const id = events ? answers() : undefined
+        const answer = id === undefined ? undefined : RawMessage.errorAnswer({ id, isRequest: false }, refused)
+        if (answer === undefined) return controller.error(refused)
+        const { code, message } = answer.error
+        // The refused event's start, already passed on, is ended first: it is dropped as unreadable.
+        const event = JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } })
+        controller.enqueue(Buffer.from(`\n\nevent: message\ndata: ${event}\n\n`))
+        controller.terminate()
       }
     })
   )
+}
+
+/** The id of the one request `body` (what we sent) carries, if it is one. */
+const requestIdOf = (body: unknown): string | number | undefined => {
+  if (typeof body !== "string") return undefined
+  try {
+    const message: unknown = JSON.parse(body)
+    if (typeof message !== "object" || message === null || !("method" in message) || !("id" in message))
+      return undefined
+    return typeof message.id === "string" || typeof message.id === "number" ? message.id : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** The body of a JSON answer, read whole if it fits the limit; a `Refused` if it does not, or nests too deep. */
@@ -69,14 +130,17 @@ const readJson = async (body: ReadableStream<Uint8Array>): Promise<Uint8Array> =
   return bytes
 }
 
-/** `response` with its body bounded as the module says. */
-export const bounded = async (response: Response): Promise<Response> => {
+/** `response` with its body bounded as the module says; `sent` is the body of the request it answers. */
+export const bounded = async (response: Response, sent?: unknown): Promise<Response> => {
   const body = response.body
   if (body === null) return response
   const type = response.headers.get("content-type")?.toLowerCase() ?? ""
   const init = { status: response.status, statusText: response.statusText, headers: response.headers }
   if (type.includes("application/json")) return new Response(await readJson(body), init)
-  return new Response(limited(body, type.includes("text/event-stream")), init)
+  return new Response(
+    limited(body, type.includes("text/event-stream"), () => requestIdOf(sent)),
+    init
+  )
 }
 
 /**
@@ -90,7 +154,9 @@ export const make =
   (orElse?: () => AbortSignal): FetchLike =>
   (input, init) => {
     const signal = init?.signal ? AbortSignal.any([init.signal]) : orElse?.()
-    return fetch(input, signal === undefined ? init : { ...init, signal }).then(bounded)
+    return fetch(input, signal === undefined ? init : { ...init, signal }).then((response) =>
+      bounded(response, init?.body)
+    )
   }
 
 /** OAuth discovery and token requests carry no deadline of their own in the SDK; docker-agent allows 5 s. */
