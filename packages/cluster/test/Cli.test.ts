@@ -48,6 +48,17 @@ class Setup extends Context.Service<
   { readonly postgres: string; readonly config: string; readonly journal: string; readonly settings: string }
 >()("test/Setup") {}
 
+/** `run --json` through the cluster on the runner's timers, its stdio piped. */
+const runJson = Effect.map(Effect.service(Setup), ({ postgres, config, settings }) =>
+  ChildProcess.spawn(
+    process.execPath,
+    [cli, "run", config, "--json", "--cluster", postgres, "--cluster-settings", settings],
+    {
+      stdio: ["pipe", "pipe", "pipe"]
+    }
+  )
+)
+
 const setup = Layer.effect(
   Setup,
   Effect.gen(function* () {
@@ -140,12 +151,7 @@ describe("the CLI as a cluster client", () => {
 
     it.effect("run --json follows the cluster's toolsets and exits 0 on SIGTERM, leaving them running", () =>
       Effect.gen(function* () {
-        const { postgres, config, settings } = yield* Setup
-        const child = ChildProcess.spawn(
-          process.execPath,
-          [cli, "run", config, "--json", "--cluster", postgres, "--cluster-settings", settings],
-          { stdio: ["pipe", "pipe", "pipe"] }
-        )
+        const child = yield* runJson
         const ready = yield* Effect.promise(
           () =>
             new Promise<{ pid: number }>((resolve) => {
@@ -174,12 +180,7 @@ describe("the CLI as a cluster client", () => {
       "run --json answers what it is sent as it starts once the cluster's toolsets are known, as a local run does",
       () =>
         Effect.gen(function* () {
-          const { postgres, config, settings } = yield* Setup
-          const child = ChildProcess.spawn(
-            process.execPath,
-            [cli, "run", config, "--json", "--cluster", postgres, "--cluster-settings", settings],
-            { stdio: ["pipe", "pipe", "pipe"] }
-          )
+          const child = yield* runJson
           // Sent before anything is known of the toolset, which is Ready on its runner (the tests before started it).
           child.stdin.write(`${JSON.stringify({ cmd: "call", id: "c", tool: "notes_pid" })}\n`)
           const answer = yield* Effect.promise(
