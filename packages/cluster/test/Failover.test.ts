@@ -101,7 +101,10 @@ describe("a cluster of two runner processes over PostgreSQL", () => {
       Effect.gen(function* () {
         const { registry, runners } = yield* Scenario
         yield* registry.start
-        const { board } = yield* until(registry, 30, allReadyOn([...runners.keys()]))
+        // A runner that joined a moment after the other may sit out its cooldown (a second here) first.
+        const spread = (board: ReadonlyArray<State.StatusSnapshot>) =>
+          allReadyOn([...runners.keys()])(board) && new Set(board.map((s) => runnerOf(s.pid))).size === runners.size
+        const { board } = yield* until(registry, 30, spread)
         const placed = new Set(board.map((s) => runnerOf(s.pid)))
         assert.deepStrictEqual([...placed].sort(), [...runners.keys()].sort())
         const echoed = yield* registry.callTool("t3_echo", { message: "hello" })

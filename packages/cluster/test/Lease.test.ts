@@ -147,14 +147,20 @@ describe("the lease's fence", () => {
           const runner = (address: RunnerAddress.RunnerAddress) =>
             Runner.make({ address, groups: ["default"], weight: 1 })
           const inner = yield* members([])
+          const sql = yield* SqlClient.SqlClient
           const a = yield* lease(inner, "runner 127.0.0.1:24535", "30 seconds")
           yield* a.register(runner(first), true)
           assert.isTrue(yield* healthyIn(a, first))
           assert.deepStrictEqual(yield* a.acquire(first, [shard(4)]), [shard(4)])
+          // Runners that start together fence none of them: the first is not established yet.
           const b = yield* lease(inner, "runner 127.0.0.1:24536", "30 seconds")
           yield* b.register(runner(late), true)
+          assert.isTrue(yield* healthyIn(b, late))
+          // The first has served for longer than a cooldown: the next to (re)join sits one out.
+          yield* sql`UPDATE toolvisor_runner_joins SET joined = now() - interval '1 minute' WHERE address = '127.0.0.1:24535'`
+          yield* b.register(runner(late), true)
           // Fenced before it registered: no member, however new, ever saw it serve.
-          const client = Fences.apply(yield* inner.getRunners, yield* Fences.current(yield* SqlClient.SqlClient))
+          const client = Fences.apply(yield* inner.getRunners, yield* Fences.current(sql))
           assert.deepStrictEqual(
             client.map(([r, up]) => [r.address.port, up]),
             [

@@ -20,19 +20,49 @@ export type Runners = Array<readonly [ClusterRunner.Runner, boolean]>
 
 const keyOf = (address: RunnerAddress.RunnerAddress) => `${address.host}:${address.port}`
 
-/** Whether the runner at `address` is among `fences`. */
-export const isFenced = (fences: ReadonlySet<string>, address: RunnerAddress.RunnerAddress): boolean =>
-  fences.has(keyOf(address))
+/** Whether the runner at `address` is among `addresses` (those fenced, or those established). */
+export const among = (addresses: ReadonlySet<string>, address: RunnerAddress.RunnerAddress): boolean =>
+  addresses.has(keyOf(address))
 
-/** Creates the fences' table if it is missing. */
+/** Creates the fences' table, and the one of when each runner joined, if they are missing. */
 export const ensure = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.SqlError> =>
-  Tables.ensure(
-    sql,
-    "toolvisor_runner_fences",
-    sql`CREATE TABLE IF NOT EXISTS toolvisor_runner_fences (
-      address TEXT PRIMARY KEY,
-      until TIMESTAMPTZ NOT NULL
-    )`
+  Effect.andThen(
+    Tables.ensure(
+      sql,
+      "toolvisor_runner_fences",
+      sql`CREATE TABLE IF NOT EXISTS toolvisor_runner_fences (
+        address TEXT PRIMARY KEY,
+        until TIMESTAMPTZ NOT NULL
+      )`
+    ),
+    Tables.ensure(
+      sql,
+      "toolvisor_runner_joins",
+      sql`CREATE TABLE IF NOT EXISTS toolvisor_runner_joins (
+        address TEXT PRIMARY KEY,
+        joined TIMESTAMPTZ NOT NULL
+      )`
+    )
+  )
+
+/**
+ * Records that the runner at `address` joins now, and returns the runners that joined more than
+ * `millis` ago: the cluster's established members. Runners that start together find none, and
+ * none of them is fenced for joining.
+ */
+export const join = (
+  sql: SqlClient.SqlClient,
+  address: RunnerAddress.RunnerAddress,
+  millis: number
+): Effect.Effect<ReadonlySet<string>, SqlError.SqlError> =>
+  Effect.andThen(
+    sql`INSERT INTO toolvisor_runner_joins (address, joined) VALUES (${keyOf(address)}, now())
+      ON CONFLICT (address) DO UPDATE SET joined = EXCLUDED.joined`,
+    Effect.map(
+      sql<{ address: string }>`SELECT address FROM toolvisor_runner_joins
+        WHERE joined < now() - make_interval(secs => ${millis / 1000})`,
+      (rows): ReadonlySet<string> => new Set(rows.map((row) => row.address))
+    )
   )
 
 /** Records that the runner at `address` is fenced for `millis` from now. */
@@ -57,7 +87,7 @@ export const current = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlySet<str
  * all: then the fenced ones serve rather than no one.
  */
 export const apply = (runners: Runners, fences: ReadonlySet<string>): Runners => {
-  const serving = (runner: ClusterRunner.Runner, up: boolean) => up && !isFenced(fences, runner.address)
+  const serving = (runner: ClusterRunner.Runner, up: boolean) => up && !among(fences, runner.address)
   return runners.some(([runner, up]) => serving(runner, up))
     ? runners.map(([runner, up]) => [runner, serving(runner, up)] as const)
     : runners

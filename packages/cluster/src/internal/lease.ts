@@ -244,20 +244,29 @@ export const make = (name: string, cooldown: Duration.Input) =>
     }
 
     /**
-     * A runner that joins a cluster already served is fenced for the cooldown before it registers,
+     * A runner that joins a cluster its established members serve (there for a cooldown at least;
+     * runners starting together are not) is fenced for the cooldown before it registers,
      * in the store, so that every member leaves it out of the assignment for the same time: a
      * client started a moment ago as much as a runner up for hours. (Effect's own join debounce,
      * off here, held a join back only in the views of members that had seen the cluster without
      * it: a new client sent the newcomer calls, which waited out the cooldown for their shards.)
      */
     const joining = (address: RunnerAddress.RunnerAddress) =>
-      Effect.flatMap(Effect.all([inner.getRunners, Fences.current(sql)]), ([runners, fences]) =>
-        Fences.apply(runners, fences).some(([runner, up]) => up && !Equal.equals(runner.address, address))
-          ? Effect.andThen(
-              fenced(address, now(), "this runner joins a cluster that others serve"),
-              Fences.record(sql, address, cooldownMillis).pipe(Effect.timeout(every), Effect.ignore)
-            )
-          : Effect.void
+      Effect.flatMap(
+        Effect.all([
+          inner.getRunners,
+          Fences.current(sql),
+          Fences.join(sql, address, cooldownMillis).pipe(Effect.orElseSucceed((): ReadonlySet<string> => new Set()))
+        ]),
+        ([runners, fences, established]) =>
+          Fences.apply(runners, fences).some(
+            ([runner, up]) => up && !Equal.equals(runner.address, address) && Fences.among(established, runner.address)
+          )
+            ? Effect.andThen(
+                fenced(address, now(), "this runner joins a cluster that others serve"),
+                Fences.record(sql, address, cooldownMillis).pipe(Effect.timeout(every), Effect.ignore)
+              )
+            : Effect.void
       )
 
     return {
@@ -284,9 +293,7 @@ export const make = (name: string, cooldown: Duration.Input) =>
               ]
             : runners
           const shown = Fences.apply(kept, fences)
-          unfenced = kept
-            .filter(([runner, up]) => up && !Fences.isFenced(fences, runner.address))
-            .map(([r]) => r.address)
+          unfenced = kept.filter(([runner, up]) => up && !Fences.among(fences, runner.address)).map(([r]) => r.address)
           return shown
         }),
         acquire: (address, shardIds) => {
