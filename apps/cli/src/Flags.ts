@@ -15,8 +15,8 @@ export const config = Argument.String("config").pipe(
  * A command's operands when CONFIG comes before others (`[CONFIG] TOOL`): effect/cli cannot put
  * an optional argument before a required one, so `Operands` splits them.
  */
-export const operands = (description: string, max: number) =>
-  Argument.String("operands").pipe(Argument.withDescription(description), Argument.variadic({ min: 1, max }))
+export const operands = (description: string, max: number, min = 1) =>
+  Argument.String("operands").pipe(Argument.withDescription(description), Argument.variadic({ min, max }))
 
 export const input = Flag.String("input").pipe(
   // biome-ignore lint/suspicious/noTemplateCurlyInString: ${input:id} is the VS Code syntax being documented

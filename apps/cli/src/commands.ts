@@ -254,6 +254,30 @@ const auth = Command.make(
   ])
 )
 
+const stop = Command.make(
+  "stop",
+  {
+    operands: Flags.operands("[CONFIG] [TOOLSET…] (default: every toolset of the agent)", Number.MAX_SAFE_INTEGER, 0),
+    input: Flags.input,
+    agent: Flags.agent,
+    cluster: Flags.cluster,
+    ...ClusterFlags.member
+  },
+  (options) =>
+    lazy(
+      () => import("./Stop.ts"),
+      (Stop) => Stop.run(options)
+    )
+).pipe(
+  Command.withDescription(
+    "Stop toolsets a cluster runs (--cluster), for every client: the config's, or the ones named. They outlive the clients that started them until stopped"
+  ),
+  Command.withExamples([
+    { command: "toolvisor stop agent.yaml --cluster $PG", description: "every toolset of the config" },
+    { command: "toolvisor stop agent.yaml linear --cluster $PG", description: "one of them" }
+  ])
+)
+
 const serve = Command.make(
   "serve",
   {
@@ -364,6 +388,7 @@ export const toolvisor = Command.make("toolvisor").pipe(
     schema,
     serve,
     auth,
-    runner
+    runner,
+    stop
   ])
 )

@@ -108,7 +108,7 @@ const assemble = (options: Options, timers: Settings.Resolved) => {
         fence.stopAll
       )
     )
-  const agreement = Layer.effectDiscard(Effect.andThen(Settings.agree(timers, id), Settings.publish(timers, id)))
+  const agreement = Layer.effectDiscard(Settings.agree(timers, id))
   const lanes = LaneServer.layer({
     host: options.host,
     ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
@@ -122,6 +122,9 @@ const assemble = (options: Options, timers: Settings.Resolved) => {
     Layer.merge(LaneClient.layer)
   )
   return bounded(hosting, limit, stopLeftovers).pipe(
+    // Published once this runner listens: one that could not (its address taken) spoke for the runner
+    // there, and new members were refused for timers that runner does not have.
+    Layer.tap(() => Settings.publish(timers, id)),
     Layer.provideMerge(Fence.layer()),
     Layer.provideMerge(Lease.layer(ShardLock.applicationName(`runner ${id}`), timers.rebalanceCooldown)),
     // Before the runner joins: one whose lane cannot listen must not take shards.

@@ -13,6 +13,7 @@ import { ServerProcess } from "@toolvisor/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import * as Orphans from "../src/internal/orphans.ts"
 import { journalServer } from "./helpers.ts"
 import * as Postgres from "./Postgres.ts"
@@ -283,8 +284,9 @@ describe("the CLI as a cluster client", () => {
         ])
         assert.strictEqual(unprivileged.code, 1)
         assert.include(unprivileged.stderr, "Query failed: permission denied for schema public")
-        // A second runner at the address of the one this suite started: the port is taken, and the
-        // running one's server is left alone.
+        // A second runner at the address of the one this suite started, on other timers: the port is
+        // taken, the running one's server is left alone, and its timers still stand for it (the
+        // second's were recorded in its name, and every new member was refused for them).
         const { postgres, config, settings } = yield* Setup
         const status = yield* statusJson(postgres, config, settings)
         const [notes] = JSON.parse(status.stdout) as ReadonlyArray<{ pid: number }>
@@ -292,12 +294,24 @@ describe("the CLI as a cluster client", () => {
         assert.strictEqual(taken.code, 1)
         assert.include(taken.stderr, "runner cannot listen on 127.0.0.1:24471: listen EADDRINUSE")
         assert.notInclude(taken.stderr, "    at ")
+        const after = yield* statusJson(postgres, config, settings)
+        assert.strictEqual(after.code, 0, after.stderr)
+        const onTimers = ["--cluster-settings", settings]
         // The call lane's port: one taken, one out of range.
         for (const [lanePort, why] of [
           ["24471", "listen EADDRINUSE"],
           ["70000", "options.port should be >= 0 and < 65536"]
         ] as const) {
-          const lane = yield* runCli(["runner", "--postgres", postgres, "--port", "24477", "--lane-port", lanePort])
+          const lane = yield* runCli([
+            "runner",
+            "--postgres",
+            postgres,
+            "--port",
+            "24477",
+            "--lane-port",
+            lanePort,
+            ...onTimers
+          ])
           assert.strictEqual(lane.code, 1)
           assert.include(lane.stderr, `runner cannot take calls on 127.0.0.1:${lanePort}: `)
           assert.include(lane.stderr, why)
@@ -305,6 +319,33 @@ describe("the CLI as a cluster client", () => {
         }
         assert.isTrue(ServerProcess.isAlive(notes?.pid ?? 0), "the running runner's server was killed")
       })
+    )
+
+    it.effect(
+      "stop ends the config's toolsets on their runners, for every client; without --cluster it says why not",
+      () =>
+        Effect.gen(function* () {
+          const { postgres, config, settings } = yield* Setup
+          const local = yield* runCli(["stop", config])
+          assert.strictEqual(local.code, 2)
+          assert.include(local.stderr, "stop: stops toolsets a cluster runs, so it needs --cluster URL")
+          const cluster = ["--cluster", postgres, "--cluster-settings", settings]
+          const typo = yield* runCli(["stop", config, "nots", ...cluster])
+          assert.strictEqual(typo.code, 2, typo.stderr)
+          assert.include(typo.stderr, `stop: no toolset named "nots" (toolsets: notes)`)
+          const [notes] = JSON.parse((yield* statusJson(postgres, config, settings)).stdout) as ReadonlyArray<{
+            pid: number
+          }>
+          assert.isTrue(ServerProcess.isAlive(notes?.pid ?? 0))
+          const stopped = yield* runCli(["stop", config, "notes", ...cluster])
+          assert.strictEqual(stopped.code, 0, stopped.stderr)
+          assert.strictEqual(stopped.stdout.trim(), "stopped: notes")
+          // Its server is ended on the runner, not by this client, which never ran it.
+          yield* Effect.sync(() => ServerProcess.isAlive(notes?.pid ?? 0)).pipe(
+            Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (alive) => !alive }),
+            Effect.timeout("10 seconds")
+          )
+        })
     )
   })
 })
