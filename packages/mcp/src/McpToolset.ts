@@ -25,6 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import * as ClientFeatures from "./ClientFeatures.ts"
+import { CallSignal } from "./internal/callSignal.ts"
 import * as ClientRequests from "./internal/clientFeatures.ts"
 import * as Origins from "./internal/origins.ts"
 import { NotDelivered } from "./internal/pipeTransport.ts"
@@ -379,20 +380,23 @@ export const make = (options: Options): Effect.Effect<McpToolset, never, Scope.S
     /**
      * One attempt on the live session, under the deadline `Supervisor.use` gives it (the caller's,
      * the first attempt's on a resend, or `call_timeout` from now), which the call keeps; the
-     * request bounds itself by it. Interrupting it aborts the request (the SDK tells the server).
-     * The answer is mapped as it resumes the fiber, with no promise of its own in between.
+     * request bounds itself by it. Interrupting it aborts the request (the SDK tells the server),
+     * through a `CallSignal`. The answer is mapped as it resumes the fiber, with no promise of its
+     * own in between.
      */
     const attempt = (call: Call) =>
       supervisor.use((session, deadline): Effect.Effect<Toolset.ToolResult, AttemptError> => {
         call.deadline = deadline
         const notFound = prepare(call, session)
         if (notFound !== undefined) return Effect.fail(notFound)
-        return Effect.callback<Toolset.ToolResult, AttemptError>((resume, signal) => {
+        return Effect.callback<Toolset.ToolResult, AttemptError>((resume) => {
+          const signal = new CallSignal()
           send(session, call, deadline, signal).then(
             (result) => resume(Effect.succeed(toToolResult(result))),
             // Classified in the fiber, where a defect in classifying cannot leave the call hanging.
             (cause) => resume(Effect.suspend(() => Effect.fail(toolCallFailure(call.tool, cause, deadline, session))))
           )
+          return Effect.sync(() => signal.abort())
         })
       })
 
