@@ -37,19 +37,17 @@ const request = (id: number): JSONRPCMessage => ({
 })
 
 describe("PipeTransport", () => {
-  it("messages sent in one tick reach the server in one write, in the order they were sent", async () => {
+  it("the first message of a tick is written at once, the others sent during it in one write, in order", async () => {
     const { transport, writes, settle } = await open()
-    await Promise.all([transport.send(request(1)), transport.send(request(2)), transport.send(request(3))])
+    const sent = [transport.send(request(1)), transport.send(request(2)), transport.send(request(3))]
+    await Promise.all(sent)
     await settle()
-    assert.strictEqual(writes.length, 1)
-    const lines = writes
-      .join("")
-      .split("\n")
-      .filter((line) => line !== "")
-    assert.deepStrictEqual(
-      lines.map((line) => JSON.parse(line).id),
-      [1, 2, 3]
-    )
+    const ids = (write: string) =>
+      write
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => JSON.parse(line).id)
+    assert.deepStrictEqual(writes.map(ids), [[1], [2, 3]])
   })
 
   it("a lone message is written before the next I/O, and each later tick gets a write of its own", async () => {

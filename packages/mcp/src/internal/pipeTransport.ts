@@ -168,10 +168,11 @@ export class PipeTransport implements Transport {
   }
 
   /**
-   * Messages are written once per tick, all those sent during it in one write: with many calls
-   * in flight, the answers that arrive in one read are followed by one write of the next requests
-   * instead of one system call (and one wake-up of the server) each. Order is kept, and a lone
-   * request is written before any I/O is polled, so it waits for nothing.
+   * The first message of a tick is written at once, and those sent after it during the tick in
+   * one write as the tick ends: with many calls in flight, the answers that arrive in one read
+   * are followed by two writes of the next requests instead of one system call (and one wake-up
+   * of the server) each. Order is kept, and a lone request waits for nothing: the server works
+   * on it while the caller's own code unwinds.
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.output.writable) return Promise.reject(new NotDelivered())
@@ -182,10 +183,13 @@ export class PipeTransport implements Transport {
       // Thrown here, it would escape the SDK's handling of a failed send and fail the request as a lost session.
       return Promise.reject(new SendGuard.Unsendable(`cannot be written as JSON (${String(cause)})`, cause))
     }
-    if (this.batch === undefined) this.batch = this.startBatch()
-    this.batch.lines.push(line)
     this.track(message)
-    return this.batch.written
+    if (this.batch !== undefined) {
+      this.batch.lines.push(line)
+      return this.batch.written
+    }
+    this.batch = this.startBatch()
+    return this.write(line)
   }
 
   /** Our requests the other side has not answered: one that ends leaving some did not end cleanly. */
@@ -206,23 +210,30 @@ export class PipeTransport implements Transport {
     this.onmessage?.(message)
   }
 
+  /** Collects the lines sent after the first during this tick, and writes them as it ends. */
   private startBatch() {
     const lines: Array<string> = []
     const written = new Promise<void>((resolve, reject) => {
       process.nextTick(() => {
         this.batch = undefined
-        if (this.closed) return reject(new NotDelivered())
-        this.writing += 1
-        this.output.write(lines.join(""), (error) => {
-          this.writing -= 1
-          if (error) reject(new NotDelivered(error))
-          else resolve()
-          // After the rejection has reached the request (a microtask away), not before it.
-          if (this.writing === 0 && this.afterWrites !== undefined) setImmediate(this.afterWrites)
-        })
+        if (lines.length > 0) this.write(lines.join("")).then(resolve, reject)
       })
     })
     return { lines, written }
+  }
+
+  private write(text: string): Promise<void> {
+    if (this.closed) return Promise.reject(new NotDelivered())
+    this.writing += 1
+    return new Promise<void>((resolve, reject) => {
+      this.output.write(text, (error) => {
+        this.writing -= 1
+        if (error) reject(new NotDelivered(error))
+        else resolve()
+        // After the rejection has reached the request (a microtask away), not before it.
+        if (this.writing === 0 && this.afterWrites !== undefined) setImmediate(this.afterWrites)
+      })
+    })
   }
 
   async close(): Promise<void> {
