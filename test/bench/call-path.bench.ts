@@ -16,6 +16,11 @@
  * against the raw client's p50 in each round. Next to it, the CPU time this process spent per
  * call (`process.cpuUsage` around each call; the median, to the µs). Each round warms each series
  * up first (its servers are new).
+ * Where the machine has two CPUs or more and `taskset`, this process runs on the first and every
+ * server on the second (`PIN=0` leaves them to the scheduler): each series' server otherwise
+ * lands where the scheduler puts it, beside this process or not, and a round's ratios moved by
+ * up to 15% with where that was (two unpinned runs of one build put `registry.callTool` at 1.026×
+ * and 1.078× raw; pinned, 1.037× twice).
  * The raw client over HTTP is the SDK's stock transport: on a busy session it makes Node warn of
  * abort listeners piling up on its signal (`McpConnector.requestFetch` says why ours does not).
  *
@@ -44,6 +49,20 @@ const HTTP_ROUNDS = Number(process.env.HTTP_ROUNDS ?? 5)
 const HTTP_CALLS = Number(process.env.HTTP_CALLS ?? 1_000)
 const HTTP_WARMUP = Number(process.env.HTTP_WARMUP ?? 500)
 const TARGET = 1.05
+
+/** Whether servers run on a CPU of their own, this process moved to the first one. */
+const pinned = ((): boolean => {
+  if (process.env.PIN === "0" || NodeOs.availableParallelism() < 2) return false
+  try {
+    NodeChildProcess.execFileSync("taskset", ["-pc", "0", String(process.pid)], { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  }
+})()
+/** The command and arguments that run Node with `args` as a server: on the second CPU when pinned. */
+const serverCommand = (args: ReadonlyArray<string>): readonly [string, ReadonlyArray<string>] =>
+  pinned ? ["taskset", ["-c", "1", process.execPath, ...args]] : [process.execPath, args]
 
 const root = NodePath.resolve(import.meta.dirname, "../..")
 const everything = NodePath.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
@@ -196,7 +215,7 @@ const write = (name: string, text: string) => {
   return path
 }
 const port = await Net.freePort()
-const server = NodeChildProcess.spawn(process.execPath, [everything, "streamableHttp"], {
+const server = NodeChildProcess.spawn(...serverCommand([everything, "streamableHttp"]), {
   env: { ...process.env, PORT: String(port) },
   stdio: "ignore"
 })
@@ -208,8 +227,12 @@ const rawClient = async (transport: () => Transport) => {
   return client
 }
 
+console.log(
+  pinned ? "this process on CPU 0, every server on CPU 1" : "servers and this process: where the scheduler puts them"
+)
 try {
-  const local = [`        command: "${process.execPath}"`, `        args: ["${everything}", "stdio"]`]
+  const [command, args] = serverCommand([everything, "stdio"])
+  const local = [`        command: "${command}"`, `        args: ${JSON.stringify(args)}`]
   const stdio = await measure(
     "stdio (a server per series)",
     {
@@ -219,7 +242,7 @@ try {
           () =>
             new StdioClientTransport({
               command: "setsid",
-              args: [process.execPath, everything, "stdio"],
+              args: [command, ...args],
               stderr: "ignore"
             })
         ),
