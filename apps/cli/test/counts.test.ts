@@ -2,10 +2,26 @@
  * A toolset's tool count is one number everywhere: the tools it offers the agent after its
  * `tools:` filter. One config with a real MCP server behind an allow-list and a real LSP server,
  * and every output that shows the count — `run --json` status lines and its `status` answer,
- * `/status`, `/metrics`, `status` and `validate --check` — is compared with the catalog.
+ * `/status`, `/events`, `/metrics`, the dashboard (in a real browser), the live view (in a real
+ * terminal), `run`'s lines on a pipe, `status` and `validate --check` — is compared with the
+ * catalog.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { everythingEntry, freePort, runCli, Session, tsProject, tsServer, writeConfig, yaml } from "./helpers.ts"
+import { chromium } from "playwright-core"
+import {
+  cliArgs,
+  everythingEntry,
+  freePort,
+  runCli,
+  Session,
+  terminal,
+  tsProject,
+  tsServer,
+  until,
+  waitForScreen,
+  writeConfig,
+  yaml
+} from "./helpers.ts"
 
 const allowed = ["everything_echo", "everything_get-sum", "everything_get-tiny-image"]
 const lsp = "typescript-language-server"
@@ -30,11 +46,57 @@ const rowsOf = (value: unknown): ReadonlyArray<Line> => (Array.isArray(value) ? 
 
 const countsOf = (rows: ReadonlyArray<Line>) => Object.fromEntries(rows.map((row) => [row.toolset, row.tools]))
 
+/** The data of the first `snapshot` event of an event stream (`GET /events`). */
+const firstSnapshot = async (url: string): Promise<Line> => {
+  const aborted = new AbortController()
+  const response = await fetch(url, { signal: aborted.signal })
+  const reader = response.body?.getReader()
+  const decoder = new TextDecoder()
+  let text = ""
+  try {
+    for (;;) {
+      const read = await reader?.read()
+      if (read === undefined || read.done) throw new Error(`the stream ended before a snapshot:\n${text}`)
+      text += decoder.decode(read.value, { stream: true })
+      const frame = /^event: snapshot\ndata: (.*)$/m.exec(text)
+      if (frame?.[1] !== undefined) return JSON.parse(frame[1])
+    }
+  } finally {
+    aborted.abort()
+  }
+}
+
+/** The number in `column` of each toolset's row of a table whose header names the columns. */
+const tableCounts = (lines: ReadonlyArray<string>, column: string, toolsets: ReadonlyArray<string>) => {
+  const header =
+    lines
+      .find((line) => line.includes(column))
+      ?.trim()
+      .split(/\s+/) ?? []
+  const at = header.indexOf(column)
+  return Object.fromEntries(
+    toolsets.map((toolset) => [
+      toolset,
+      Number(
+        lines
+          .find((line) => line.trimStart().startsWith(`${toolset} `))
+          ?.trim()
+          .split(/\s+/)[at]
+      )
+    ])
+  )
+}
+
 describe("tool counts", () => {
   it("every output gives each toolset the number of tools the catalog offers from it", async () => {
     const file = config()
     const port = await freePort()
+    const toolsets = ["everything", lsp]
+    // Three runs of one config at once: JSON lines with the HTTP routes, lines on a pipe, the live view.
     const session = new Session(["run", file, "--json", "--http", String(port)])
+    const piped = new Session(["run", file])
+    const term = terminal(`toolvisor-counts-${process.pid}`, [process.execPath, ...cliArgs(["run", file])], 120, 30)
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium" })
     try {
       const firstReady = {
         everything: await session.waitFor(
@@ -65,6 +127,8 @@ describe("tool counts", () => {
       const http = `http://127.0.0.1:${port}`
       const status: unknown = await (await fetch(`${http}/status`)).json()
       assert.deepStrictEqual(countsOf(rowsOf(status)), expected, "GET /status")
+      const snapshot = await firstSnapshot(`${http}/events`)
+      assert.deepStrictEqual(countsOf(rowsOf(snapshot.toolsets)), expected, "GET /events: its snapshot")
 
       const metrics = await (await fetch(`${http}/metrics`)).text()
       const gauge = (toolset: string) =>
@@ -73,22 +137,35 @@ describe("tool counts", () => {
         )
       assert.deepStrictEqual({ everything: gauge("everything"), [lsp]: gauge(lsp) }, expected, "GET /metrics")
 
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+      await page.goto(`${http}/`)
+      const facts = (toolset: string) => page.locator(`article[data-toolset="${toolset}"] .facts`)
+      const shown: { [toolset: string]: number } = {}
+      for (const toolset of toolsets) {
+        await facts(toolset).filter({ hasText: " tools" }).waitFor({ timeout: 30_000 })
+        shown[toolset] = Number(/(\d+) tools/.exec((await facts(toolset).textContent()) ?? "")?.[1])
+      }
+      assert.deepStrictEqual(shown, expected, "the dashboard's cards")
+
+      const screen = await waitForScreen(term.screen, (t) =>
+        toolsets.every((toolset) => new RegExp(`^${toolset}\\s.*\\bReady\\b`, "m").test(t))
+      )
+      assert.deepStrictEqual(tableCounts(screen.split("\n"), "TOOLS", toolsets), expected, `the live view:\n${screen}`)
+
+      const readyLine = (toolset: string) => piped.lines.find((line) => line.includes(` ${toolset} Starting → Ready (`))
+      await until(() => toolsets.every((toolset) => readyLine(toolset) !== undefined), 60_000)
+      assert.deepStrictEqual(
+        Object.fromEntries(
+          toolsets.map((toolset) => [toolset, Number(/\((\d+) tools/.exec(readyLine(toolset) ?? "")?.[1])])
+        ),
+        expected,
+        `run on a pipe:\n${piped.lines.join("\n")}`
+      )
+
       const table = await runCli(["status", file])
       assert.strictEqual(table.code, 0, table.stderr)
-      const tableRow = (toolset: string) =>
-        table.stdout
-          .split("\n")
-          .find((line) => line.trimStart().startsWith(toolset))
-          ?.trim()
-          .split(/\s+/)
-      const header = table.stdout
-        .split("\n")
-        .find((line) => line.includes("TOOLS"))
-        ?.trim()
-        .split(/\s+/)
-      const column = header?.indexOf("TOOLS") ?? -1
       assert.deepStrictEqual(
-        { everything: Number(tableRow("everything")?.[column]), [lsp]: Number(tableRow(lsp)?.[column]) },
+        tableCounts(table.stdout.split("\n"), "TOOLS", toolsets),
         expected,
         `status:\n${table.stdout}`
       )
@@ -102,7 +179,10 @@ describe("tool counts", () => {
         `validate --check:\n${check.stdout}`
       )
     } finally {
+      await browser.close()
+      term.close()
       session.child.kill("SIGKILL")
+      piped.child.kill("SIGKILL")
     }
   })
 })
