@@ -2,13 +2,14 @@
  * How much of each package's public API is documented: the share of the members of every module
  * its `src/index.ts` re-exports that carry a JSDoc comment (issue 25 §5).
  * Usage: node scripts/doc-coverage.mjs [repo root] [-v: list the undocumented ones]
+ *   [--check: fail, listing them, unless every package is at 100%; `npm run lint` runs it so]
  */
 
 import * as fs from "node:fs"
 import * as path from "node:path"
 import ts from "typescript"
 
-const root = path.resolve(process.argv.slice(2).find((a) => a !== "-v") ?? ".")
+const root = path.resolve(process.argv.slice(2).find((a) => !a.startsWith("-")) ?? ".")
 const pkgs = fs.readdirSync(path.join(root, "packages"))
 const config = ts.getParsedCommandLineOfConfigFile(
   path.join(root, "tsconfig.json"),
@@ -18,7 +19,9 @@ const config = ts.getParsedCommandLineOfConfigFile(
 const entries = pkgs.map((p) => path.join(root, "packages", p, "src/index.ts"))
 const program = ts.createProgram(entries, { ...config.options, noEmit: true })
 const checker = program.getTypeChecker()
-const verbose = process.argv.includes("-v")
+const check = process.argv.includes("--check")
+const verbose = check || process.argv.includes("-v")
+let undocumented = 0
 for (const [i, p] of pkgs.entries()) {
   const sf = program.getSourceFile(entries[i])
   const mod = checker.getSymbolAtLocation(sf)
@@ -43,4 +46,9 @@ for (const [i, p] of pkgs.entries()) {
   }
   console.log(`${p.padEnd(8)} ${documented}/${total} ${total ? ((100 * documented) / total).toFixed(0) : "-"}%`)
   if (verbose) for (const m of missing) console.log("   missing:", m)
+  undocumented += missing.length
+}
+if (check && undocumented > 0) {
+  console.error(`${undocumented} public export(s) without a doc comment (listed above)`)
+  process.exit(1)
 }

@@ -442,11 +442,13 @@ const noTemplates = (cause: unknown): Promise<{ readonly items: ReadonlyArray<Re
 export const maxListing = 10_000
 
 /**
- * The most a listing keeps, in characters of JSON, and the most one item may weigh. A real tool's
- * definition is a few KB; a hostile server's 4 MB descriptions, page after page, grew this process
- * past its heap and killed it, and every other toolset with it.
+ * The most a listing keeps, in characters of JSON. A real tool's definition is a few KB; a hostile
+ * server's 4 MB descriptions, page after page, grew this process past its heap and killed it, and
+ * every other toolset with it.
  */
 export const maxListingChars = 32 * 1024 * 1024
+
+/** The most one listed item (a tool, a prompt, a resource) may weigh, in characters of JSON: heavier ones are left out. */
 export const maxItemChars = 1024 * 1024
 
 /**

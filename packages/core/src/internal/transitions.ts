@@ -4,7 +4,6 @@
  * can make. The table is data, not prose: each step `transition` returns names the row it took
  * (`Step.rule`), and `Transitions.test.ts` checks, over every phase, message and policy it can
  * generate, that the function only ever moves as the row it names says — and walks every row.
- * DESIGN.md keeps a summary; this table is the authority.
  *
  * A message about work that is no longer current (an old connect, a cancelled timer, an ended
  * session) names an id the phase no longer holds, and is ignored (row `ignored`).
