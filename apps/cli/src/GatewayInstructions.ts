@@ -26,20 +26,35 @@ export const attach = (server: Server, instructions: () => Promise<string>): voi
   server.connect = async (transport: Transport) => {
     await connect(transport)
     const initializing = new Set<RequestId>()
+    // From an initialize on until its answer is written, what else leaves waits for that answer
+    // (answers to requests a client sent at once, the log lines telling it what they wait for):
+    // the client hears nothing before it.
+    let answered: Promise<void> | undefined
+    let open = () => {}
     const receive = transport.onmessage
     transport.onmessage = (message, extra) => {
       // Checked by method first: every message passes here, and most are calls.
       if ("method" in message && message.method === "initialize" && "id" in message && isInitializeRequest(message)) {
         initializing.add(message.id)
+        answered ??= new Promise<void>((resolve) => {
+          open = resolve
+        })
       }
       receive?.(message, extra)
     }
     const send = transport.send.bind(transport)
-    // Every message of the session leaves here: only the answer to an initialize waits for anything.
-    transport.send = (message, options) =>
-      "result" in message && initializing.delete(message.id)
-        ? withInstructions(message, instructions).then((answer) => send(answer, options))
-        : send(message, options)
+    // Every message of the session leaves here: only an initialize's answer, and what follows it, wait.
+    transport.send = (message, options) => {
+      if ("result" in message && initializing.delete(message.id)) {
+        return withInstructions(message, instructions)
+          .then((answer) => send(answer, options))
+          .finally(() => {
+            answered = undefined
+            open()
+          })
+      }
+      return answered === undefined ? send(message, options) : answered.then(() => send(message, options))
+    }
   }
 }
 

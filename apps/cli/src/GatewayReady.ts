@@ -16,13 +16,20 @@ import * as Stream from "effect/Stream"
 const waitingFor = (board: ReadonlyArray<State.StatusSnapshot>) =>
   board.filter((s) => s.state === "Starting").map((s) => s.name)
 
+/**
+ * The last "waiting for" message each session was told: told once per session and change, not
+ * once per waiting request (500 requests sent at once made 1,500 log lines).
+ */
+const told = new WeakMap<Server, string>()
+
 /** Once settled (every request but the first few), a request costs no subscription and no race. */
 export const isSettled = (ready: Deferred.Deferred<void> | undefined) =>
   ready === undefined || Deferred.isDoneUnsafe(ready)
 
 /**
  * Waits for `ready`, telling the client what it waits for: a progress notification when the
- * request asked for progress, and a log message (MCP logging) either way.
+ * request asked for progress, and a log message (MCP logging) when the session has not been told
+ * that yet.
  */
 export const settled = (
   server: Server,
@@ -45,9 +52,13 @@ export const settled = (
               params: { progressToken: token, progress: board.length - pending.length, total: board.length, message }
             })
           )
-    const log = Effect.tryPromise(() =>
-      server.sendLoggingMessage({ level: "info", logger: "toolvisor", data: message }, extra.sessionId)
-    )
+    const fresh = told.get(server) !== message
+    told.set(server, message)
+    const log = fresh
+      ? Effect.tryPromise(() =>
+          server.sendLoggingMessage({ level: "info", logger: "toolvisor", data: message }, extra.sessionId)
+        )
+      : Effect.void
     return Effect.ignore(Effect.andThen(progress, log))
   }
   return Effect.raceFirst(
