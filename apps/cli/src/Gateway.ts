@@ -22,7 +22,7 @@ import { ToolGroups } from "@toolvisor/config"
 import { StdioServer } from "@toolvisor/mcp"
 import { type Catalog, Deferral, HttpGate, Reprobe, type ToolsetRegistry } from "@toolvisor/runtime"
 import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
@@ -275,10 +275,17 @@ export const serve = (
       yield* Effect.logInfo(`serving MCP at ${url}`)
       return yield* Effect.never
     }
-    yield* connect(registry, yield* StdioServer.make(), options)
+    const transport = yield* StdioServer.make()
+    yield* connect(registry, transport, options)
+    // Stopped (a signal) with requests in flight: each is answered before the server closes,
+    // within a second (a client that reads nothing more would hold the exit for good).
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => transport.abandon(stopping)).pipe(Effect.timeoutOption(Duration.seconds(1)))
+    )
     yield* start
     yield* Effect.logInfo(`serving MCP on stdio${options.group === undefined ? "" : `, tool group ${options.group}`}`)
-    // A stdio client ends the session by closing our stdin: then stop every toolset and exit.
+    // A stdio client ends the session by closing our stdin: what it asked is answered, then every
+    // toolset stops and we exit.
     yield* Effect.callback<void>((resume) => {
       const done = () => resume(Effect.void)
       process.stdin.once("end", done)
@@ -288,5 +295,9 @@ export const serve = (
         process.stdin.off("close", done)
       })
     })
-    yield* Effect.logInfo("the MCP client closed stdin: stopping")
+    yield* Effect.logInfo("the MCP client closed stdin: answering what it asked, then stopping")
+    yield* Effect.promise(() => transport.answered())
   })
+
+/** What a request still open when `serve` stops is answered with. */
+const stopping = "Toolvisor is stopping: the request was not finished (a tool call may have run)"

@@ -137,6 +137,66 @@ describe("toolvisor serve over stdio", () => {
     }
     assert.match(output().stderr, /WARN dropped a message from the client: it is 1\d\.\d MiB, over the limit of 16 MiB/)
   })
+
+  const initialize = {
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+  }
+  const sleep = (id: number, ms: number) => ({
+    id,
+    method: "tools/call",
+    params: { name: "fx_sleep", arguments: { ms } }
+  })
+
+  it("requests written at once with initialize, stdin closed behind them: each answered once, initialize first, then it exits", async () => {
+    const { child, exited, lines, output } = rawServe(writeConfig(yaml([mcpEntry("fx")])))
+    try {
+      const messages = [
+        initialize,
+        { method: "notifications/initialized" },
+        ...Array.from({ length: 200 }, (_, i) => sleep(i + 1, 100)),
+        { id: 201, method: "tools/list" }
+      ]
+      child.stdin.end(messages.map((m) => `${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`).join(""))
+      assert.strictEqual(await exited, 0, output().stderr)
+    } finally {
+      child.kill("SIGKILL")
+    }
+    const written = lines()
+    // Nothing before the answer to initialize, which waited for the toolset to start.
+    assert.strictEqual(written[0]?.id, 0, JSON.stringify(written[0]))
+    const answered = written.filter((m) => m.id !== undefined).map((m) => m.id)
+    assert.deepStrictEqual(
+      [...answered].sort((a, b) => a - b),
+      Array.from({ length: 202 }, (_, i) => i)
+    )
+    assert.include(JSON.stringify(written.find((m) => m.id === 200)), "slept 100")
+    // Told what it waits for once per change, not once per waiting request.
+    assert.isAtMost(written.filter((m) => m.method === "notifications/message").length, 3)
+  })
+
+  it("stopped by SIGTERM with calls in flight: each is answered with an error saying so before it exits", async () => {
+    const { child, send, answer, ready, exited, lines, output } = rawServe(writeConfig(yaml([mcpEntry("fx")])))
+    try {
+      await ready("fx_echo")
+      const ids = Array.from({ length: 50 }, (_, i) => 1000 + i)
+      for (const id of ids) send(sleep(id, 30_000))
+      // Every call reached the server: its answer is all that is missing.
+      send({ id: 999, method: "tools/call", params: { name: "fx_echo", arguments: { message: "behind them" } } })
+      await answer(999)
+      child.kill("SIGTERM")
+      assert.strictEqual(await exited, 0, output().stderr)
+      const answers = lines().filter((m) => ids.includes(m.id))
+      assert.deepStrictEqual(answers.map((m) => m.id).sort(), ids)
+      for (const m of answers) {
+        assert.strictEqual(m.error?.code, -32603)
+        assert.include(m.error?.message, "Toolvisor is stopping: the request was not finished")
+      }
+    } finally {
+      child.kill("SIGKILL")
+    }
+  })
 })
 
 describe("toolvisor serve --http", () => {

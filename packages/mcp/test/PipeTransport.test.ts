@@ -37,6 +37,48 @@ const request = (id: number): JSONRPCMessage => ({
 })
 
 describe("PipeTransport", () => {
+  it("owes the other side an answer to each request until it is written; a cancelled one is owed nothing", async () => {
+    const { transport, fromServer, settle } = await open()
+    const state = { answered: false }
+    await transport.answered()
+    fromServer.write(`${JSON.stringify(request(1))}\n${JSON.stringify(request(2))}\n`)
+    await settle()
+    const answered = transport.answered().then(() => {
+      state.answered = true
+    })
+    fromServer.write(
+      `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2 } })}\n`
+    )
+    await settle()
+    assert.isFalse(state.answered)
+    const written = transport.send({ jsonrpc: "2.0", id: 1, result: { content: [] } })
+    assert.isFalse(state.answered, "given before it was written")
+    await written
+    await answered
+    assert.isTrue(state.answered)
+  })
+
+  it("abandon answers each open request once with an error; the answer given after it is not written", async () => {
+    const { transport, fromServer, writes, settle } = await open()
+    fromServer.write(`${JSON.stringify(request(7))}\n${JSON.stringify(request(8))}\n`)
+    await settle()
+    await transport.send({ jsonrpc: "2.0", id: 8, result: { content: [] } })
+    await transport.abandon("stopping")
+    await transport.abandon("stopping again")
+    await transport.send({ jsonrpc: "2.0", id: 7, result: { content: [] } })
+    await transport.answered()
+    await settle()
+    const answers = writes
+      .join("")
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line))
+    assert.deepStrictEqual(answers, [
+      { jsonrpc: "2.0", id: 8, result: { content: [] } },
+      { jsonrpc: "2.0", id: 7, error: { code: -32603, message: "stopping" } }
+    ])
+  })
+
   it("the first message of a tick is written at once, the others sent during it in one write, in order", async () => {
     const { transport, writes, settle } = await open()
     const sent = [transport.send(request(1)), transport.send(request(2)), transport.send(request(3))]

@@ -51,6 +51,9 @@ const malformedAnswer = -32603
 /** The JSON-RPC code of the error that answers a request that could not be read: "invalid request". */
 const invalidRequest = -32600
 
+/** JSON-RPC's "internal error": what a request the server stops under is answered with. */
+const internalError = -32603
+
 /** The id of what says it is a JSON-RPC 2.0 answer (an id, a result or an error, no method), or `undefined`. */
 const answerId = (message: unknown): string | number | undefined => {
   if (typeof message !== "object" || message === null || "method" in message || !("id" in message)) return undefined
@@ -145,6 +148,11 @@ export class PipeTransport implements Transport {
   private batch: { readonly lines: Array<string>; readonly written: Promise<void> } | undefined
   /** The ids of our requests not answered yet (a cancelled one is not waited for). */
   private readonly awaiting = new Set<string | number>()
+  /** The ids of the other side's requests not answered yet, and who waits for there to be none. */
+  private readonly owed = new Set<string | number>()
+  private whenAnswered: Array<() => void> = []
+  /** Requests answered by `abandon`: the answer the SDK gives later is not written. */
+  private readonly abandoned = new Set<string | number>()
   /** Writes handed to the pipe and not yet confirmed. */
   private writing = 0
   /** Set while a close waits for the writes in progress to settle. */
@@ -176,6 +184,7 @@ export class PipeTransport implements Transport {
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.output.writable) return Promise.reject(new NotDelivered())
+    if (!("method" in message) && this.abandoned.delete(message.id as string | number)) return Promise.resolve()
     let line: string
     try {
       line = `${JSON.stringify(message)}\n`
@@ -184,17 +193,45 @@ export class PipeTransport implements Transport {
       return Promise.reject(new SendGuard.Unsendable(`cannot be written as JSON (${String(cause)})`, cause))
     }
     this.track(message)
+    let written: Promise<void>
     if (this.batch !== undefined) {
       this.batch.lines.push(line)
-      return this.batch.written
+      written = this.batch.written
+    } else {
+      this.batch = this.startBatch()
+      written = this.write(line)
     }
-    this.batch = this.startBatch()
-    return this.write(line)
+    if ("method" in message) return written
+    // An answer is given once it is written: a process that exits once all are given loses none.
+    const settle = () => this.settle(message.id)
+    written.then(settle, settle)
+    return written
   }
 
   /** Our requests the other side has not answered: one that ends leaving some did not end cleanly. */
   get unanswered(): number {
     return this.awaiting.size
+  }
+
+  /**
+   * Resolves once every request the other side sent is answered, its answer written (or failed to
+   * write), or cancelled by it: at once if none is open.
+   */
+  answered(): Promise<void> {
+    return this.owed.size === 0 ? Promise.resolve() : new Promise((resolve) => this.whenAnswered.push(resolve))
+  }
+
+  /**
+   * Answers every request of the other side still open with an error saying `message`, and drops
+   * the answers the SDK may give them later: each request is answered once. For a server that
+   * stops with requests in flight, whose client would otherwise wait for them in vain. Resolves
+   * once those answers are written (or failed to).
+   */
+  abandon(message: string): Promise<void> {
+    const ids = [...this.owed].filter((id) => !this.abandoned.has(id))
+    const written = ids.map((id) => this.send({ jsonrpc: "2.0", id, error: { code: internalError, message } }))
+    for (const id of ids) this.abandoned.add(id)
+    return Promise.allSettled(written).then(() => undefined)
   }
 
   private track(message: JSONRPCMessage) {
@@ -204,10 +241,20 @@ export class PipeTransport implements Transport {
       this.awaiting.delete(message.params?.requestId as string | number)
   }
 
-  /** A message for the SDK; an answer settles our request. */
+  /** A message for the SDK; an answer settles our request, a request is owed an answer. */
   private receive(message: JSONRPCMessage) {
-    if ("id" in message && !("method" in message)) this.awaiting.delete(message.id as string | number)
+    if ("method" in message) {
+      if ("id" in message) this.owed.add(message.id)
+      // A request its sender cancelled is not answered (the SDK drops its answer).
+      else if (message.method === "notifications/cancelled") this.settle(message.params?.requestId)
+    } else if ("id" in message) this.awaiting.delete(message.id as string | number)
     this.onmessage?.(message)
+  }
+
+  /** The other side's request `id` is answered: no longer owed. */
+  private settle(id: unknown) {
+    if (!this.owed.delete(id as string | number) || this.owed.size > 0) return
+    for (const resolve of this.whenAnswered.splice(0)) resolve()
   }
 
   /** Collects the lines sent after the first during this tick, and writes them as it ends. */
