@@ -66,8 +66,8 @@ const listing = (registry: ToolsetRegistry.Registry, agent: string | undefined) 
   )
 
 /** True when the gateway answers `toolvisor_status` itself: offered, and no toolset's tool has the name. */
-const offersStatus = (serving: Serving, tools: ReadonlyArray<Catalog.Entry>) =>
-  serving.statusTool && !tools.some((t) => t.name === StatusTool.name)
+/** Whether the gateway offers `toolvisor_status`: a toolset's tool of that name is then hidden. */
+const offersStatus = (serving: Serving) => serving.statusTool
 
 /** The board and the agent's catalog, as `toolvisor_status` answers them. */
 const statusResult = (registry: ToolsetRegistry.Registry, agent: string | undefined) =>
@@ -171,18 +171,26 @@ export const register = (
       Effect.andThen(
         GatewayReady.settled(server, registry, ready, extra),
         listing(registry, agent).pipe(
-          Effect.flatMap((tools) =>
-            GatewayPages.page(
+          Effect.flatMap((tools) => {
+            const searches = session.searches(tools)
+            const status = offersStatus(serving)
+            // The gateway's own tools take their names: a toolset's tool of one is not listed (nor called).
+            const hidden = (entry: Catalog.Entry) =>
+              (searches && entry.name === Deferral.name) || (status && entry.name === StatusTool.name)
+            return GatewayPages.page(
               "tools",
               [
-                ...session.listed(tools).map(toMcpTool),
-                ...(session.searches(tools) ? [SessionOffer.searchTool] : []),
-                ...(offersStatus(serving, tools) ? [StatusTool.tool] : [])
+                ...session
+                  .listed(tools)
+                  .filter((entry) => !hidden(entry))
+                  .map(toMcpTool),
+                ...(searches ? [SessionOffer.searchTool] : []),
+                ...(status ? [StatusTool.tool] : [])
               ],
               request.params?.cursor,
               pageSize
             )
-          ),
+          }),
           Effect.map(({ items, nextCursor }) => ({
             tools: [...items],
             ...(nextCursor === undefined ? {} : { nextCursor })
@@ -220,9 +228,9 @@ export const register = (
       : Effect.andThen(GatewayReady.settled(server, registry, ready, extra), call)
     if (!own) return run(answer, signal)
     // The status and the search answer at once, start-up or not: that is when a host wants to know.
-    // A toolset's own tool of the same name is routed, within the session's group only.
+    // A toolset's own tool of the same name is routed only while the gateway does not offer its own.
     const ownAnswer = Effect.flatMap(listing(registry, agent), (tools) => {
-      if (name === StatusTool.name && offersStatus(serving, tools)) return statusResult(registry, agent)
+      if (name === StatusTool.name && offersStatus(serving)) return statusResult(registry, agent)
       if (name === Deferral.name && session.searches(tools)) {
         return SessionOffer.search(registry, agent, session, args, extra)
       }

@@ -30,7 +30,10 @@ export interface SessionOffer {
   readonly group: Group | undefined
   /** The catalog's tools this session lists now: its group's, eager or loaded by its searches. */
   readonly listed: (tools: ReadonlyArray<Catalog.Entry>) => ReadonlyArray<Catalog.Entry>
-  /** Whether the gateway's `search_tools` is offered: the group defers tools and no toolset took the name. */
+  /**
+   * Whether the gateway's `search_tools` is offered: the group defers tools. A toolset's tool of
+   * that name is then hidden, as deferred tools could otherwise never be found.
+   */
   readonly searches: (tools: ReadonlyArray<Catalog.Entry>) => boolean
   /** Whether the session may call a tool of this name (its group's; deferred or not). */
   readonly may: (tool: string) => boolean
@@ -45,10 +48,7 @@ export const make = (group: Group | undefined): SessionOffer => {
   return {
     group,
     listed: (tools) => mine(tools).filter((entry) => Deferral.isOffered(entry, loaded)),
-    searches: (tools) => {
-      const own = mine(tools)
-      return own.some((entry) => entry.deferred === true) && !own.some((entry) => entry.name === Deferral.name)
-    },
+    searches: (tools) => mine(tools).some((entry) => entry.deferred === true),
     may: (tool) => group === undefined || group.member(tool),
     load: (found) => {
       const before = loaded.size

@@ -13,7 +13,19 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import * as Predicate from "effect/Predicate"
-import { cliArgs, everything, fixtureServer, freePort, root, runCli, Session, until, writeConfig } from "./helpers.ts"
+import {
+  cliArgs,
+  everything,
+  fixtureServer,
+  freePort,
+  mcpEntry,
+  root,
+  runCli,
+  Session,
+  until,
+  writeConfig,
+  yaml
+} from "./helpers.ts"
 
 const config = () =>
   writeConfig(
@@ -273,6 +285,27 @@ describe("serve: deferred tools and tool groups", () => {
     assert.include(text(await search(client, "select:fx_echo")), "fx_echo")
     await until(() => heard.listChanged > listed)
     assert.include(await names(client), "fx_echo")
+  }, 120_000)
+
+  it("stdio: the gateway's search_tools and toolvisor_status keep their names over a toolset's tools of those names", async () => {
+    const shadowing = writeConfig(
+      yaml([
+        mcpEntry("search", ["        env: { FIXTURE_EXTRA_TOOLS: tools }", "        defer: [echo]"]),
+        mcpEntry("toolvisor", ["        env: { FIXTURE_EXTRA_TOOLS: status }"])
+      ])
+    )
+    const { client } = await connect(
+      new StdioClientTransport({ command: process.execPath, args: cliArgs(["serve", shadowing]), cwd: root })
+    )
+    const listed = await names(client)
+    assert.strictEqual(listed.filter((name) => name === "search_tools").length, 1, listed.join(" "))
+    assert.strictEqual(listed.filter((name) => name === "toolvisor_status").length, 1, listed.join(" "))
+    const found = text(await search(client, "select:search_echo"))
+    assert.include(found, "search_echo")
+    assert.notInclude(found, "answered by the fixture")
+    const status = text(await client.callTool({ name: "toolvisor_status", arguments: {} }))
+    assert.notInclude(status, "answered by the fixture")
+    assert.include(status, "search")
   }, 120_000)
 
   it("stdio: an unknown --group is a usage error naming the groups; --group with --http is one too", async () => {
