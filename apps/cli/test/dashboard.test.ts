@@ -135,7 +135,11 @@ describe("the dashboard with a crash loop beside a healthy toolset", () => {
     const port = await freePort()
     const config = writeConfig(
       yaml([
-        mcpEntry("fx", ["        lifecycle: { call_timeout: 2s }"]),
+        // One tool whose name reverses what follows it (U+202E): the drawer shows the character, escaped.
+        mcpEntry("fx", [
+          "        lifecycle: { call_timeout: 2s }",
+          '        env: { FIXTURE_EXTRA_TOOLS: "ok_\\u202etxt.exe" }'
+        ]),
         // Its server says markup on stderr first: the drawer must show it as text.
         [
           "      - type: mcp",
@@ -250,6 +254,9 @@ describe("the dashboard with a crash loop beside a healthy toolset", () => {
     await page.locator("#d-close").click()
     await fx.card.locator("button.name").click()
     await page.locator("#d-tools span", { hasText: "fx_echo" }).waitFor()
+    const names = await page.locator("#d-tools span").allTextContents()
+    assert.include(names, "fx_ok_\\u202etxt.exe")
+    assert.notMatch(names.join(" "), /[\p{Cf}]/u, "no format character reaches the page raw")
     const offered = await page.locator("#d-tools span").count()
     assert.strictEqual(await page.locator("#d-tools-count").textContent(), `(${offered})`)
     assert.include(await fx.card.locator(".facts").textContent(), ` · ${offered} tools · `)

@@ -71,7 +71,7 @@ function card(name) {
   const head = el("div", "head");
   const open = el("button", "name", name);
   open.type = "button";
-  open.title = "Details of " + name;
+  open.title = printable("Details of " + name);
   open.onclick = () => openDrawer(name);
   c = { root, kind: el("span", "kind"), state: el("span", "state"), facts: el("span", "facts"), budget: el("span", "budget"), buttons: {}, error: el("p", "error"), timeline: el("div", ""), charts: el("div", "charts") };
   const actions = el("span", "actions");
@@ -95,23 +95,23 @@ function update(name, now) {
   const c = card(name);
   c.root.dataset.state = row.state;
   c.root.dataset.pid = row.pid === null ? "" : String(row.pid);
-  c.kind.textContent = row.kind;
-  c.state.textContent = row.state;
+  c.kind.textContent = printable(row.kind);
+  c.state.textContent = printable(row.state);
   c.state.className = "state s-" + row.state;
-  c.facts.textContent = [row.pid === null ? null : "pid " + row.pid, row.tools === null ? null : row.tools + " tools", "since " + clock(Date.parse(row.at))].filter(Boolean).join(" · ");
+  c.facts.textContent = printable([row.pid === null ? null : "pid " + row.pid, row.tools === null ? null : row.tools + " tools", "since " + clock(Date.parse(row.at))].filter(Boolean).join(" · "));
   const b = budget(row, policies.get(name));
-  c.budget.textContent = b.text;
+  c.budget.textContent = printable(b.text);
   c.budget.classList.toggle("spent", b.spent);
   for (const [action, button] of Object.entries(c.buttons)) button.disabled = pending.has(name) || !allowed[action].includes(row.state);
-  c.error.textContent = row.error ? row.error.tag + ": " + row.error.message : "";
+  c.error.textContent = printable(row.error ? row.error.tag + ": " + row.error.message : "");
   c.error.hidden = !row.error;
   c.timeline.replaceChildren(timeline(name, histories.get(name) || [], now, span));
   c.charts.replaceChildren(...charts(stats.toolsets[name], stats.bucketMillis || minute));
 }
 
 function renderHeader() {
-  $("#title").textContent = [info.config, info.agent ? "agent " + info.agent : null].filter(Boolean).join(" · ");
-  $("#uptime").textContent = info.startedAt ? "up " + duration(Date.now() - Date.parse(info.startedAt)) : "";
+  $("#title").textContent = printable([info.config, info.agent ? "agent " + info.agent : null].filter(Boolean).join(" · "));
+  $("#uptime").textContent = printable(info.startedAt ? "up " + duration(Date.now() - Date.parse(info.startedAt)) : "");
   const counts = new Map();
   for (const row of rows.values()) counts.set(row.state, (counts.get(row.state) || 0) + 1);
   $("#counts").replaceChildren(...states.filter((s) => counts.has(s)).map((s) => {
@@ -174,7 +174,7 @@ function frame(text) {
 
 function link(state, text) {
   $("#link").className = state;
-  $("#link").textContent = text;
+  $("#link").textContent = printable(text);
 }
 
 async function follow() {
@@ -230,7 +230,7 @@ async function control(name, action) {
 
 function confirmStop(name) {
   const dialog = $("#confirm");
-  $("#confirm-text").textContent = "Stop " + name + "? Its server is shut down and its tools leave the agent's catalog until it is started again.";
+  $("#confirm-text").textContent = printable("Stop " + name + "? Its server is shut down and its tools leave the agent's catalog until it is started again.");
   dialog.returnValue = "";
   dialog.onclose = () => { if (dialog.returnValue === "stop") control(name, "stop"); };
   dialog.showModal();
@@ -289,12 +289,12 @@ function renderDrawer() {
   if (!drawerFor) return;
   const name = drawerFor;
   const row = rows.get(name);
-  $("#d-name").textContent = name;
-  $("#d-state").textContent = row ? row.state : "gone";
+  $("#d-name").textContent = printable(name);
+  $("#d-state").textContent = printable(row ? row.state : "gone");
   $("#d-state").className = "state s-" + (row ? row.state : "Stopped");
   $("#d-policy").replaceChildren(definitions(policyPairs(inspection ? inspection.policy : policies.get(name))));
   const tools = inspection ? inspection.tools : null;
-  $("#d-tools-count").textContent = tools && tools.names.length > 0 ? "(" + tools.names.length + (tools.complete ? ")" : ", the last listed)") : "";
+  $("#d-tools-count").textContent = printable(tools && tools.names.length > 0 ? "(" + tools.names.length + (tools.complete ? ")" : ", the last listed)") : "");
   const none = tools && tools.names.length === 0 ? (tools.complete ? "none" : "not listed while " + (row ? row.state : "gone")) : "loading…";
   $("#d-tools").replaceChildren(...(tools && tools.names.length > 0 ? tools.names.map((t) => el("span", "", t)) : [el("i", "muted", none)]));
   const h = (histories.get(name) || []).slice(-30).reverse();
@@ -305,7 +305,7 @@ function renderDrawer() {
     return li;
   }));
   const stderr = inspection ? inspection.stderr : undefined;
-  $("#d-stderr").textContent = !inspection ? "loading…" : stderr === null ? "a remote server: no stderr to show" : stderr.length === 0 ? "nothing on stderr" : stderr.join("\\n");
+  $("#d-stderr").textContent = printable(!inspection ? "loading…" : stderr === null ? "a remote server: no stderr to show" : stderr.length === 0 ? "nothing on stderr" : stderr.join("\\n"));
 }
 
 function setWindow(ms) {

@@ -14,10 +14,20 @@ const hour = 60 * minute;
 const loopGap = 2 * minute;
 const svgNs = "http://www.w3.org/2000/svg";
 
+/**
+ * Text as the page shows it: what reorders or hides text (bidi controls, zero-width characters,
+ * tags, separators, controls but line feed and tab) as \\u escapes, as the CLI shows it, so a
+ * server's name or error reads as what it is.
+ */
+const hiding = /(?![\\n\\t])[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]/gu;
+function printable(text) {
+  return String(text).replace(hiding, (c) => "\\\\u" + c.codePointAt(0).toString(16).padStart(4, "0"));
+}
+
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = text;
+  if (text !== undefined && text !== null) node.textContent = printable(text);
   return node;
 }
 
@@ -117,7 +127,7 @@ function timeline(name, history, now, span) {
     seg.dataset.state = piece.state;
     seg.style.left = ((piece.from - (now - span)) / span) * 100 + "%";
     seg.style.width = ((piece.to - piece.from) / span) * 100 + "%";
-    seg.title = piece.state + " at " + clock(piece.at) + " for " + duration(piece.to - piece.at) + (piece.error ? " — " + piece.error.tag + ": " + piece.error.message : "");
+    seg.title = printable(piece.state + " at " + clock(piece.at) + " for " + duration(piece.to - piece.at) + (piece.error ? " — " + piece.error.tag + ": " + piece.error.message : ""));
     track.append(seg);
     if (piece.state === "Restarting" && piece.entered) {
       const tick = el("div", "crash");
@@ -132,7 +142,7 @@ function timeline(name, history, now, span) {
     const left = Math.max(0, (loop.first - (now - span)) / span);
     band.style.left = left * 100 + "%";
     band.style.width = (((loop.gaveUp || loop.last) - loop.first) / span) * 100 + "%";
-    band.title = "crash loop: " + loop.count + " restarts";
+    band.title = printable("crash loop: " + loop.count + " restarts");
     track.append(band);
   }
   box.append(track, axis("−" + duration(span), "−" + duration(span / 2), "now"), summary(name, history, now, span));
@@ -187,7 +197,7 @@ function bars(points, bucket, layers, ceiling) {
       const left = width - (shown.length - i) * slot;
       const rect = svg("rect", { class: layer.className, x: (left + 0.5).toFixed(1), y: (height - h).toFixed(1), width: Math.max(1, slot - 1).toFixed(1), height: h.toFixed(1) });
       const title = svg("title", {});
-      title.textContent = clock(p.at) + " · " + layer.label(p);
+      title.textContent = printable(clock(p.at) + " · " + layer.label(p));
       rect.append(title);
       chart.append(rect);
     });
