@@ -8,7 +8,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import type * as Catalog from "./Catalog.ts"
-import type * as ToolSearch from "./ToolSearch.ts"
+import * as ToolSearch from "./ToolSearch.ts"
 
 /** The name the model calls the search by. */
 export const name = "search_tools"
@@ -73,7 +73,8 @@ export const load = (loaded: Set<string>, result: ToolSearch.Result): void => {
 
 /**
  * What the model reads back: each tool by the name it calls it by, with its one-line summary;
- * names `select:` asked for that do not exist, with near ones.
+ * names `select:` asked for that do not exist, with near ones; and those past its limit, not
+ * looked up, so the model knows to ask again.
  */
 export const render = (result: ToolSearch.Result, query: string, toModel: (name: string) => string): string => {
   const lines = result.hits.map((hit) => {
@@ -84,13 +85,26 @@ export const render = (result: ToolSearch.Result, query: string, toModel: (name:
     (u) =>
       `No tool named "${u.name}"${u.near.length === 0 ? "" : ` (did you mean ${u.near.map((n) => `"${toModel(n)}"`).join(", ")}?)`}.`
   )
+  const unread = result.unread ?? []
+  const rest =
+    unread.length === 0
+      ? []
+      : [
+          `${unread.length} more name(s) were not looked up: a select: takes ${ToolSearch.maxLimit} at most. Ask again for ${unread
+            .slice(0, 3)
+            .map((name) => `"${name.slice(0, 100)}"`)
+            .join(", ")}${unread.length > 3 ? " and the rest" : ""}.`
+        ]
   if (lines.length === 0) {
     return [
       ...unknown,
-      ...(unknown.length === 0 ? [`No tool matches "${query.slice(0, 200)}". Try other words, or select:NAME.`] : [])
+      ...(unknown.length === 0 && unread.length === 0
+        ? [`No tool matches "${query.slice(0, 200)}". Try other words, or select:NAME.`]
+        : []),
+      ...rest
     ].join("\n")
   }
-  return [`${lines.length} tool(s), callable from your next step:`, ...lines, ...unknown].join("\n")
+  return [`${lines.length} tool(s), callable from your next step:`, ...lines, ...unknown, ...rest].join("\n")
 }
 
 /**

@@ -42,11 +42,13 @@ export interface Unknown {
 export interface Result {
   readonly hits: ReadonlyArray<Hit>
   readonly unknown: ReadonlyArray<Unknown>
+  /** Names a `select:` asked for past `maxLimit`: not looked up, so the model is told to ask again. */
+  readonly unread?: ReadonlyArray<string>
 }
 
-/** A query as `parse` reads it: exact names to select, or text to rank tools by. */
+/** A query as `parse` reads it: exact names to select (and those past `maxLimit`), or text to rank tools by. */
 export type Query =
-  | { readonly _tag: "Select"; readonly names: ReadonlyArray<string> }
+  | { readonly _tag: "Select"; readonly names: ReadonlyArray<string>; readonly unread: ReadonlyArray<string> }
   | { readonly _tag: "Rank"; readonly text: string }
 
 /** Hits a search returns when the model names no limit: enough to choose from, few enough to read. */
@@ -58,17 +60,24 @@ export const maxQueryLength = 1000
 /** A hit's summary is cut to this many characters: a model reads many hits, each only to choose. */
 export const summaryLength = 160
 
+/**
+ * A `select:` is read to this many characters: `maxLimit` names of 256 characters (an MCP tool
+ * name is at most 128, a toolset's prefix comes on top), where a ranked query is cut at
+ * `maxQueryLength` (a select of 60 short names was cut there, and the names past the cut were lost).
+ */
+const maxSelectLength = maxLimit * 256
+
 /** `select:NAME[,NAME]` selects exactly (as Claude Code's ToolSearch); anything else is ranked. */
 export const parse = (query: string): Query => {
-  const text = query.slice(0, maxQueryLength).trim()
-  const select = /^select:/i.exec(text)
-  if (select === null) return { _tag: "Rank", text }
-  const names = text
-    .slice(select[0].length)
+  const select = /^\s*select:/i.exec(query.slice(0, maxQueryLength))
+  if (select === null) return { _tag: "Rank", text: query.slice(0, maxQueryLength).trim() }
+  const names = query
+    .slice(select[0].length, select[0].length + maxSelectLength)
     .split(",")
     .map((name) => name.trim())
     .filter((name) => name !== "")
-  return { _tag: "Select", names: [...new Set(names)].slice(0, maxLimit) }
+  const distinct = [...new Set(names)]
+  return { _tag: "Select", names: distinct.slice(0, maxLimit), unread: distinct.slice(maxLimit) }
 }
 
 /** Bounds a caller's limit to 1..`maxLimit`. */
@@ -323,7 +332,10 @@ export const make = (): Index => {
 
   const search = (query: string, limit?: number, within: (name: string) => boolean = everything): Result => {
     const parsed = parse(query)
-    if (parsed._tag === "Select") return select(parsed.names, within)
+    if (parsed._tag === "Select") {
+      const found = select(parsed.names, within)
+      return parsed.unread.length === 0 ? found : { ...found, unread: parsed.unread }
+    }
     return parsed.text === "" ? { hits: [], unknown: [] } : rank(parsed.text, clampLimit(limit), within)
   }
 

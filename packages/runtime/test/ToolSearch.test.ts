@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as ToolCatalogs from "../../../test/support/ToolCatalogs.ts"
 import type * as Catalog from "../src/Catalog.ts"
+import * as Deferral from "../src/Deferral.ts"
 import * as ToolSearch from "../src/ToolSearch.ts"
 
 /** A catalog of 624 real tool definitions: every recorded server declared four times. */
@@ -102,6 +103,24 @@ describe("ToolSearch", () => {
     )
     assert.include(result.unknown[0]?.near ?? [], "memory_read_graph")
     assert.deepStrictEqual(names(index.search("SELECT:Memory_Read_Graph")), ["memory_read_graph"])
+  })
+
+  it("select: past its limit looks up the first names and says which were not, so the model asks again", () => {
+    const index = indexOf()
+    const asked = [...new Set(tools.map((t) => t.name))].slice(0, ToolSearch.maxLimit + 10)
+    const result = index.search(`select:${asked.join(",")}`)
+    assert.deepStrictEqual(result.unread, asked.slice(ToolSearch.maxLimit))
+    const looked = new Set([...names(result), ...result.unknown.map((u) => u.name)])
+    assert.isTrue(
+      asked
+        .slice(0, ToolSearch.maxLimit)
+        .every((name) => looked.has(name) || result.hits.some((h) => h.alike.includes(name)))
+    )
+    const told = Deferral.render(result, "select:…", (name) => name)
+    assert.include(told, `${result.hits.length} tool(s), callable from your next step:`)
+    assert.include(told, `10 more name(s) were not looked up: a select: takes ${ToolSearch.maxLimit} at most.`)
+    assert.include(told, `"${asked[ToolSearch.maxLimit]}"`)
+    assert.isUndefined(index.search("select:memory_read_graph").unread)
   })
 
   it("within a tool group: ranks, folds and selects only the tools it accepts, a full page of them", () => {
