@@ -84,6 +84,27 @@ describe("toolvisor run --json", () => {
     }
   })
 
+  it("a catalog changing many times a second is printed at most four times a second, the last change always", async () => {
+    const session = new Session(["run", writeConfig(yaml([mcpEntry("a")])), "--json"])
+    try {
+      await session.waitFor((l) => l.type === "tools" && l.complete === true)
+      const mark = session.lines.length
+      const began = Date.now()
+      // A tool added every 20 ms for two seconds: the catalog changes as often as the toolset relists.
+      const added = 100
+      for (let id = 1; id <= added; id++) {
+        session.send({ cmd: "call", tool: "a_add_tool", id })
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      await session.waitFor((l) => l.type === "result" && l.id === added, mark)
+      await session.waitFor((l) => l.type === "tools" && JSON.stringify(l.tools).includes(`"a_dynamic_${added}"`), mark)
+      const printed = session.lines.slice(mark).filter((line) => line.includes('"type":"tools"')).length
+      assert.isAtMost(printed, Math.ceil((Date.now() - began) / 250) + 2, "one line per 250 ms at most")
+    } finally {
+      session.child.kill("SIGKILL")
+    }
+  })
+
   it("the end of stdin ends the run after the last answer, and no server outlives it", async () => {
     const session = new Session(["run", writeConfig(yaml([mcpEntry("fx")])), "--json"])
     try {
