@@ -177,6 +177,7 @@ const notices = (shared: Shared, initial: Catalog.Catalog, sessions: () => Itera
     [
       GatewayNotices.toolChanges(registry, agent, initial, sessions),
       GatewayNotices.logs(registry, options.toolsets, sessions),
+      GatewayTools.warnHidden(registry, agent, shared.statusTool),
       ...(shared.capabilities.prompts === undefined ? [] : [GatewayNotices.surfaceChanges(registry, agent, sessions)])
     ],
     { concurrency: "unbounded", discard: true }

@@ -31,6 +31,7 @@ import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Stream from "effect/Stream"
 import type * as GatewayClients from "./GatewayClients.ts"
 import * as GatewayPages from "./GatewayPages.ts"
 import * as GatewayReady from "./GatewayReady.ts"
@@ -148,6 +149,35 @@ const callOptions = (
           }
         })
   }
+}
+
+/**
+ * Warns, once for each, of a toolset's tool whose name a gateway tool takes (`register` hides it):
+ * `toolvisor_status` while the gateway offers it, `search_tools` while the agent defers tools.
+ */
+export const warnHidden = (registry: ToolsetRegistry.Registry, agent: string | undefined, statusTool: boolean) => {
+  const warned = new Set<string>()
+  return registry.catalogChanges(agent).pipe(
+    Stream.runForEach((catalog) => {
+      const deferring = catalog.tools.some((entry) => entry.deferred === true)
+      const hidden = catalog.tools.filter(
+        (entry) =>
+          ((statusTool && entry.name === StatusTool.name) || (deferring && entry.name === Deferral.name)) &&
+          !warned.has(`${entry.toolset}/${entry.name}`)
+      )
+      return Effect.forEach(
+        hidden,
+        (entry) => {
+          warned.add(`${entry.toolset}/${entry.name}`)
+          return Effect.logWarning(
+            `${entry.toolset}: its tool ${entry.name} is hidden by the gateway's own ${entry.name}; to offer both, give ${entry.toolset} a name of its own`
+          )
+        },
+        { discard: true }
+      )
+    }),
+    Effect.ignore
+  )
 }
 
 /** True for the names the gateway may answer itself rather than route. */

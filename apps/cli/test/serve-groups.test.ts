@@ -294,9 +294,15 @@ describe("serve: deferred tools and tool groups", () => {
         mcpEntry("toolvisor", ["        env: { FIXTURE_EXTRA_TOOLS: status }"])
       ])
     )
-    const { client } = await connect(
-      new StdioClientTransport({ command: process.execPath, args: cliArgs(["serve", shadowing]), cwd: root })
-    )
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: cliArgs(["serve", shadowing]),
+      cwd: root,
+      stderr: "pipe"
+    })
+    let stderr = ""
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    const { client } = await connect(transport)
     const listed = await names(client)
     assert.strictEqual(listed.filter((name) => name === "search_tools").length, 1, listed.join(" "))
     assert.strictEqual(listed.filter((name) => name === "toolvisor_status").length, 1, listed.join(" "))
@@ -306,6 +312,11 @@ describe("serve: deferred tools and tool groups", () => {
     const status = text(await client.callTool({ name: "toolvisor_status", arguments: {} }))
     assert.notInclude(status, "answered by the fixture")
     assert.include(status, "search")
+    // The user is told why those tools are missing, once each.
+    for (const name of ["search_tools", "toolvisor_status"]) {
+      await until(() => stderr.includes(`its tool ${name} is hidden by the gateway's own ${name}`))
+      assert.strictEqual(stderr.split(`its tool ${name} is hidden`).length, 2, stderr)
+    }
   }, 120_000)
 
   it("stdio: an unknown --group is a usage error naming the groups; --group with --http is one too", async () => {
